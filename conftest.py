@@ -1,0 +1,3 @@
+"""Wires the suite's pytest plugin in; everything else lives in suite/."""
+
+pytest_plugins = ["suite.plugin"]

@@ -1,0 +1,193 @@
+"""Kernel specs: what the suite needs to know about a kernel, declared as data.
+
+This module knows nothing of pytest or Hypothesis; ``suite/`` turns these
+declarations into strategies and tests.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+DTYPES: dict[str, torch.dtype] = {
+    "fp32": torch.float32,
+    "fp16": torch.float16,
+    "bf16": torch.bfloat16,
+    "fp64": torch.float64,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "fp8e4nv": torch.float8_e4m3fn,
+    "fp8e4b8": torch.float8_e4m3fnuz,
+    "fp8e5": torch.float8_e5m2,
+    "fp8e5b16": torch.float8_e5m2fnuz,
+}
+
+# Vendor families whose configs differ; the interpreter takes its own small configs.
+FAMILIES = ("nvidia", "amd", "interpret")
+
+
+# Keys of a config that are launch options, not constexpr meta-parameters.
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "waves_per_eu", "matrix_instr_nonkdim", "kpack")
+
+
+def split_config(config: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(constexpr meta-parameters, launch options) of a config."""
+    meta = {k: v for k, v in config.items() if k not in LAUNCH_OPTIONS}
+    options = {k: v for k, v in config.items() if k in LAUNCH_OPTIONS}
+    return meta, options
+
+
+def signature(fn: Any, types: Mapping[str, str], constexprs: Mapping[str, Any]) -> tuple[dict, dict]:
+    """A cross-compile signature for ``triton.compile(ASTSource(...))``: every argument of
+    the jitted ``fn`` in order, typed from ``types`` (``*fp16``, ``i32``, ...) or constexpr."""
+    sig = {}
+    for name in fn.arg_names:
+        if name in constexprs:
+            sig[name] = "constexpr"
+        elif name in types:
+            sig[name] = types[name]
+        else:
+            raise KeyError(f"{fn.__name__}: no type for argument {name!r}")
+    return sig, dict(constexprs)
+
+
+@dataclass(frozen=True)
+class Dim:
+    """One shape dimension and how the suite may draw it.
+
+    ``blocks`` are the kernel's block sizes along this dimension: the suite biases
+    draws toward 1, block-1, block, block+1 and a few blocks. ``choices`` fixes the
+    dimension to a set (e.g. head dims 64 and 128).
+    """
+
+    name: str
+    interpret_max: int
+    gpu_max: int
+    nightly_max: int | None = None
+    blocks: tuple[int, ...] = ()
+    choices: tuple[int, ...] = ()
+    min: int = 1
+
+
+@dataclass(frozen=True)
+class Case:
+    """One concrete test case: everything needed to rebuild its inputs."""
+
+    kernel: str
+    dtype: str
+    shape: Mapping[str, int]
+    layout: str = "contiguous"
+    values: str = "normal"
+    seed: int = 0
+
+    def spec_string(self) -> str:
+        """The case as the ``--repro`` option takes it."""
+        dims = ",".join(f"{k}={v}" for k, v in self.shape.items())
+        return f"{dims};layout={self.layout};values={self.values};seed={self.seed}"
+
+    @classmethod
+    def parse(cls, kernel: str, dtype: str, text: str) -> Case:
+        """Inverse of :meth:`spec_string`; raises ValueError naming the bad part."""
+        parts = text.split(";")
+        shape: dict[str, int] = {}
+        extra: dict[str, str] = {}
+        for i, part in enumerate(parts):
+            for item in filter(None, part.split(",")):
+                if "=" not in item:
+                    raise ValueError(f"--repro: expected NAME=VALUE, got {item!r} in {text!r}")
+                key, value = item.split("=", 1)
+                if i == 0:
+                    try:
+                        shape[key.strip()] = int(value)
+                    except ValueError:
+                        raise ValueError(f"--repro: dimension {key}={value!r} is not an integer") from None
+                else:
+                    extra[key.strip()] = value.strip()
+        unknown = set(extra) - {"layout", "values", "seed"}
+        if unknown:
+            raise ValueError(f"--repro: unknown field(s) {sorted(unknown)}; expected layout, values, seed")
+        return cls(
+            kernel=kernel,
+            dtype=dtype,
+            shape=shape,
+            layout=extra.get("layout", "contiguous"),
+            values=extra.get("values", "normal"),
+            seed=int(extra.get("seed", 0)),
+        )
+
+    def as_record(self) -> dict[str, Any]:
+        return {
+            "kernel": self.kernel,
+            "dtype": self.dtype,
+            "shape": dict(self.shape),
+            "layout": self.layout,
+            "values": self.values,
+            "seed": self.seed,
+        }
+
+    def __str__(self) -> str:
+        return f"{self.kernel}[{self.dtype}] {json.dumps(dict(self.shape))} {self.layout} {self.values} seed={self.seed}"
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How far an output may be from the float64 reference.
+
+    The bound per element is ``safety * ((operand_u + sqrt(K) * u_acc) * mag + u_out * |ref|)``
+    plus the output dtype's smallest subnormal, where K is ``reduction(case)``, ``mag``
+    is ``magnitude(inputs, ref)`` (the sum of absolute terms that make up the result;
+    ``|ref|`` when not given), ``u_acc`` the accumulator's unit roundoff, ``u_out`` the
+    output dtype's, and ``operand_u`` the rounding of operands inside the compute (TF32
+    or XF32 for an fp32 ``tl.dot`` where the arch rounds them).
+    """
+
+    reduction: Callable[[Case], int] = lambda case: 1
+    magnitude: Callable[[dict, dict], dict] | None = None
+    safety: float = 4.0
+    uses_dot: bool = False
+    accumulator: str = "fp32"
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """A kernel as the suite sees it. See DESIGN.md, "Kernel spec"."""
+
+    name: str
+    description: str
+    dims: tuple[Dim, ...]
+    dtypes: tuple[str, ...]
+    make_inputs: Callable[[Case, str], dict[str, torch.Tensor]]
+    make_outputs: Callable[[dict[str, torch.Tensor], Case], dict[str, torch.Tensor]]
+    run: Callable[[dict[str, torch.Tensor], dict[str, torch.Tensor], dict | None], None]
+    reference: Callable[[dict[str, torch.Tensor], Case], dict[str, torch.Tensor]]
+    tolerance: Tolerance = field(default_factory=Tolerance)
+    layouts: tuple[str, ...] = ("contiguous",)
+    value_classes: tuple[str, ...] = ("normal",)
+    # FLOPs and the fewest bytes a launch must move, for roofline efficiency.
+    flops: Callable[[Case], float] = lambda case: 0.0
+    min_bytes: Callable[[Case], float] = lambda case: 0.0
+    # The same computation through torch, timed as the speed-up baseline.
+    torch_baseline: Callable[[dict[str, torch.Tensor]], Any] | None = None
+    # Meta-parameters per vendor family: the default and the space to tune over.
+    default_config: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    configs: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)
+    benchmark_shapes: tuple[Mapping[str, int], ...] = ()
+    # Cases always run before the drawn ones (Hypothesis explicit examples), as
+    # Case fields without kernel and dtype: known edge cases and regressions.
+    examples: tuple[Mapping[str, Any], ...] = ()
+    # The jitted kernel and how to compile it with no GPU (the compile matrix).
+    # compile_signature(dtype, meta) -> (signature, constexprs), meta being a config's
+    # constexpr part (see split_config); launch options come from the config itself.
+    jit_fn: Any = None
+    compile_signature: Callable[[str, Mapping[str, Any]], tuple[dict, dict]] | None = None
+
+    def config_for(self, family: str) -> dict[str, Any]:
+        if family in self.default_config:
+            return dict(self.default_config[family])
+        if family == "interpret" and "nvidia" in self.default_config:
+            return dict(self.default_config["nvidia"])
+        return {}

@@ -1,0 +1,1 @@
+"""The portability tests and the pytest plugin that runs them."""

@@ -1,0 +1,89 @@
+"""Running one case: build inputs, poison outputs, launch, compare with the reference."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from kernels.spec import Case, KernelSpec
+from suite.results import json_number
+from suite.tolerance import DOT_OPERAND_ROUNDOFF, Comparison, compare
+
+INT_POISON = -0x5EED
+
+
+def poison(outputs: dict[str, torch.Tensor]) -> None:
+    """Fill outputs so that an element the kernel never wrote cannot pass."""
+    for t in outputs.values():
+        if t.dtype.is_floating_point:
+            t.fill_(float("nan"))
+        else:
+            t.fill_(INT_POISON)
+
+
+def synchronize(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+@dataclass
+class CaseResult:
+    case: Case
+    passed: bool
+    error_ratio: float
+    comparisons: list[Comparison] = field(default_factory=list)
+    error: str | None = None
+    duration_s: float = 0.0
+
+    def message(self) -> str:
+        if self.error:
+            return self.error
+        return "; ".join(c.detail for c in self.comparisons if not c.passed) or "ok"
+
+
+def operand_roundoff(spec: KernelSpec, backend: Any) -> float:
+    if spec.tolerance.uses_dot:
+        return DOT_OPERAND_ROUNDOFF.get(backend.profile.fp32_dot_precision, 0.0)
+    return 0.0
+
+
+def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = None) -> CaseResult:
+    start = time.perf_counter()
+    try:
+        inputs = spec.make_inputs(case, backend.device)
+        outputs = spec.make_outputs(inputs, case)
+        poison(outputs)
+        spec.run(inputs, outputs, config if config is not None else spec.config_for(backend.family))
+        synchronize(backend.device)
+    except Exception as exc:  # a compile or launch failure is a result, not a harness crash
+        return CaseResult(case, False, float("inf"), error=f"{type(exc).__name__}: {exc}".strip()[:2000],
+                          duration_s=time.perf_counter() - start)
+    ref = spec.reference(inputs, case)
+    mags = spec.tolerance.magnitude(inputs, ref) if spec.tolerance.magnitude else {}
+    # An fp32 dot rounds its operands to TF32/XF32 where the arch does so by default.
+    operand_u = operand_roundoff(spec, backend) if case.dtype == "fp32" else 0.0
+    comparisons = [
+        compare(name, outputs[name], ref[name], mags.get(name), reduction_length=spec.tolerance.reduction(case),
+                safety=spec.tolerance.safety, operand_u=operand_u, accumulator=spec.tolerance.accumulator)
+        for name in ref
+    ]
+    ratio = max((c.error_ratio for c in comparisons), default=0.0)
+    return CaseResult(case, all(c.passed for c in comparisons), ratio, comparisons,
+                      duration_s=time.perf_counter() - start)
+
+
+def record(result: CaseResult, nodeid: str, repro: str) -> dict[str, Any]:
+    return {
+        **result.case.as_record(),
+        "outcome": "passed" if result.passed else "failed",
+        "error_ratio": json_number(result.error_ratio),
+        "outputs": {c.output: {"error_ratio": json_number(c.error_ratio), "max_abs_error": json_number(c.max_abs_error)}
+                    for c in result.comparisons},
+        "message": None if result.passed else result.message()[:2000],
+        "duration_s": round(result.duration_s, 4),
+        "nodeid": nodeid,
+        "repro": repro,
+    }

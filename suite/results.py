@@ -1,0 +1,139 @@
+"""Result files: one JSON file per run, written atomically, never overwriting another run.
+
+Case records travel from xdist workers to the controller inside each test report's
+``user_properties``; the controller alone writes the run file, rewriting it whole
+(temp file + rename) as reports arrive, so a run that dies midway leaves a valid
+file whose ``status`` says ``incomplete``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import secrets
+import socket
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "reports" / "schema" / "run.schema.json"
+CASES_PROPERTY = "suite_case_records"
+FLUSH_SECONDS = 5.0
+
+
+def json_number(x: float | None) -> float | str | None:
+    """JSON has no inf or NaN: write them as strings."""
+    if x is None:
+        return None
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return float(x)
+
+
+def new_run_id(backend: str, arch: str) -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{backend}-{arch}-{secrets.token_hex(3)}"
+
+
+def fingerprint(backend: Any, hypothesis_profile: str, hypothesis_seed: str | int | None) -> dict[str, Any]:
+    import hypothesis
+    import torch
+    import triton
+
+    profile = backend.profile
+    return {
+        "backend": backend.name,
+        "device_name": backend.device_name,
+        "arch": backend.arch,
+        "sm_count": backend.sm_count,
+        "warp_size": backend.warp_size,
+        "profile": getattr(profile, "key", None),
+        "profile_note": backend.profile_note,
+        "driver": backend.details.get("driver"),
+        "runtime": backend.details.get("runtime"),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "hypothesis": hypothesis.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "hostname": socket.gethostname(),
+        "hypothesis_profile": hypothesis_profile,
+        "hypothesis_seed": hypothesis_seed,
+    }
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1, allow_nan=False)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class RunFile:
+    """The controller's view of the run: environment, tests, cases; flushed to disk."""
+
+    def __init__(self, directory: Path, run_id: str, env: dict[str, Any], command: list[str]) -> None:
+        self.path = Path(directory) / f"run-{run_id}.json"
+        if self.path.exists():
+            raise FileExistsError(f"{self.path} exists; a run never overwrites another")
+        self.data: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "run_id": run_id,
+            "status": "incomplete",
+            "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "finished": None,
+            "command": command,
+            "environment": env,
+            "tests": [],
+            "cases": [],
+            "compiles": [],
+            "benchmarks": [],
+            "known_issues": [],
+        }
+        self._last_flush = 0.0
+        self.flush(force=True)
+
+    def add_report(self, nodeid: str, outcome: str, duration: float, message: str | None,
+                   records: list[dict[str, Any]], known_issue: dict | None) -> None:
+        self.data["tests"].append({"nodeid": nodeid, "outcome": outcome, "duration_s": round(duration, 4),
+                                   "message": message, "known_issue": known_issue["id"] if known_issue else None})
+        for record in records:
+            if known_issue and record["outcome"] == "failed":
+                record = {**record, "outcome": "xfailed", "known_issue": known_issue["id"]}
+            self.data["cases"].append(record)
+        self.flush()
+
+    def add_extra(self, key: str, records: list[dict[str, Any]]) -> None:
+        self.data[key].extend(records)
+        self.flush()
+
+    def flush(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - self._last_flush >= FLUSH_SECONDS:
+            write_json_atomic(self.path, self.data)
+            self._last_flush = now
+
+    def finish(self, status: str) -> None:
+        self.data["status"] = status
+        self.data["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self.flush(force=True)
+
+
+def command_line() -> list[str]:
+    return [os.path.basename(sys.argv[0])] + sys.argv[1:]

@@ -1,0 +1,115 @@
+"""The tolerance rule: error against a float64 reference, bounded by the reduction length.
+
+For each output element the bound is
+    safety * ((operand_u + sqrt(K) * u_acc) * mag + u_out * |ref|) + tiny_out
+(see kernels.spec.Tolerance). The achieved error over the bound, its maximum over the
+output, is the *error ratio*: <= 1 passes, and it is recorded for every case so
+numeric drift between vendors shows even when everything passes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+# Unit roundoff (half an ulp at 1.0) per format.
+UNIT_ROUNDOFF = {
+    torch.float64: 2.0**-53,
+    torch.float32: 2.0**-24,
+    torch.float16: 2.0**-11,
+    torch.bfloat16: 2.0**-8,
+}
+# Operand rounding inside an fp32 tl.dot, by the arch's default input precision.
+DOT_OPERAND_ROUNDOFF = {"ieee": 0.0, "tf32": 2.0**-11, "xf32": 2.0**-11}
+ACCUMULATOR_ROUNDOFF = {"fp32": 2.0**-24, "fp16": 2.0**-11, "fp64": 2.0**-53}
+
+
+@dataclass
+class Comparison:
+    output: str
+    passed: bool
+    error_ratio: float  # max |out - ref| / bound over finite elements; inf when a special value is wrong
+    max_abs_error: float
+    detail: str
+
+
+def unit_roundoff(dtype: torch.dtype) -> float:
+    if dtype in UNIT_ROUNDOFF:
+        return UNIT_ROUNDOFF[dtype]
+    if dtype.is_floating_point:
+        return float(torch.finfo(dtype).eps) / 2
+    return 0.0
+
+
+def bound(ref: torch.Tensor, mag: torch.Tensor, out_dtype: torch.dtype, reduction_length: int, *,
+          safety: float, operand_u: float = 0.0, accumulator: str = "fp32") -> torch.Tensor:
+    u_out = unit_roundoff(out_dtype)
+    u_acc = ACCUMULATOR_ROUNDOFF[accumulator]
+    # Absolute floor: fp32 outputs may be flushed to zero below the smallest normal; half
+    # types keep subnormals, so their floor is the smallest subnormal (tiny * eps).
+    if not out_dtype.is_floating_point:
+        tiny = 0.0
+    elif out_dtype == torch.float32:
+        tiny = float(torch.finfo(out_dtype).tiny)
+    else:
+        tiny = float(torch.finfo(out_dtype).tiny * torch.finfo(out_dtype).eps)
+    k = max(int(reduction_length), 1)
+    return safety * ((operand_u + math.sqrt(k) * u_acc) * mag.abs() + u_out * ref.abs()) + tiny
+
+
+def compare(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Tensor | None, *, reduction_length: int,
+            safety: float, operand_u: float = 0.0, accumulator: str = "fp32") -> Comparison:
+    """Compare one output. NaN passes only where the reference is NaN; infinities must match
+    exactly (a reference beyond the output dtype's range is expected to round to inf)."""
+    if out.shape != ref.shape:
+        return Comparison(name, False, math.inf, math.inf, f"{name}: shape {tuple(out.shape)} != reference {tuple(ref.shape)}")
+    out64 = out.detach().to("cpu", torch.float64)
+    ref64 = ref.detach().to("cpu", torch.float64)
+    mag64 = ref64.abs() if mag is None else mag.detach().to("cpu", torch.float64)
+    if out.dtype.is_floating_point and out.dtype != torch.float64:
+        # What an exact result rounds to in the output dtype: overflow to inf is then expected.
+        rounded = ref64.to(out.dtype).to(torch.float64)
+        expected = torch.where(torch.isinf(rounded) & torch.isfinite(ref64), rounded, ref64)
+    else:
+        expected = ref64
+    ref_nan = torch.isnan(expected)
+    out_nan = torch.isnan(out64)
+    problems = []
+    bad_nan = out_nan & ~ref_nan
+    if bad_nan.any():
+        problems.append(f"{int(bad_nan.sum())} NaN where the reference is not (first at {_first(bad_nan)})")
+    missing_nan = ref_nan & ~out_nan
+    if missing_nan.any():
+        problems.append(f"{int(missing_nan.sum())} non-NaN where the reference is NaN (first at {_first(missing_nan)})")
+    ref_inf = torch.isinf(expected)
+    out_inf = torch.isinf(out64)
+    inf_mismatch = ((ref_inf | out_inf) & ~ref_nan & ~out_nan) & (out64 != expected)
+    if inf_mismatch.any():
+        idx = _first(inf_mismatch)
+        problems.append(f"{int(inf_mismatch.sum())} infinities differ (first at {idx}: got "
+                        f"{out64[idx].item()}, expected {expected[idx].item()})")
+    finite = torch.isfinite(expected) & torch.isfinite(out64)
+    if finite.any():
+        err = (out64 - expected).abs()
+        bnd = bound(expected, mag64.nan_to_num(posinf=0.0, neginf=0.0, nan=0.0), out.dtype, reduction_length,
+                    safety=safety, operand_u=operand_u, accumulator=accumulator)
+        ratios = torch.where(finite, err / bnd, torch.zeros_like(err))
+        ratio = float(ratios.max())
+        max_abs = float(torch.where(finite, err, torch.zeros_like(err)).max())
+        if ratio > 1.0:
+            idx = _first(ratios == ratios.max())
+            problems.append(f"error {err[idx].item():.3e} at {idx} is {ratio:.3g}x the bound {bnd[idx].item():.3e} "
+                            f"(got {out64[idx].item()!r}, reference {expected[idx].item()!r}); "
+                            f"{int((ratios > 1).sum())} of {out.numel()} elements over")
+    else:
+        ratio, max_abs = 0.0, 0.0
+    if problems:
+        ratio = math.inf if ratio <= 1.0 else ratio
+        return Comparison(name, False, ratio, max_abs, f"{name}: " + "; ".join(problems))
+    return Comparison(name, True, ratio, max_abs, f"{name}: ok, error ratio {ratio:.3g}")
+
+
+def _first(mask: torch.Tensor) -> tuple[int, ...]:
+    return tuple(int(i) for i in mask.nonzero()[0])

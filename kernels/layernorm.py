@@ -122,5 +122,6 @@ SPEC = register(KernelSpec(
              "amd": tuple({"BLOCK_SIZE": b, "num_warps": w} for b in (1024, 2048, 4096) for w in (4, 8))},
     benchmark_shapes=({"M": 4096, "N": 4096}, {"M": 8192, "N": 8192}),
     compile_signature=_signature,
+    batch_dim='M', batch_inputs=('x',), batch_outputs=('y', 'mean', 'rstd'),
     jit_fn=layernorm_fwd_kernel,
 ))

@@ -113,5 +113,6 @@ SPEC = register(KernelSpec(
     },
     benchmark_shapes=({"M": 4096, "N": 4096, "K": 4096}, {"M": 8192, "N": 8192, "K": 8192}),
     compile_signature=_signature,
+    batch_dim='M', batch_inputs=('a',), batch_outputs=('c',),
     jit_fn=matmul_kernel,
 ))

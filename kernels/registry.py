@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import pkgutil
 import sys
 from pathlib import Path
 
@@ -16,12 +17,8 @@ from kernels.spec import KernelSpec
 
 _REGISTRY: dict[str, KernelSpec] = {}
 
-BUILTIN_MODULES = (
-    "kernels.vector_add",
-    "kernels.softmax",
-    "kernels.layernorm",
-    "kernels.matmul",
-)
+# Modules of the package that define no kernel.
+_NOT_KERNELS = {"spec", "registry"}
 
 
 def register(spec: KernelSpec) -> KernelSpec:
@@ -32,8 +29,15 @@ def register(spec: KernelSpec) -> KernelSpec:
     return spec
 
 
+def builtin_modules() -> list[str]:
+    """Every module in kernels/ but the plumbing; names starting with '_' are helpers."""
+    package_dir = Path(__file__).resolve().parent
+    return sorted(f"kernels.{m.name}" for m in pkgutil.iter_modules([str(package_dir)])
+                  if not m.name.startswith("_") and m.name not in _NOT_KERNELS)
+
+
 def load_builtin() -> None:
-    for name in BUILTIN_MODULES:
+    for name in builtin_modules():
         importlib.import_module(name)
 
 

@@ -79,5 +79,6 @@ SPEC = register(KernelSpec(
     examples=({"shape": {"M": 3, "N": 33}, "values": "negative", "seed": 1},
               {"shape": {"M": 1, "N": 126}, "values": "large", "seed": 0}),
     compile_signature=_signature,
+    batch_dim='M', batch_inputs=('x',), batch_outputs=('out',),
     jit_fn=softmax_kernel,
 ))

@@ -153,6 +153,20 @@ class Tolerance:
 
 
 @dataclass(frozen=True)
+class Property:
+    """A kernel-specific property beyond matching the reference.
+
+    ``check(case, device, run)`` builds what it needs (``run(inputs)`` launches the
+    kernel on fresh poisoned outputs and returns them) and returns None when the
+    property holds, else a message saying what was seen.
+    """
+
+    name: str
+    description: str
+    check: Callable[[Case, str, Callable[[dict], dict]], str | None]
+
+
+@dataclass(frozen=True)
 class KernelSpec:
     """A kernel as the suite sees it. See DESIGN.md, "Kernel spec"."""
 
@@ -179,6 +193,15 @@ class KernelSpec:
     # Cases always run before the drawn ones (Hypothesis explicit examples), as
     # Case fields without kernel and dtype: known edge cases and regressions.
     examples: tuple[Mapping[str, Any], ...] = ()
+    properties: tuple[Property, ...] = ()
+    # Batch invariance: the Dim that indexes independent rows, and the inputs and
+    # outputs whose dim 0 it is. None: the kernel has no batch dimension.
+    batch_dim: str | None = None
+    batch_inputs: tuple[str, ...] = ()
+    batch_outputs: tuple[str, ...] = ()
+    # What the kernel claims; the suite records what it finds and fails on a broken claim.
+    deterministic: bool = True
+    batch_invariant: bool = True
     # The jitted kernel and how to compile it with no GPU (the compile matrix).
     # compile_signature(dtype, meta) -> (signature, constexprs), meta being a config's
     # constexpr part (see split_config); launch options come from the config itself.

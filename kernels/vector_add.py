@@ -71,5 +71,6 @@ SPEC = register(KernelSpec(
              "amd": tuple({"BLOCK_SIZE": b, "num_warps": w} for b in (512, 1024, 2048, 4096) for w in (4, 8))},
     benchmark_shapes=({"N": 1 << 24}, {"N": 1 << 28}),
     compile_signature=_signature,
+    batch_dim='N', batch_inputs=('x', 'y'), batch_outputs=('out',),
     jit_fn=vector_add_kernel,
 ))

@@ -35,12 +35,11 @@ class Backend:
         return self.profile.supports(dtype)
 
 
-# Modules of the kernels package that hold no @triton.jit function.
-_PLAIN_MODULES = {"kernels", "kernels.spec", "kernels.registry", "kernels._inputs"}
-
-
 def _kernel_modules_loaded() -> list[str]:
-    return sorted(m for m in sys.modules if m.startswith("kernels.") and m not in _PLAIN_MODULES)
+    """Kernel modules (which hold @triton.jit functions) already imported."""
+    plain = {"spec", "registry"}
+    return sorted(m for m in sys.modules if m.startswith("kernels.")
+                  and not m.split(".")[1].startswith("_") and m.split(".")[1] not in plain)
 
 
 def _torch_build() -> tuple[str, str | None, str | None]:

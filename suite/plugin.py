@@ -141,6 +141,8 @@ class RunRecorder:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if not (report.when == "call" or (report.when == "setup" and report.outcome != "passed")):
             return
+        if not report.nodeid.startswith("suite/"):
+            return
         props = dict(report.user_properties)
         outcome = report.outcome
         if hasattr(report, "wasxfail"):
@@ -152,17 +154,22 @@ class RunRecorder:
             message = str(report.longrepr)[-2000:]
         elif report.skipped and isinstance(report.longrepr, tuple):
             message = str(report.longrepr[2])
+        extra = {key: props[prop] for prop, key in results.RECORD_PROPERTIES.items() if prop in props}
         self.run_file.add_report(report.nodeid, outcome, report.duration, message,
-                                 props.get(results.CASES_PROPERTY, []), props.get(KNOWN_PROPERTY))
+                                 props.get(results.CASES_PROPERTY, []), props.get(KNOWN_PROPERTY), extra)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if not self.run_file.started:
+            return
         done = exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED)
         self.run_file.finish("complete" if done else "incomplete")
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus: int, config: pytest.Config) -> None:
         from tabulate import tabulate
 
+        if not self.run_file.started:
+            return
         data = self.run_file.data
         rows = summary_rows(data["cases"], data["tests"])
         tr = terminalreporter

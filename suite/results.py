@@ -24,6 +24,12 @@ from typing import Any
 SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "reports" / "schema" / "run.schema.json"
 CASES_PROPERTY = "suite_case_records"
+# user_properties keys by which tests hand records to the controller, and where they go.
+RECORD_PROPERTIES = {
+    "suite_compile_records": "compiles",
+    "suite_benchmark_records": "benchmarks",
+    "suite_finding_records": "findings",
+}
 FLUSH_SECONDS = 5.0
 
 
@@ -104,13 +110,25 @@ class RunFile:
             "cases": [],
             "compiles": [],
             "benchmarks": [],
+            "findings": [],
             "known_issues": [],
         }
         self._last_flush = 0.0
-        self.flush(force=True)
+        self.started = False
+
+    def start(self) -> None:
+        """Write the file (status incomplete) on the first suite report: a session that
+        runs none of the suite's tests leaves no run file behind."""
+        if not self.started:
+            self.started = True
+            self.flush(force=True)
 
     def add_report(self, nodeid: str, outcome: str, duration: float, message: str | None,
-                   records: list[dict[str, Any]], known_issue: dict | None) -> None:
+                   records: list[dict[str, Any]], known_issue: dict | None,
+                   extra: dict[str, list[dict[str, Any]]] | None = None) -> None:
+        self.start()
+        for key, items in (extra or {}).items():
+            self.data[key].extend(items)
         self.data["tests"].append({"nodeid": nodeid, "outcome": outcome, "duration_s": round(duration, 4),
                                    "message": message, "known_issue": known_issue["id"] if known_issue else None})
         for record in records:
@@ -119,13 +137,9 @@ class RunFile:
             self.data["cases"].append(record)
         self.flush()
 
-    def add_extra(self, key: str, records: list[dict[str, Any]]) -> None:
-        self.data[key].extend(records)
-        self.flush()
-
     def flush(self, force: bool = False) -> None:
         now = time.monotonic()
-        if force or now - self._last_flush >= FLUSH_SECONDS:
+        if self.started and (force or now - self._last_flush >= FLUSH_SECONDS):
             write_json_atomic(self.path, self.data)
             self._last_flush = now
 

@@ -24,6 +24,33 @@ def poison(outputs: dict[str, torch.Tensor]) -> None:
             t.fill_(INT_POISON)
 
 
+GUARD_ELEMENTS = 4096
+
+
+def guard(outputs: dict[str, torch.Tensor]) -> dict[str, tuple[torch.Tensor, int]]:
+    """Move each contiguous output into the middle of a larger poisoned buffer, so that a
+    store past either end (a dropped mask) lands in a guard region that is checked."""
+    guards = {}
+    for name, t in outputs.items():
+        if not t.is_contiguous() or t.numel() == 0:
+            continue
+        buf = torch.empty(t.numel() + 2 * GUARD_ELEMENTS, dtype=t.dtype, device=t.device)
+        poison({"buf": buf})
+        outputs[name] = buf[GUARD_ELEMENTS:GUARD_ELEMENTS + t.numel()].view(t.shape)
+        guards[name] = (buf, t.numel())
+    return guards
+
+
+def guard_violations(guards: dict[str, tuple[torch.Tensor, int]]) -> list[str]:
+    problems = []
+    for name, (buf, n) in guards.items():
+        for where, region in (("before", buf[:GUARD_ELEMENTS]), ("past the end of", buf[GUARD_ELEMENTS + n:])):
+            touched = ~torch.isnan(region) if region.dtype.is_floating_point else region != INT_POISON
+            if touched.any():
+                problems.append(f"{int(touched.sum())} elements written {where} output {name!r} (out-of-bounds store)")
+    return problems
+
+
 def synchronize(device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize()
@@ -55,11 +82,16 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
     try:
         inputs = spec.make_inputs(case, backend.device)
         outputs = spec.make_outputs(inputs, case)
+        guards = guard(outputs)
         poison(outputs)
         spec.run(inputs, outputs, config if config is not None else spec.config_for(backend.family))
         synchronize(backend.device)
     except Exception as exc:  # a compile or launch failure is a result, not a harness crash
         return CaseResult(case, False, float("inf"), error=f"{type(exc).__name__}: {exc}".strip()[:2000],
+                          duration_s=time.perf_counter() - start)
+    out_of_bounds = guard_violations(guards)
+    if out_of_bounds:
+        return CaseResult(case, False, float("inf"), error="; ".join(out_of_bounds),
                           duration_s=time.perf_counter() - start)
     ref = spec.reference(inputs, case)
     mags = spec.tolerance.magnitude(inputs, ref) if spec.tolerance.magnitude else {}

@@ -16,6 +16,8 @@ from packaging.version import Version
 
 DEFAULT_PATH = Path(__file__).resolve().parent / "known_issues.json"
 FIELDS = {"id": str, "backend": str, "arch": str, "triton": str, "kernel": str, "dtype": str, "reason": str, "link": str}
+# Optional: which test functions the entry applies to (glob); the reference test by default.
+OPTIONAL = {"test": "test_matches_reference"}
 
 
 class KnownIssueError(ValueError):
@@ -32,10 +34,12 @@ class KnownIssue:
     dtype: str
     reason: str
     link: str
+    test: str = OPTIONAL["test"]
 
-    def matches(self, backend: str, arch: str, triton_version: str, kernel: str, dtype: str) -> bool:
-        return (fnmatch.fnmatchcase(backend, self.backend) and fnmatch.fnmatchcase(arch, self.arch)
-                and fnmatch.fnmatchcase(kernel, self.kernel) and fnmatch.fnmatchcase(dtype, self.dtype)
+    def matches(self, backend: str, arch: str, triton_version: str, kernel: str, dtype: str,
+                test: str = OPTIONAL["test"]) -> bool:
+        pairs = ((test, self.test), (backend, self.backend), (arch, self.arch), (kernel, self.kernel), (dtype, self.dtype))
+        return (all(fnmatch.fnmatchcase(value, pattern) for value, pattern in pairs)
                 and Version(triton_version.split("+")[0]) in SpecifierSet(self.triton or ">=0"))
 
     def as_record(self) -> dict[str, str]:
@@ -61,9 +65,12 @@ def load(path: Path | str = DEFAULT_PATH) -> list[KnownIssue]:
         for name, typ in FIELDS.items():
             if not isinstance(entry.get(name), typ):
                 raise KnownIssueError(f"{where}: field {name!r} must be a string, got {entry.get(name)!r}")
-        unknown = set(entry) - set(FIELDS)
+        unknown = set(entry) - set(FIELDS) - set(OPTIONAL)
         if unknown:
-            raise KnownIssueError(f"{where}: unknown field(s) {sorted(unknown)}; allowed: {sorted(FIELDS)}")
+            allowed = sorted(FIELDS) + sorted(OPTIONAL)
+            raise KnownIssueError(f"{where}: unknown field(s) {sorted(unknown)}; allowed: {allowed}")
+        if not isinstance(entry.get("test", ""), str):
+            raise KnownIssueError(f"{where}: field 'test' must be a string (a test function name or glob)")
         try:
             SpecifierSet(entry["triton"])
         except InvalidSpecifier:
@@ -76,5 +83,5 @@ def load(path: Path | str = DEFAULT_PATH) -> list[KnownIssue]:
 
 
 def find(issues: list[KnownIssue], backend: str, arch: str, triton_version: str, kernel: str,
-         dtype: str) -> KnownIssue | None:
-    return next((k for k in issues if k.matches(backend, arch, triton_version, kernel, dtype)), None)
+         dtype: str, test: str = OPTIONAL["test"]) -> KnownIssue | None:
+    return next((k for k in issues if k.matches(backend, arch, triton_version, kernel, dtype, test)), None)

@@ -124,7 +124,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             marks = [pytest.mark.kernel_dtype]
             if not b.supports(dtype):
                 marks.append(pytest.mark.skip(reason=f"{dtype} is not supported on {b.arch} ({b.profile.key} profile)"))
-            issue = known_mod.find(state.known, b.name, b.arch, triton.__version__, spec.name, dtype)
+            issue = known_mod.find(state.known, b.name, b.arch, triton.__version__, spec.name, dtype,
+                                   metafunc.function.__name__)
             if issue:
                 marks.append(pytest.mark.xfail(strict=True, reason=f"known issue {issue.id}: {issue.link}"))
             params.append(pytest.param((spec, dtype, issue), id=f"{spec.name}-{dtype}", marks=marks))
@@ -180,6 +181,16 @@ class RunRecorder:
         if rows:
             tr.write_line(tabulate(rows, headers=["kernel", "dtype", "passed", "failed", "xfailed",
                                                   "worst error/bound"], tablefmt="github"))
+        if data["findings"]:
+            tr.write_line("")
+            tr.write_line(tabulate(findings_rows(data["findings"]), headers=["kernel", "dtype", "property findings"],
+                                   tablefmt="github"))
+        if data["compiles"]:
+            from suite.compile_matrix import summary_rows as compile_rows
+
+            headers, rows = compile_rows(data["compiles"])
+            tr.write_line("")
+            tr.write_line(tabulate(rows, headers=headers, tablefmt="github"))
         failing = [c for c in data["cases"] if c["outcome"] in ("failed", "xfailed")]
         for c in failing[:20]:
             tr.write_line(f"{c['outcome'].upper()} case {c['kernel']}[{c['dtype']}]: reproduce with: {c['repro']}")
@@ -208,3 +219,15 @@ def summary_rows(cases: list[dict], tests: list[dict]) -> list[list]:
             if (kernel, dtype) not in table:
                 rows.append([kernel, dtype, "-", "-", "-", f"skipped: {t['message'] or ''}"[:60]])
     return sorted(rows, key=lambda r: (r[0], r[1]))
+
+
+def findings_rows(findings: list[dict]) -> list[list]:
+    """Kernel x dtype: each property as 'name' (holds), 'name: NO' (broken claim) or 'name: no' (finding)."""
+    table: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for f in findings:
+        if f["holds"]:
+            text = f["property"]
+        else:
+            text = f"{f['property']}: {'NO' if f['claimed'] else 'no'}"
+        table[(f["kernel"], f["dtype"])].append(text)
+    return [[k, d, ", ".join(v)] for (k, d), v in sorted(table.items())]

@@ -16,7 +16,6 @@ import secrets
 import socket
 import sys
 import tempfile
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,6 @@ RECORD_PROPERTIES = {
     "suite_benchmark_records": "benchmarks",
     "suite_finding_records": "findings",
 }
-FLUSH_SECONDS = 5.0
 
 
 def json_number(x: float | None) -> float | str | None:
@@ -113,7 +111,6 @@ class RunFile:
             "findings": [],
             "known_issues": [],
         }
-        self._last_flush = 0.0
         self.started = False
 
     def start(self) -> None:
@@ -121,7 +118,7 @@ class RunFile:
         runs none of the suite's tests leaves no run file behind."""
         if not self.started:
             self.started = True
-            self.flush(force=True)
+            self.flush()
 
     def add_report(self, nodeid: str, outcome: str, duration: float, message: str | None,
                    records: list[dict[str, Any]], known_issue: dict | None,
@@ -137,16 +134,15 @@ class RunFile:
             self.data["cases"].append(record)
         self.flush()
 
-    def flush(self, force: bool = False) -> None:
-        now = time.monotonic()
-        if self.started and (force or now - self._last_flush >= FLUSH_SECONDS):
+    def flush(self) -> None:
+        """Rewrite the file after every test report: a crash loses at most the test in flight."""
+        if self.started:
             write_json_atomic(self.path, self.data)
-            self._last_flush = now
 
     def finish(self, status: str) -> None:
         self.data["status"] = status
         self.data["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        self.flush(force=True)
+        self.flush()
 
 
 def command_line() -> list[str]:

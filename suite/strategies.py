@@ -17,7 +17,7 @@ PROFILES = {
     # Fast local iteration: few random examples, failures remembered in the local database.
     "dev": settings(max_examples=10, **_COMMON),
     # CI: derandomized (same examples every run), bounded time, no database to read or write.
-    "ci": settings(max_examples=8, derandomize=True, database=None, **_COMMON),
+    "ci": settings(max_examples=20, derandomize=True, database=None, **_COMMON),
     # Nightly: many examples and large shapes on GPU runners.
     "nightly": settings(max_examples=200, **_COMMON),
     # Driver validation: derandomized, no shrinking surprises, fixed seed (applied per test).

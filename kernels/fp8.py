@@ -1,0 +1,206 @@
+"""FP8: row-wise quantization with a per-row fp32 scale, and the scaled matmul that consumes it.
+
+Case.dtype is the fp8 flavour (fp8e4nv: OCP e4m3fn, max 448, NVIDIA and gfx950; fp8e4b8: e4m3fnuz,
+max 240, gfx942), so the suite's dtype gating runs each flavour where the profile has it. The
+high-precision side is the layout: the input dtype of the quantization (``bf16``, ``fp16``,
+``fp32``; ``bf16_padded_rows`` strides the rows) and the output dtype of the matmul (``bf16``,
+``fp16``; B is K-major as ``torch._scaled_mm`` wants it, ``bf16_b_rowmajor`` stores it N-major).
+The Case default ``contiguous`` means ``bf16``. The fp8 dtype rides in the quantization's inputs
+as an empty tensor ``fp8`` because the torch baseline sees inputs only.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels import _inputs
+from kernels.registry import register
+from kernels.spec import DTYPES, Case, Dim, KernelSpec, Property, Tolerance, signature
+
+# Largest finite value per flavour. Taken from the table, not torch.finfo, so the reference
+# (which uses torch.finfo) checks it: a scale for the wrong flavour is silently wrong (triton #6542).
+FP8_MAX = {torch.float8_e4m3fn: 448.0, torch.float8_e4m3fnuz: 240.0, torch.float8_e5m2: 57344.0,
+           torch.float8_e5m2fnuz: 57344.0}
+
+
+@triton.jit
+def fp8_quant_rowwise_kernel(x_ptr, q_ptr, scale_ptr, K, stride_xm, stride_xk, stride_qm, stride_qk,
+                             FP8_MAX: tl.constexpr, BLOCK_K: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    x_row = x_ptr + row * stride_xm
+    q_row = q_ptr + row * stride_qm
+    amax = tl.zeros([BLOCK_K], dtype=tl.float32)
+    for start in range(0, K, BLOCK_K):
+        cols = start + tl.arange(0, BLOCK_K)
+        amax = tl.maximum(amax, tl.abs(tl.load(x_row + cols * stride_xk, mask=cols < K, other=0.0).to(tl.float32)))
+    amax = tl.max(amax, axis=0)
+    # IEEE division (plain fp32 "/" is approximate on NVIDIA), so scale and quotient match torch's bit for
+    # bit. An all-zero row keeps scale 1: its values quantize to zero either way.
+    scale = tl.where(amax > 0, tl.math.div_rn(amax, FP8_MAX), 1.0)
+    tl.store(scale_ptr + row, scale)
+    for start in range(0, K, BLOCK_K):
+        cols = start + tl.arange(0, BLOCK_K)
+        x = tl.load(x_row + cols * stride_xk, mask=cols < K, other=0.0).to(tl.float32)
+        tl.store(q_row + cols * stride_qk, tl.math.div_rn(x, scale).to(q_ptr.dtype.element_ty), mask=cols < K)
+
+
+@triton.jit
+def fp8_scaled_matmul_kernel(a_ptr, b_ptr, c_ptr, a_scale_ptr, b_scale_ptr, M, N, K,
+                             stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    pid = tl.program_id(0)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    first_pid_m = (pid // num_pid_in_group) * GROUP_M
+    group_size_m = min(tl.cdiv(M, BLOCK_M) - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
+    offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        k_left = K - k * BLOCK_K
+        a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), other=0.0)
+        b = tl.load(b_ptrs, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
+        # Hopper's fp8 MMA keeps about 14 bits of its running sum (Triton's sm_90 default lets it run over
+        # all of K); adding each BLOCK_K partial product into the fp32 accumulator keeps fp32 accumulation.
+        acc = tl.dot(a, b, acc, max_num_imprecise_acc=BLOCK_K)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    a_scale = tl.load(a_scale_ptr + offs_m, mask=offs_m < M, other=0.0)
+    b_scale = tl.load(b_scale_ptr + offs_n, mask=offs_n < N, other=0.0)
+    c = acc * a_scale[:, None] * b_scale[None, :]
+    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, c.to(c_ptr.dtype.element_ty),
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+def fp8_quant_rowwise(x: torch.Tensor, fp8_dtype: torch.dtype, out: dict[str, torch.Tensor] | None = None,
+                      config: dict | None = None) -> dict[str, torch.Tensor]:
+    """q = x / scale in fp8 with scale = amax(|row|) / fp8_max per row; returns {"q", "scale"}."""
+    if x.dim() != 2 or fp8_dtype not in FP8_MAX:
+        raise ValueError(f"fp8_quant_rowwise takes a 2-D tensor and an fp8 dtype, got {tuple(x.shape)}, {fp8_dtype}")
+    m, k = x.shape
+    if out is None:
+        out = {"q": torch.empty((m, k), dtype=fp8_dtype, device=x.device),
+               "scale": torch.empty(m, dtype=torch.float32, device=x.device)}
+    cfg = {"BLOCK_K": 1024, "num_warps": 4, **(config or {})}
+    fp8_quant_rowwise_kernel[(m,)](x, out["q"], out["scale"], k, x.stride(0), x.stride(1), out["q"].stride(0),
+                                   out["q"].stride(1), FP8_MAX=FP8_MAX[fp8_dtype], BLOCK_K=cfg["BLOCK_K"],
+                                   num_warps=cfg["num_warps"])
+    return out
+
+
+MATMUL_DEFAULTS = {
+    "nvidia": {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 128, "GROUP_M": 8, "num_warps": 8, "num_stages": 3},
+    "amd": {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 2},
+    "interpret": {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 4, "num_warps": 4, "num_stages": 1},
+}
+
+
+def fp8_scaled_matmul(a: torch.Tensor, a_scale: torch.Tensor, b: torch.Tensor, b_scale: torch.Tensor,
+                      out: torch.Tensor | None = None, out_dtype: torch.dtype = torch.bfloat16,
+                      config: dict | None = None) -> torch.Tensor:
+    """C = (a * a_scale[:, None]) @ (b * b_scale[None, :]) for fp8 a (M x K), b (K x N); fp32 scales."""
+    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0] or a.dtype != b.dtype or a.dtype not in FP8_MAX:
+        raise ValueError(f"fp8_scaled_matmul takes fp8 (M, K) @ (K, N), got {tuple(a.shape)} {a.dtype} @ "
+                         f"{tuple(b.shape)} {b.dtype}")
+    m, k = a.shape
+    n = b.shape[1]
+    c = torch.empty((m, n), dtype=out_dtype, device=a.device) if out is None else out
+    cfg = {**MATMUL_DEFAULTS["nvidia"], **(config or {})}
+    grid = (triton.cdiv(m, cfg["BLOCK_M"]) * triton.cdiv(n, cfg["BLOCK_N"]),)
+    fp8_scaled_matmul_kernel[grid](a, b, c, a_scale, b_scale, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                                   c.stride(0), c.stride(1), BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
+                                   BLOCK_K=cfg["BLOCK_K"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"],
+                                   num_stages=cfg["num_stages"])
+    return c
+
+
+def quantize_rowwise_reference(x: torch.Tensor, fp8_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """torch's own fp32 division and fp8 cast (round to nearest even), scale from torch.finfo."""
+    x32 = x.float()
+    amax = x32.abs().amax(dim=-1, keepdim=True)
+    scale = torch.where(amax > 0, amax / torch.finfo(fp8_dtype).max, torch.ones_like(amax))
+    return (x32 / scale).to(fp8_dtype), scale.squeeze(-1)
+
+
+def _high_precision(layout: str) -> torch.dtype:
+    return DTYPES["bf16" if layout == "contiguous" else layout.split("_")[0]]
+
+
+def _quant_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
+    x64 = _inputs.values((case.shape["M"], case.shape["K"]), case, _inputs.generator(case))
+    hp = replace_dtype(case, _high_precision(case.layout))
+    x = _inputs.place(x64, hp, device, "padded_rows" if case.layout.endswith("padded_rows") else "contiguous")
+    return {"x": x, "fp8": torch.empty(0, dtype=DTYPES[case.dtype], device=device)}
+
+
+def replace_dtype(case: Case, dtype: torch.dtype) -> Case:
+    name = next(n for n, d in DTYPES.items() if d == dtype)
+    return Case(case.kernel, name, case.shape, case.layout, case.values, case.seed)
+
+
+def _quant_reference(inputs: dict[str, torch.Tensor], case: Case) -> dict[str, torch.Tensor]:
+    q, scale = quantize_rowwise_reference(inputs["x"].cpu(), inputs["fp8"].dtype)
+    return {"q": q.double(), "scale": scale.double()}
+
+
+def _check_dequantized(case: Case, device: str, run) -> str | None:
+    """q * scale is within half an fp8 ulp of x (relative for normals, absolute at the subnormal step)
+    and each row's largest |x| quantizes to +-fp8_max: the flavour's full range is used."""
+    inputs = _quant_inputs(case, device)
+    out = run(inputs)
+    fp8 = DTYPES[case.dtype]
+    info = torch.finfo(fp8)
+    x = inputs["x"].double().cpu()
+    q, scale = out["q"].double().cpu(), out["scale"].double().cpu()[:, None]
+    err = (q * scale - x).abs()
+    bound = (info.eps / 2) * x.abs() * (1 + 2.0**-20) + scale * info.tiny * info.eps / 2
+    if bool((err > bound).any()):
+        idx = tuple(int(i) for i in (err > bound).nonzero()[0])
+        return f"dequantized {(q * scale)[idx].item()!r} vs x {x[idx].item()!r} at {idx}: beyond half an fp8 ulp"
+    top = q.abs().gather(1, x.abs().argmax(dim=1, keepdim=True))
+    if bool((top != info.max).any()):
+        row = int((top != info.max).nonzero()[0][0])
+        return f"row {row}: largest |x| quantized to {top[row].item()!r}, not {case.dtype} max {info.max}"
+    return None
+
+
+def _quant_signature(dtype: str, meta: dict) -> tuple[dict, dict]:
+    types = {"x_ptr": "*bf16", "q_ptr": f"*{dtype}", "scale_ptr": "*fp32",
+             **{n: "i32" for n in ("K", "stride_xm", "stride_xk", "stride_qm", "stride_qk")}}
+    return signature(fp8_quant_rowwise_kernel, types, {"FP8_MAX": FP8_MAX[DTYPES[dtype]], "BLOCK_K": meta.get("BLOCK_K", 1024)})
+
+QUANT_SPEC = register(KernelSpec(
+    name="fp8_quant_rowwise",
+    description="row-wise fp8 quantization of a bf16/fp16/fp32 matrix with a per-row fp32 scale (amax / fp8_max)",
+    dims=(Dim("M", interpret_max=12, gpu_max=2048, nightly_max=8192, blocks=(1,)),
+          Dim("K", interpret_max=300, gpu_max=16384, nightly_max=65536, blocks=(64, 1024))),
+    dtypes=("fp8e4nv", "fp8e4b8"),
+    layouts=("bf16", "fp16", "fp32", "bf16_padded_rows"),
+    value_classes=("normal", "large", "negative"),
+    make_inputs=_quant_inputs,
+    make_outputs=lambda inp, case: {"q": torch.empty(inp["x"].shape, dtype=inp["fp8"].dtype, device=inp["x"].device),
+                                    "scale": torch.empty(inp["x"].shape[0], dtype=torch.float32, device=inp["x"].device)},
+    run=lambda inp, out, cfg: fp8_quant_rowwise(inp["x"], inp["fp8"].dtype, out, cfg),
+    reference=_quant_reference,
+    # Exact: the same IEEE fp32 division and round-to-nearest-even cast as torch's.
+    tolerance=Tolerance(safety=0.0),
+    flops=lambda case: 3.0 * case.shape["M"] * case.shape["K"],
+    min_bytes=lambda case: case.shape["M"] * (case.shape["K"] * (_high_precision(case.layout).itemsize + 1) + 4.0),
+    torch_baseline=lambda inp: quantize_rowwise_reference(inp["x"], inp["fp8"].dtype),
+    default_config={"nvidia": {"BLOCK_K": 1024, "num_warps": 4}, "amd": {"BLOCK_K": 1024, "num_warps": 4},
+                    "interpret": {"BLOCK_K": 64, "num_warps": 4}},
+    configs={f: tuple({"BLOCK_K": b, "num_warps": w} for b in (512, 1024, 2048) for w in (4, 8)) for f in ("nvidia", "amd")},
+    benchmark_shapes=({"M": 8192, "K": 8192}, {"M": 16384, "K": 4096}),
+    properties=(Property("dequantized_error", "q * scale within half an fp8 ulp of x; row amax maps to fp8 max",
+                         _check_dequantized),),
+    compile_signature=_quant_signature,
+    batch_dim="M", batch_inputs=("x",), batch_outputs=("q", "scale"),
+    jit_fn=fp8_quant_rowwise_kernel,
+))

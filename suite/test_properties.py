@@ -1,0 +1,118 @@
+"""Properties beyond the reference: run-to-run determinism, batch invariance, and each
+kernel's own properties (rows sum to one, causality, dropout statistics, ...).
+
+Determinism and batch invariance are findings per kernel and backend: recorded in the
+run file either way, and a failure only where the kernel's spec claims them.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import example, given, settings
+
+from kernels.spec import Case, KernelSpec
+from suite.harness import poison, synchronize
+from suite.plugin import BACKEND, STATE
+from suite.strategies import case_strategy
+from suite.test_kernels import repro_line
+
+FINDINGS = "suite_finding_records"
+
+
+def same_bits(a, b) -> bool:
+    """Bitwise equality, NaN payloads included."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.is_floating_point:
+        view = {1: "int8", 2: "int16", 4: "int32", 8: "int64"}[a.element_size()]
+        import torch
+
+        return torch.equal(a.contiguous().view(getattr(torch, view)), b.contiguous().view(getattr(torch, view)))
+    return bool((a == b).all())
+
+
+def make_runner(spec: KernelSpec, case: Case, backend):
+    config = spec.config_for(backend.family)
+
+    def run(inputs: dict) -> dict:
+        outputs = spec.make_outputs(inputs, case)
+        poison(outputs)
+        spec.run(inputs, outputs, config)
+        synchronize(backend.device)
+        return outputs
+
+    return run
+
+
+def check_determinism(spec: KernelSpec, case: Case, backend) -> str | None:
+    inputs = spec.make_inputs(case, backend.device)
+    run = make_runner(spec, case, backend)
+    first, second = run(inputs), run(inputs)
+    diff = [name for name in first if not same_bits(first[name], second[name])]
+    return f"outputs {diff} differ bitwise between two runs on the same inputs" if diff else None
+
+
+def check_batch_invariance(spec: KernelSpec, case: Case, backend) -> str | None:
+    rows = case.shape[spec.batch_dim]
+    part = max(1, rows // 2)
+    inputs = spec.make_inputs(case, backend.device)
+    run = make_runner(spec, case, backend)
+    full = run(inputs)
+    sliced = {k: (v[:part] if k in spec.batch_inputs else v) for k, v in inputs.items()}
+    small = run(sliced)
+    diff = [name for name in spec.batch_outputs if not same_bits(full[name][:part], small[name])]
+    return (f"the first {part} of {rows} rows differ bitwise when run as a batch of {part}: outputs {diff}"
+            if diff else None)
+
+
+def checks_for(spec: KernelSpec):
+    out = [("deterministic", spec.deterministic, check_determinism)]
+    if spec.batch_dim:
+        out.append(("batch_invariant", spec.batch_invariant, check_batch_invariance))
+    for prop in spec.properties:
+        out.append((prop.name, True,
+                    lambda s, case, backend, prop=prop: prop.check(case, backend.device, make_runner(s, case, backend))))
+    return out
+
+
+def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
+    spec, dtype, _ = kernel_dtype
+    config = request.config
+    backend = config.stash[BACKEND]
+    state = config.stash[STATE]
+    findings: dict[str, dict] = {
+        name: {"kernel": spec.name, "dtype": dtype, "backend": backend.name, "arch": backend.arch, "property": name,
+               "claimed": claimed, "holds": True, "cases_checked": 0, "message": None, "repro": None}
+        for name, claimed, _ in checks_for(spec)}
+    request.node.user_properties.append((FINDINGS, list(findings.values())))
+    broken: list[str] = []
+
+    def check(case: Case) -> None:
+        if spec.batch_dim and case.shape.get(spec.batch_dim, 0) < 2:
+            case = Case(case.kernel, case.dtype, {**case.shape, spec.batch_dim: 2}, case.layout, case.values, case.seed)
+        for name, claimed, fn in checks_for(spec):
+            message = fn(spec, case, backend)
+            finding = findings[name]
+            finding["cases_checked"] += 1
+            if message is None:
+                continue
+            line = repro_line(request, case)
+            if finding["holds"]:
+                finding.update(holds=False, message=f"{case}: {message}"[:2000], repro=line)
+            if claimed:
+                broken.append(name)
+                pytest.fail(f"property {name!r} does not hold for {case}\n{message}\nreproduce with: {line}",
+                            pytrace=False)
+
+    repro = config.getoption("--repro")
+    if repro:
+        check(Case.parse(spec.name, dtype, repro))
+        return
+    current = settings.default
+    check._hypothesis_internal_add_digest = f"properties-{spec.name}-{dtype}".encode()
+    run = settings(current, max_examples=max(2, current.max_examples // 2))(
+        given(case_strategy(spec, dtype, backend.name, large=state.large_shapes))(check))
+    for ex in reversed(spec.examples):
+        run = example(Case(kernel=spec.name, dtype=dtype, **ex))(run)
+    run()
+

@@ -1,0 +1,44 @@
+"""Helpers for the harness's own tests: running the suite in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class SuiteRun:
+    def __init__(self, proc: subprocess.CompletedProcess, results_dir: Path) -> None:
+        self.returncode = proc.returncode
+        self.output = proc.stdout + proc.stderr
+        self.results_dir = results_dir
+
+    def run_files(self) -> list[Path]:
+        return sorted(self.results_dir.glob("run-*.json"))
+
+    def run_data(self) -> dict:
+        files = self.run_files()
+        assert len(files) == 1, f"expected one run file in {self.results_dir}, found {files}\n{self.output[-3000:]}"
+        return json.loads(files[0].read_text())
+
+
+@pytest.fixture
+def run_suite(tmp_path):
+    """Run pytest on the suite in a fresh process from the repository root."""
+
+    def run(*args: str, results_dir: Path | None = None, env: dict | None = None, timeout: int = 600) -> SuiteRun:
+        results_dir = results_dir or tmp_path / "runs"
+        cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--results-dir={results_dir}", *args]
+        # This process may have TRITON_INTERPRET set by the plugin; the child chooses its own backend.
+        child_env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                              env={**child_env, **(env or {})})
+        return SuiteRun(proc, results_dir)
+
+    return run

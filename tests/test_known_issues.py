@@ -1,0 +1,66 @@
+"""Known-issue registry: matching, malformed files, and strictness (a fixed bug fails as XPASS)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from suite import known_issues
+
+ENTRY = {"id": "x", "backend": "interpret", "arch": "*", "triton": ">=3.0,<4", "kernel": "matmul", "dtype": "bf16",
+         "reason": "r", "link": "https://example.invalid/1"}
+
+
+def write(tmp_path, entries):
+    path = tmp_path / "known.json"
+    path.write_text(json.dumps({"known_issues": entries}))
+    return path
+
+
+def test_shipped_registry_loads():
+    issues = known_issues.load()
+    assert any(k.id == "interpreter-bf16-dot" for k in issues)
+
+
+def test_matching_by_backend_arch_version_kernel_dtype(tmp_path):
+    [issue] = known_issues.load(write(tmp_path, [ENTRY]))
+    assert issue.matches("interpret", "interpreter", "3.6.0", "matmul", "bf16")
+    assert not issue.matches("cuda", "sm_90", "3.6.0", "matmul", "bf16")
+    assert not issue.matches("interpret", "interpreter", "4.1.0", "matmul", "bf16")
+    assert not issue.matches("interpret", "interpreter", "3.6.0", "matmul", "fp16")
+    assert not issue.matches("interpret", "interpreter", "3.6.0", "matmul", "bf16", test="test_properties")
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"dtype": 3}, ["known_issues[0]", "'dtype'"]),
+    ({"triton": "three"}, ["known_issues[0]", "'triton'"]),
+    ({"colour": "red"}, ["known_issues[0]", "colour"]),
+])
+def test_malformed_entries_name_file_and_field(tmp_path, change, words):
+    path = write(tmp_path, [{**ENTRY, **change}])
+    with pytest.raises(known_issues.KnownIssueError) as err:
+        known_issues.load(path)
+    for word in [str(path), *words]:
+        assert word in str(err.value)
+
+
+def test_invalid_json_names_the_file(tmp_path):
+    path = tmp_path / "broken.json"
+    path.write_text("{not json")
+    with pytest.raises(known_issues.KnownIssueError, match="broken.json: not valid JSON"):
+        known_issues.load(path)
+
+
+def test_a_fixed_bug_fails_the_run_as_strict_xpass(run_suite, tmp_path):
+    passing = {**ENTRY, "id": "pretend-broken", "kernel": "vector_add", "dtype": "fp32"}
+    run = run_suite("suite/test_kernels.py", "-k", "vector_add-fp32", f"--known-issues={write(tmp_path, [passing])}")
+    assert run.returncode == 1, run.output[-2000:]
+    assert "XPASS(strict)" in run.output
+    assert run.run_data()["tests"][0]["outcome"] == "xpassed-strict"
+
+
+def test_malformed_registry_is_a_usage_error(run_suite, tmp_path):
+    run = run_suite("-k", "vector_add-fp32", f"--known-issues={write(tmp_path, [{**ENTRY, 'link': None}])}")
+    assert run.returncode == 4
+    assert "'link'" in run.output

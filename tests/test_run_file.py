@@ -1,0 +1,78 @@
+"""Result files: schema-valid, one per run, merged across xdist workers, whole after a crash."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from suite.results import SCHEMA_PATH, write_json_atomic
+
+SCHEMA = json.loads(Path(SCHEMA_PATH).read_text())
+
+
+def validate(data: dict) -> None:
+    jsonschema.validate(data, SCHEMA, cls=jsonschema.Draft202012Validator)
+
+
+def test_schema_is_a_valid_schema():
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+
+
+def test_run_file_validates_and_records_cases(run_suite):
+    run = run_suite("suite/test_kernels.py", "suite/test_properties.py", "-k", "vector_add-fp32 or softmax-fp16")
+    assert run.returncode == 0, run.output[-3000:]
+    data = run.run_data()
+    validate(data)
+    assert data["status"] == "complete"
+    kernels = {c["kernel"] for c in data["cases"]}
+    assert kernels == {"vector_add", "softmax"}
+    assert all(c["outcome"] == "passed" and float(c["error_ratio"]) <= 1.0 for c in data["cases"])
+    assert all(c["repro"].startswith("pytest ") and "--repro=" in c["repro"] for c in data["cases"])
+    assert {f["property"] for f in data["findings"]} >= {"deterministic", "batch_invariant"}
+    assert data["environment"]["hypothesis_profile"] == "ci"
+    assert "portability summary" in run.output and str(run.run_files()[0].name) in run.output
+
+
+def test_xdist_workers_merge_into_one_file(run_suite):
+    run = run_suite("suite/test_kernels.py", "-n", "2", "-k", "vector_add")
+    assert run.returncode == 0, run.output[-3000:]
+    data = run.run_data()
+    validate(data)
+    assert {c["dtype"] for c in data["cases"]} == {"fp32", "fp16", "bf16"}
+    assert len(data["tests"]) == 3
+
+
+def test_runs_never_overwrite_each_other(run_suite, tmp_path):
+    for _ in range(2):
+        run = run_suite("suite/test_kernels.py", "-k", "vector_add-fp32", results_dir=tmp_path / "same")
+        assert run.returncode == 0
+    assert len(list((tmp_path / "same").glob("run-*.json"))) == 2
+
+
+def test_a_run_that_dies_leaves_a_valid_incomplete_file(run_suite):
+    run = run_suite("suite/test_kernels.py", "--kernel-module=tests/fixtures/crashing_kernel.py",
+                    "-k", "vector_add-fp32 or zz_crash")
+    assert run.returncode == 3, run.output[-3000:]
+    data = run.run_data()
+    validate(data)
+    assert data["status"] == "incomplete"
+    assert [t["nodeid"].rsplit("[", 1)[1] for t in data["tests"]] == ["vector_add-fp32]"]
+    assert data["cases"], "cases of the test that finished are kept"
+
+
+def test_a_session_without_suite_tests_writes_no_file(run_suite):
+    run = run_suite("tests/test_profiles.py", "-q")
+    assert run.returncode == 0, run.output[-2000:]
+    assert run.run_files() == []
+
+
+def test_atomic_write_leaves_no_partial_file(tmp_path):
+    target = tmp_path / "run.json"
+    write_json_atomic(target, {"a": 1})
+    with pytest.raises(ValueError):
+        write_json_atomic(target, {"a": float("nan")})  # JSON has no NaN: refused, old file kept
+    assert json.loads(target.read_text()) == {"a": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["run.json"]

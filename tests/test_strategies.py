@@ -1,0 +1,69 @@
+"""Hypothesis strategies: edge-biased sizes within the backend's limits, reproducible CI draws."""
+
+from __future__ import annotations
+
+from hypothesis import find, given, settings
+from hypothesis import strategies as st
+
+from kernels.spec import Case, Dim
+from suite.strategies import PROFILES, case_strategy, dim_max, edge_values
+
+
+def test_edges_sit_around_each_block_and_within_the_limit():
+    dim = Dim("N", interpret_max=300, gpu_max=5000, blocks=(128,))
+    edges = edge_values(dim, 300)
+    assert {1, 127, 128, 129, 257, 2, 3, 251, 256} <= set(edges)
+    assert max(edges) == 300 and min(edges) == 1
+
+
+def test_interpreter_sizes_stay_small():
+    dim = Dim("N", interpret_max=64, gpu_max=4096, nightly_max=65536)
+    assert dim_max(dim, "interpret", large=True) == 64
+    assert dim_max(dim, "cuda", large=False) == 4096
+    assert dim_max(dim, "rocm", large=True) == 65536
+
+
+def _spec():
+    from kernels.registry import get, load_builtin
+
+    load_builtin()
+    return get("matmul")
+
+
+@given(st.data())
+@settings(max_examples=50, deadline=None)
+def test_drawn_cases_respect_dims_and_spec(data):
+    spec = _spec()
+    case = data.draw(case_strategy(spec, "fp16", "interpret"))
+    assert isinstance(case, Case) and case.dtype == "fp16"
+    for dim in spec.dims:
+        assert 1 <= case.shape[dim.name] <= dim.interpret_max
+    assert case.layout in spec.layouts and case.values in spec.value_classes
+
+
+def test_block_boundaries_are_reachable():
+    spec = _spec()
+    strategy = case_strategy(spec, "fp32", "cuda")
+    found = find(strategy, lambda c: c.shape["M"] == 129 and c.layout == "transposed_a",
+                 settings=settings(max_examples=2000, database=None))
+    assert found.shape["M"] == 129
+
+
+def test_ci_and_validation_profiles_do_not_depend_on_a_database():
+    assert PROFILES["ci"].derandomize and PROFILES["ci"].database is None
+    assert PROFILES["validation"].database is None
+    assert PROFILES["nightly"].max_examples > PROFILES["ci"].max_examples
+
+
+def test_repro_string_round_trips():
+    case = Case("softmax", "bf16", {"M": 3, "N": 129}, "padded_rows", "negative", 12345)
+    assert Case.parse("softmax", "bf16", case.spec_string()) == case
+
+
+def test_repro_string_errors_name_the_bad_part():
+    import pytest
+
+    with pytest.raises(ValueError, match="N='x'"):
+        Case.parse("softmax", "fp32", "M=1,N=x;seed=1")
+    with pytest.raises(ValueError, match="unknown field"):
+        Case.parse("softmax", "fp32", "M=1;colour=red")

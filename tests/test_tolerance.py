@@ -1,0 +1,60 @@
+"""The tolerance rule: bound growth with reduction length, special values, poisoned outputs."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from suite.tolerance import bound, compare
+
+
+def test_bound_grows_with_sqrt_of_reduction_length():
+    ref = torch.ones(4, dtype=torch.float64)
+    b1 = bound(ref, ref, torch.float32, 1, safety=1.0)
+    b4 = bound(ref, ref, torch.float32, 4, safety=1.0)
+    b16 = bound(ref, ref, torch.float32, 16, safety=1.0)
+    # u_out |ref| + sqrt(K) u_acc |mag|: the growing part doubles from K=4 to K=16.
+    assert math.isclose(float(b16[0] - b4[0]), 2 * float(b4[0] - b1[0]), rel_tol=1e-6)
+
+
+def test_output_rounding_dominates_half_precision():
+    ref = torch.full((1,), 3.0, dtype=torch.float64)
+    fp16 = float(bound(ref, ref, torch.float16, 1, safety=1.0)[0])
+    # accumulator (fp32, K=1) + output rounding (fp16) + fp16's smallest subnormal
+    assert math.isclose(fp16, 3.0 * 2**-24 + 3.0 * 2**-11 + 2**-24, rel_tol=1e-9)
+
+
+def test_tf32_operand_rounding_widens_the_bound():
+    ref = torch.ones(1, dtype=torch.float64)
+    ieee = bound(ref, ref, torch.float32, 64, safety=1.0)
+    tf32 = bound(ref, ref, torch.float32, 64, safety=1.0, operand_u=2**-11)
+    assert float(tf32[0]) > 100 * float(ieee[0])
+
+
+def test_error_ratio_and_pass_fail():
+    ref = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+    good = compare("y", ref.to(torch.float16), ref, None, reduction_length=1, safety=1.0)
+    assert good.passed and good.error_ratio <= 1.0
+    off = ref.clone()
+    off[1] += 0.01
+    bad = compare("y", off.to(torch.float32), ref, None, reduction_length=1, safety=1.0)
+    assert not bad.passed and bad.error_ratio > 1.0 and "at (1,)" in bad.detail
+
+
+def test_nan_passes_only_where_the_reference_has_nan():
+    ref = torch.tensor([1.0, float("nan")], dtype=torch.float64)
+    assert compare("y", torch.tensor([1.0, float("nan")]), ref, None, reduction_length=1, safety=1.0).passed
+    poisoned = compare("y", torch.tensor([float("nan"), float("nan")]), ref, None, reduction_length=1, safety=1.0)
+    assert not poisoned.passed and "NaN where the reference is not" in poisoned.detail
+    missing = compare("y", torch.tensor([1.0, 0.0]), ref, None, reduction_length=1, safety=1.0)
+    assert not missing.passed and "reference is NaN" in missing.detail
+
+
+def test_infinities_must_match_and_overflow_is_expected():
+    ref = torch.tensor([float("inf"), 1e6], dtype=torch.float64)
+    # 1e6 overflows fp16: the exact result rounds to inf in the output dtype.
+    out = torch.tensor([float("inf"), float("inf")], dtype=torch.float16)
+    assert compare("y", out, ref, None, reduction_length=1, safety=1.0).passed
+    wrong = compare("y", torch.tensor([float("-inf"), 1e6]), ref, None, reduction_length=1, safety=1.0)
+    assert not wrong.passed and "infinities differ" in wrong.detail

@@ -11,6 +11,8 @@ as an empty tensor ``fp8`` because the torch baseline sees inputs only.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 import triton
 import triton.language as tl
@@ -129,20 +131,19 @@ def quantize_rowwise_reference(x: torch.Tensor, fp8_dtype: torch.dtype) -> tuple
     return (x32 / scale).to(fp8_dtype), scale.squeeze(-1)
 
 
-def _high_precision(layout: str) -> torch.dtype:
-    return DTYPES["bf16" if layout == "contiguous" else layout.split("_")[0]]
+def _high_precision(layout: str) -> str:
+    """The layout's high-precision dtype name; the Case default "contiguous" is bf16."""
+    name = "bf16" if layout == "contiguous" else layout.split("_")[0]
+    if name not in ("bf16", "fp16", "fp32"):
+        raise ValueError(f"fp8: unknown layout {layout!r}")
+    return name
 
 
 def _quant_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
     x64 = _inputs.values((case.shape["M"], case.shape["K"]), case, _inputs.generator(case))
-    hp = replace_dtype(case, _high_precision(case.layout))
-    x = _inputs.place(x64, hp, device, "padded_rows" if case.layout.endswith("padded_rows") else "contiguous")
+    layout = "padded_rows" if case.layout.endswith("padded_rows") else "contiguous"
+    x = _inputs.place(x64, replace(case, dtype=_high_precision(case.layout)), device, layout)
     return {"x": x, "fp8": torch.empty(0, dtype=DTYPES[case.dtype], device=device)}
-
-
-def replace_dtype(case: Case, dtype: torch.dtype) -> Case:
-    name = next(n for n, d in DTYPES.items() if d == dtype)
-    return Case(case.kernel, name, case.shape, case.layout, case.values, case.seed)
 
 
 def _quant_reference(inputs: dict[str, torch.Tensor], case: Case) -> dict[str, torch.Tensor]:
@@ -192,7 +193,7 @@ QUANT_SPEC = register(KernelSpec(
     # Exact: the same IEEE fp32 division and round-to-nearest-even cast as torch's.
     tolerance=Tolerance(safety=0.0),
     flops=lambda case: 3.0 * case.shape["M"] * case.shape["K"],
-    min_bytes=lambda case: case.shape["M"] * (case.shape["K"] * (_high_precision(case.layout).itemsize + 1) + 4.0),
+    min_bytes=lambda case: case.shape["M"] * (case.shape["K"] * (DTYPES[_high_precision(case.layout)].itemsize + 1) + 4.0),
     torch_baseline=lambda inp: quantize_rowwise_reference(inp["x"], inp["fp8"].dtype),
     default_config={"nvidia": {"BLOCK_K": 1024, "num_warps": 4}, "amd": {"BLOCK_K": 1024, "num_warps": 4},
                     "interpret": {"BLOCK_K": 64, "num_warps": 4}},
@@ -203,4 +204,73 @@ QUANT_SPEC = register(KernelSpec(
     compile_signature=_quant_signature,
     batch_dim="M", batch_inputs=("x",), batch_outputs=("q", "scale"),
     jit_fn=fp8_quant_rowwise_kernel,
+))
+
+
+def _matmul_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
+    """fp8 operands quantized by the torch reference: A per row, B per column (rows of B^T)."""
+    _high_precision(case.layout)
+    gen = _inputs.generator(case)
+    m, n, k = case.shape["M"], case.shape["N"], case.shape["K"]
+    fp8 = DTYPES[case.dtype]
+    a_q, a_scale = quantize_rowwise_reference(_inputs.values((m, k), case, gen), fp8)
+    bt_q, b_scale = quantize_rowwise_reference(_inputs.values((n, k), case, gen), fp8)
+    b_q = bt_q.t().contiguous() if case.layout.endswith("b_rowmajor") else bt_q.to(device).t()
+    return {"a": a_q.to(device), "a_scale": a_scale.to(device), "b": b_q.to(device), "b_scale": b_scale.to(device)}
+
+
+def _dequantized(inputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    return (inputs["a"].double() * inputs["a_scale"].double()[:, None],
+            inputs["b"].double() * inputs["b_scale"].double()[None, :])
+
+
+def _scaled_mm_baseline(inp: dict[str, torch.Tensor]) -> torch.Tensor:
+    # torch._scaled_mm wants B column-major and row-wise scales with a bf16 output; the copy for an
+    # N-major B is part of what the baseline pays.
+    b = inp["b"] if inp["b"].stride(0) == 1 else inp["b"].t().contiguous().t()
+    return torch._scaled_mm(inp["a"], b, scale_a=inp["a_scale"][:, None], scale_b=inp["b_scale"][None, :],
+                            out_dtype=torch.bfloat16)
+
+
+def _matmul_signature(dtype: str, meta: dict) -> tuple[dict, dict]:
+    ints = ("M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn")
+    types = {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": "*bf16", "a_scale_ptr": "*fp32", "b_scale_ptr": "*fp32",
+             **{n: "i32" for n in ints}}
+    return signature(fp8_scaled_matmul_kernel, types, {k: meta[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")})
+
+MATMUL_SPEC = register(KernelSpec(
+    name="fp8_scaled_matmul",
+    description="C = (Aq * sa) @ (Bq * sb): fp8 operands through tl.dot, fp32 accumulation, row/column scales, bf16/fp16 out",
+    dims=(Dim("M", interpret_max=80, gpu_max=1024, nightly_max=4096, blocks=(32, 64, 128)),
+          Dim("N", interpret_max=80, gpu_max=1024, nightly_max=4096, blocks=(32, 64, 128)),
+          Dim("K", interpret_max=100, gpu_max=2048, nightly_max=8192, blocks=(32, 64, 128))),
+    dtypes=("fp8e4nv", "fp8e4b8"),
+    layouts=("bf16", "fp16", "bf16_b_rowmajor"),
+    value_classes=("normal",),
+    make_inputs=_matmul_inputs,
+    make_outputs=lambda inp, case: {"c": torch.empty((inp["a"].shape[0], inp["b"].shape[1]), device=inp["a"].device,
+                                                     dtype=DTYPES[_high_precision(case.layout)])},
+    run=lambda inp, out, cfg: fp8_scaled_matmul(inp["a"], inp["a_scale"], inp["b"], inp["b_scale"], out["c"],
+                                                out["c"].dtype, cfg),
+    reference=lambda inp, case: {"c": _dequantized(inp)[0] @ _dequantized(inp)[1]},
+    # fp8 x fp8 products are exact in fp32; the error is the fp32 sum over K and the output rounding.
+    tolerance=Tolerance(reduction=lambda case: case.shape["K"], uses_dot=True,
+                        magnitude=lambda inp, ref: {"c": _dequantized(inp)[0].abs() @ _dequantized(inp)[1].abs()}),
+    flops=lambda case: 2.0 * case.shape["M"] * case.shape["N"] * case.shape["K"],
+    min_bytes=lambda case: (case.shape["M"] * case.shape["K"] + case.shape["K"] * case.shape["N"]
+                            + 4.0 * (case.shape["M"] + case.shape["N"])
+                            + case.shape["M"] * case.shape["N"] * DTYPES[_high_precision(case.layout)].itemsize),
+    torch_baseline=_scaled_mm_baseline,
+    default_config=MATMUL_DEFAULTS,
+    configs={
+        "nvidia": tuple({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": w, "num_stages": s}
+                        for bm, bn, bk, w, s in ((128, 128, 128, 8, 3), (128, 256, 128, 8, 3), (128, 128, 64, 4, 4),
+                                                 (64, 128, 128, 4, 4))),
+        "amd": tuple({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": w, "num_stages": s}
+                     for bm, bn, bk, w, s in ((128, 128, 64, 8, 2), (256, 256, 64, 8, 2), (128, 128, 128, 4, 2))),
+    },
+    benchmark_shapes=({"M": 4096, "N": 4096, "K": 4096}, {"M": 8192, "N": 8192, "K": 8192}),
+    compile_signature=_matmul_signature,
+    batch_dim="M", batch_inputs=("a", "a_scale"), batch_outputs=("c",),
+    jit_fn=fp8_scaled_matmul_kernel,
 ))

@@ -95,7 +95,8 @@ def rows_sum_to_one(make_inputs: Callable[[Case, str], dict], input: str = "x", 
         if not bad.any():
             return None
         i = int(bad.nonzero()[0, 0])
-        return f"row {i} sums to {float(out[i].sum())!r} (|sum - 1| = {float(err[i]):.3e} > {tol:.3e}); {int(bad.sum())} of {int(defined.sum())} rows"
+        return (f"row {i} sums to {float(out[i].sum())!r} (|sum - 1| = {float(err[i]):.3e} > {tol:.3e}); "
+                f"{int(bad.sum())} of {int(defined.sum())} defined rows")
 
     return Property("rows_sum_to_one", "each defined row of the output sums to 1 within the dtype's tolerance", check)
 
@@ -148,7 +149,7 @@ SPEC = register(KernelSpec(
     name="softmax_online",
     description="row softmax of any width: online running max and rescaled sum over column blocks, then a write pass",
     dims=(Dim("M", interpret_max=8, gpu_max=256, nightly_max=1024, blocks=(1,)),
-          Dim("N", interpret_max=4200, gpu_max=65536, nightly_max=262144, blocks=(128, 1024, 4096))),
+          Dim("N", interpret_max=3000, gpu_max=65536, nightly_max=262144, blocks=(128, 1024, 4096))),
     dtypes=("fp32", "fp16", "bf16"),
     layouts=("contiguous", "padded_rows"),
     value_classes=("normal", "large", "negative", "special", "masked"),

@@ -1,27 +1,25 @@
-"""The compile matrix: every kernel x config x target compiled with no GPU, through Triton's own compiler.
+"""The compile matrix: kernel x config x target compiled with no GPU, through ``triton.compile(ASTSource, GPUTarget)``.
 
-``compile_one`` compiles one (kernel, dtype, config) for one target (``hardware_profiles.targets()``) with
-``triton.compile(ASTSource(...), target=GPUTarget(...))`` and returns a JSON-able record: status, failure class,
-shared memory against the target profile's limit, registers, spills, an occupancy estimate, and whether tensor-core
-(mma/wgmma/tcgen05, MFMA) and 128-bit global memory instructions were emitted. Triton's on-disk cache
-(``~/.triton/cache`` or ``TRITON_CACHE_DIR``) makes reruns fast.
+A record per compile: status, failure class, shared memory against the target profile's limit, registers, spills,
+an occupancy estimate, tensor-core (mma/wgmma/tcgen05, MFMA) and 128-bit global memory instructions. What a launch
+rejects but the compiler accepts (Triton checks it on load) fails with the launch's message: an option the vendor's
+backend does not know (hazard 4), more threads than a block may have (hazard 5), shared memory over the limit (6).
+Arguments are specialized as the JIT does for 16-byte-aligned tensors and sizes and strides that are multiples of 16
+(and 32-bit buffer offsets on HIP); unit strides are constexprs only where the spec's ``compile_signature`` says so.
 
-What a launch would reject but the compiler does not (Triton checks these when it loads the binary on a device)
-is recorded as a failure too, with the message the launch would raise: a vendor's option unknown to the other
-backend (hazard 4; ``triton.compile`` drops it silently), more threads per block than the target allows (hazard 5),
-shared memory/LDS over the profile's limit (hazard 6).
+Under ``TRITON_INTERPRET=1`` every ``@triton.jit`` function, triton.language's own (``tl.max``, ``tl.cdiv``, ...)
+included, is an InterpretedFunction: ``triton.compile`` rejects it, and the code generator calling one leaves
+triton.language patched for the interpreter. So when the kernels are interpreted, compiles run in a child process
+started without TRITON_INTERPRET (``python -m suite.compile_matrix``, one per test process, JSON lines on stdin/out).
 
-Arguments are specialized as a launch on fresh tensors whose sizes and strides are multiples of 16 would be:
-pointers and integers divisible by 16 (plus 32-bit buffer offsets on HIP, as for tensors under 2 GB). Unit strides
-are what a spec's ``compile_signature`` makes constexpr; integers it leaves free are taken as multiples of 16.
-
-``SUITE_COMPILE_MATRIX=ci`` (default) compiles, per kernel and target, the family's default config for every
-supported dtype plus at most ``CI_EXTRA_CONFIGS`` other configs for one dtype; ``SUITE_COMPILE_MATRIX=full``
-compiles every config for every dtype.
+``SUITE_COMPILE_MATRIX=ci`` (default): per kernel and target, the family's default config for every dtype plus at
+most ``CI_EXTRA_CONFIGS`` other configs for fp16 (or the first supported dtype). ``SUITE_COMPILE_MATRIX=full``: every
+config for every dtype. Triton's on-disk cache (``~/.triton/cache``, ``TRITON_CACHE_DIR``) makes reruns fast.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import dataclasses
 import io
@@ -29,6 +27,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -44,11 +43,13 @@ from triton.runtime.errors import OutOfResources
 from triton.runtime.jit import JITFunction
 
 import hardware_profiles
+from kernels import registry
 from kernels.spec import KernelSpec, split_config
 
+Target = tuple[str, str, int]  # (backend, arch, warp size), as hardware_profiles.targets() gives them
 FAILURE_CLASSES = ("out_of_shared_memory", "too_many_threads", "unsupported_dtype_or_op", "invalid_option_for_vendor",
                    "other")
-# Error texts of Triton 3.6 (and of the launch checks it runs on load), first match wins.
+# Triton 3.6's compile errors and launch checks; the first match wins.
 _CLASS_PATTERNS = (
     ("invalid_option_for_vendor", r"was specified but unrecognised|unexpected keyword argument|must be a power of 2"
                                   r"|num_ctas > 1 not supported"),
@@ -56,11 +57,10 @@ _CLASS_PATTERNS = (
                              r"|shared memory.*exceed|exceeds? .*(shared memory|LDS)"),
     ("too_many_threads", r"out of resource: threads|flat-work-group-size|too many threads|maxntid|reqntid"),
     ("unsupported_dtype_or_op", r"input_precision must be one of|not supported|unsupported|failed to legalize"
-                                r"|cannot be lowered|no fp8|type fp8\w* not"),
+                                r"|cannot be lowered"),
 )
 CI_EXTRA_CONFIGS = 3
 DEFAULT_NUM_WARPS = 4
-_ERROR_LINES = 4
 _CUOBJDUMP = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
 _TENSOR_CORE = {"cuda": re.compile(r"\b(?:mma\.sync|wgmma\.mma_async|tcgen05\.mma)"),
                 "hip": re.compile(r"\bv_(?:s|d)?mfma|\bv_wmma")}
@@ -69,81 +69,55 @@ _WIDE_MEMORY = {
                        r"|\bcp\.async\.cg\.shared\.global(?:\.[\w:]+)*\s*\[[^\]]*\],\s*\[[^\]]*\],\s*(?:16|0x10)\b"),
     "hip": re.compile(r"\b(?:global|buffer)_(?:load|store)(?:_lds)?_(?:dwordx4|b128)\b"),
 }
-_MAX_WAVES_PER_SIMD = 8  # CDNA2/3/4: 512 VGPRs per lane shared by at most 8 waves
-_SIMDS_PER_CU = 4  # CDNA ISA guides: a compute unit has four SIMD units sharing the LDS
+_AMD_FIELDS = ("vgpr_count", "sgpr_count", "agpr_count", "vgpr_spill_count", "sgpr_spill_count")
+_MAX_WAVES_PER_SIMD = 8  # CDNA: 512 VGPRs per lane shared by at most 8 waves per SIMD
+_SIMDS_PER_CU = 4  # CDNA ISA guides: four SIMDs per compute unit share its LDS
+_ROOT = Path(__file__).resolve().parent.parent
 _memo: dict[tuple, dict] = {}
-_jit_of: dict[int, tuple[Any, JITFunction]] = {}
+_child: subprocess.Popen | None = None
 
 
 def mode() -> str:
-    """The compile-matrix selection, from ``SUITE_COMPILE_MATRIX`` (ci or full)."""
+    """The selection, from ``SUITE_COMPILE_MATRIX`` (ci or full)."""
     value = os.environ.get("SUITE_COMPILE_MATRIX", "ci").strip().lower() or "ci"
     if value not in ("ci", "full"):
         raise ValueError(f"SUITE_COMPILE_MATRIX must be 'ci' or 'full', got {value!r}")
     return value
 
 
-def family_of(target: tuple[str, str, int]) -> str:
+def family_of(target: Target) -> str:
     return "nvidia" if target[0] == "cuda" else "amd"
-
-
-def jit_function(fn: Any) -> JITFunction:
-    """What ``ASTSource`` can compile. Under ``TRITON_INTERPRET=1`` ``@triton.jit`` returns an InterpretedFunction,
-    which ``triton.compile`` rejects (it has no ``cache_key``); it keeps the Python function and the jit arguments,
-    so a JITFunction is built over them, seeing JITFunctions for the jitted helpers named in its module globals
-    (helpers reached as ``module.helper`` or through closures are not converted)."""
-    if isinstance(fn, JITFunction):
-        return fn
-    if not (hasattr(fn, "fn") and hasattr(fn, "kwargs") and callable(fn.fn)):
-        raise TypeError(f"not a @triton.jit function: {fn!r}")
-    if id(fn) in _jit_of:
-        return _jit_of[id(fn)][1]
-    jit = JITFunction(fn.fn, **fn.kwargs)
-    _jit_of[id(fn)] = (fn, jit)  # keeps fn alive so its id is not reused
-    scope = dict(fn.fn.__globals__)
-    for name, value in scope.items():
-        if type(value).__name__ == "InterpretedFunction":
-            scope[name] = jit_function(value)
-    jit.__globals__ = scope
-    return jit
 
 
 def classify_error(text: str) -> str:
     """The failure class of a compile or launch error message."""
-    for name, pattern in _CLASS_PATTERNS:
-        if re.search(pattern, text, re.IGNORECASE):
-            return name
-    return "other"
+    return next((name for name, pattern in _CLASS_PATTERNS if re.search(pattern, text, re.IGNORECASE)), "other")
 
 
-def error_excerpt(exc: BaseException) -> str:
-    """The first few informative lines of an error: no source echo, no temp-file repro command."""
+def error_excerpt(exc: BaseException, lines: int = 4) -> str:
+    """The first informative lines of an error: no echoed source, no temp-file repro command."""
     text = getattr(exc, "error_message", None) or str(exc)
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("Repro command")]
-    return f"{type(exc).__name__}: " + "\n".join(ln[:300] for ln in lines[:_ERROR_LINES])
+    kept = [ln.strip()[:300] for ln in text.splitlines() if ln.strip() and not ln.startswith("Repro command")]
+    return f"{type(exc).__name__}: " + "\n".join(kept[:lines])
 
 
 def parse_cuobjdump(text: str) -> dict[str, int]:
-    """REG, STACK, LOCAL (and SHARED) of the first function in ``cuobjdump --dump-resource-usage`` output."""
+    """reg, stack, local, shared of the first function in ``cuobjdump --dump-resource-usage`` output."""
     m = re.search(r"Function [^:\n]+:\s*\n\s*(.*)", text)
-    fields = dict(re.findall(r"(\w+(?:\[\d+\])?):(\d+)", m[1])) if m else {}
+    fields = dict(re.findall(r"([A-Z]+):(\d+)", m[1])) if m else {}
     return {k.lower(): int(fields[k]) for k in ("REG", "STACK", "LOCAL", "SHARED") if k in fields}
 
 
 def parse_amdgcn(asm: str) -> dict[str, int]:
-    """VGPRs (arch + accumulation), SGPRs, spills and LLVM's waves-per-SIMD occupancy from AMDGCN assembly."""
-    out = {}
-    for key, pattern in (("vgpr_count", r"\.vgpr_count:\s+(\d+)"), ("sgpr_count", r"\.sgpr_count:\s+(\d+)"),
-                         ("agpr_count", r"\.agpr_count:\s+(\d+)"), ("vgpr_spill_count", r"\.vgpr_spill_count:\s+(\d+)"),
-                         ("sgpr_spill_count", r"\.sgpr_spill_count:\s+(\d+)"), ("occupancy", r"; Occupancy: (\d+)"),
-                         ("scratch_bytes", r"; ScratchSize: (\d+)")):
-        if m := re.search(pattern, asm):
-            out[key] = int(m[1])
+    """VGPRs (arch + accumulation), SGPRs, AGPRs, spills and LLVM's waves-per-SIMD occupancy from AMDGCN assembly."""
+    out = {k: int(m[1]) for k in _AMD_FIELDS if (m := re.search(rf"\.{k}:\s+(\d+)", asm))}
+    if m := re.search(r"; Occupancy: (\d+)", asm):
+        out["occupancy"] = int(m[1])
     return out
 
 
 def nvidia_occupancy(regs: int | None, num_warps: int, shared: int, profile: Any) -> tuple[int, float] | None:
-    """(resident warps per SM, fraction of the SM's maximum) as limited by registers, shared memory and threads."""
+    """(resident warps per SM, fraction of the most an SM holds), limited by registers, shared memory and threads."""
     if not profile.max_threads_per_sm:
         return None
     threads = num_warps * profile.warp_size
@@ -157,8 +131,8 @@ def nvidia_occupancy(regs: int | None, num_warps: int, shared: int, profile: Any
 
 
 def amd_occupancy(amd: Mapping[str, int], num_warps: int, shared: int, profile: Any) -> tuple[int, float] | None:
-    """(waves per SIMD, fraction of 8): LLVM's figure (or 512 // VGPRs), further limited by Triton's LDS, which
-    LLVM does not see (it reports 0 bytes of LDS for Triton's dynamic allocation)."""
+    """(waves per SIMD, fraction of 8): LLVM's figure (else 512 // VGPRs), limited by Triton's LDS, which LLVM does
+    not count (Triton allocates it dynamically)."""
     waves = amd.get("occupancy")
     if waves is None and amd.get("vgpr_count"):
         waves = min(_MAX_WAVES_PER_SIMD, (profile.vgprs_per_lane or 512) // amd["vgpr_count"])
@@ -179,126 +153,156 @@ def _attrs(signature: Mapping[str, str], backend: str) -> dict[tuple[int], list]
     return attrs
 
 
-def _cuda_resources(cubin: bytes) -> dict[str, int]:
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "kernel.cubin"
-        path.write_bytes(cubin)
-        out = subprocess.run([str(_CUOBJDUMP), "--dump-resource-usage", str(path)], capture_output=True, text=True,
-                             timeout=60)
-    return parse_cuobjdump(out.stdout)
-
-
-def _resources(record: dict, kernel: Any, backend: str, num_warps: int, profile: Any) -> None:
-    shared = int(kernel.metadata.shared)
-    limit = profile.shared_memory_per_block_bytes
+def _measure(record: dict, kernel: Any, backend: str, num_warps: int, profile: Any) -> None:
+    shared, limit = int(kernel.metadata.shared), profile.shared_memory_per_block_bytes
     record.update(shared_bytes=shared, shared_limit_bytes=limit, shared_fraction=round(shared / limit, 4))
     asm = kernel.asm["ptx" if backend == "cuda" else "amdgcn"]
     if backend == "cuda":
-        res = _cuda_resources(kernel.asm["cubin"])
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "k.cubin").write_bytes(kernel.asm["cubin"])
+            res = parse_cuobjdump(subprocess.run([str(_CUOBJDUMP), "--dump-resource-usage", str(Path(tmp) / "k.cubin")],
+                                                 capture_output=True, text=True, timeout=60).stdout)
         spill = res.get("stack", 0) + res.get("local", 0)
         record.update(registers=res.get("reg"), stack_bytes=res.get("stack"), spills=spill > 0, spill_count=spill)
         occ = nvidia_occupancy(res.get("reg"), num_warps, shared, profile)
     else:
         res = parse_amdgcn(asm)
         spill = res.get("vgpr_spill_count", 0) + res.get("sgpr_spill_count", 0)
-        record.update(registers=res.get("vgpr_count"), sgprs=res.get("sgpr_count"), spills=spill > 0,
-                      spill_count=spill, vgpr_spills=res.get("vgpr_spill_count"))
+        record.update(registers=res.get("vgpr_count"), sgprs=res.get("sgpr_count"), spills=spill > 0, spill_count=spill)
         occ = amd_occupancy(res, num_warps, shared, profile)
-    record.update(occupancy_warps=occ[0] if occ else None, occupancy=round(occ[1], 4) if occ else None)
     uses_dot = bool(re.search(r"\btt\.dot", kernel.asm.get("ttir", "")))
-    record.update(uses_dot=uses_dot, tensor_cores=bool(_TENSOR_CORE[backend].search(asm)) if uses_dot else None,
+    record.update(occupancy_warps=occ[0] if occ else None, occupancy=round(occ[1], 4) if occ else None,
+                  uses_dot=uses_dot, tensor_cores=bool(_TENSOR_CORE[backend].search(asm)) if uses_dot else None,
                   wide_memory_ops=len(_WIDE_MEMORY[backend].findall(asm)))
 
 
-def compile_one(spec: KernelSpec, dtype: str, config: Mapping[str, Any], target: tuple[str, str, int],
+def compile_one(spec: KernelSpec, dtype: str, config: Mapping[str, Any], target: Target,
                 default: bool = False) -> dict[str, Any]:
-    """Compile ``spec`` for ``dtype`` with ``config`` (constexprs and launch options) for ``target``."""
+    """Compile ``spec`` for ``dtype`` with ``config`` (constexprs and launch options) for ``target``: a record."""
     backend, arch, warp = target
-    config = dict(config)
-    key = (spec.name, id(spec.jit_fn), dtype, json.dumps(config, sort_keys=True, default=str), arch)
-    if key in _memo:
-        return {**_memo[key], "config": dict(config), "default": default}
+    key = (spec.name, id(spec), dtype, json.dumps(dict(config), sort_keys=True, default=str), arch)
+    if key not in _memo:
+        _memo[key] = _compile(spec, dtype, dict(config), target)
+    return {**_memo[key], "config": dict(config), "default": default}
+
+
+def _compile(spec: KernelSpec, dtype: str, config: dict, target: Target) -> dict[str, Any]:
+    backend, arch, warp = target
     profile = hardware_profiles.representative(arch)
     record: dict[str, Any] = {"kind": "compile", "kernel": spec.name, "dtype": dtype, "target": arch, "backend": backend,
-                              "family": family_of(target), "profile": profile.key, "config": config, "default": default,
-                              "status": "ok", "failure_class": None, "error": None, "triton": triton.__version__}
+                              "family": family_of(target), "profile": profile.key, "config": config, "status": "ok",
+                              "failure_class": None, "error": None, "triton": triton.__version__}
     meta, options = split_config(config)
     options.setdefault("num_warps", DEFAULT_NUM_WARPS)
     if spec.jit_fn is None or spec.compile_signature is None:
-        return {**record, "status": "skipped", "error": "not compilable offline: the spec has no jit_fn/compile_signature"}
+        return {**record, "status": "skipped", "error": "not compilable offline (no jit_fn or compile_signature)"}
     if not _supports(profile, dtype):
         return {**record, "status": "skipped", "error": f"dtype unsupported on {arch} ({profile.key} profile)"}
-    known = {f.name for f in dataclasses.fields(make_backend(GPUTarget(backend, _arch(target), warp)).parse_options({}))}
-    foreign = sorted(k for k in options if k not in known)
-    threads = options["num_warps"] * warp
-    if foreign:  # the launch raises this before compiling; triton.compile would drop the option silently
-        error = f"KeyError: 'Keyword argument {foreign[0]} was specified but unrecognised' (launch on {backend})"
-        return {**record, "status": "failed", "failure_class": "invalid_option_for_vendor", "error": error}
+    gpu_target = GPUTarget(backend, int(arch.removeprefix("sm_")) if backend == "cuda" else arch, warp)
+    known = {f.name for f in dataclasses.fields(make_backend(gpu_target).parse_options({}))}
+    if foreign := sorted(k for k in options if k not in known):  # triton.compile drops these; the launch raises
+        return {**record, "status": "failed", "failure_class": "invalid_option_for_vendor",
+                "error": f"KeyError at launch on {backend}: Keyword argument {foreign[0]} was specified but unrecognised"}
+    if not isinstance(spec.jit_fn, JITFunction):
+        return _in_child(spec, dtype, config, target)
     signature, constexprs = spec.compile_signature(dtype, meta)
-    source = ASTSource(fn=jit_function(spec.jit_fn), signature=signature, constexprs=constexprs,
-                       attrs=_attrs(signature, backend))
+    source = ASTSource(fn=spec.jit_fn, signature=signature, constexprs=constexprs, attrs=_attrs(signature, backend))
+    threads = options["num_warps"] * warp
     start = time.perf_counter()
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # a ptxas failure prints the whole PTX
-            kernel = triton.compile(source, target=GPUTarget(backend, _arch(target), warp), options=options)
+            kernel = triton.compile(source, target=gpu_target, options=options)
     except Exception as exc:  # noqa: BLE001 - every compiler error is a finding to classify
         cls = "too_many_threads" if threads > profile.max_threads_per_block else classify_error(str(exc))
-        record.update(status="failed", failure_class=cls, error=error_excerpt(exc),
-                      compile_seconds=round(time.perf_counter() - start, 3))
-        _memo[key] = record
-        return dict(record)
+        return {**record, "status": "failed", "failure_class": cls, "error": error_excerpt(exc),
+                "compile_seconds": round(time.perf_counter() - start, 3)}
     record["compile_seconds"] = round(time.perf_counter() - start, 3)
-    _resources(record, kernel, backend, options["num_warps"], profile)
-    # What the launch checks on load (triton's CompiledKernel._init_handles), against the profile's limits.
+    _measure(record, kernel, backend, options["num_warps"], profile)
+    # The checks a launch makes on load (CompiledKernel._init_handles), against the profile's limits.
     if threads > profile.max_threads_per_block:
-        record.update(status="failed", failure_class="too_many_threads", error="OutOfResources at launch: "
-                      + str(OutOfResources(threads, profile.max_threads_per_block, "threads")))
+        failure = ("too_many_threads", OutOfResources(threads, profile.max_threads_per_block, "threads"))
     elif record["shared_bytes"] > profile.shared_memory_per_block_bytes:
-        record.update(status="failed", failure_class="out_of_shared_memory", error="OutOfResources at launch: "
-                      + str(OutOfResources(record["shared_bytes"], profile.shared_memory_per_block_bytes,
-                                           "shared memory")))
-    _memo[key] = record
-    return dict(record)
+        failure = ("out_of_shared_memory", OutOfResources(record["shared_bytes"], record["shared_limit_bytes"],
+                                                          "shared memory"))
+    else:
+        return record
+    return {**record, "status": "failed", "failure_class": failure[0], "error": f"OutOfResources at launch: {failure[1]}"}
 
 
 def _supports(profile: Any, dtype: str) -> bool:
     try:
         return profile.supports(dtype)
-    except ValueError:  # a dtype name the profiles do not know: nothing vouches for it
+    except ValueError:  # a dtype no profile knows: nothing vouches for it
         return False
 
 
-def _arch(target: tuple[str, str, int]) -> int | str:
-    return int(target[1].removeprefix("sm_")) if target[0] == "cuda" else target[1]
+def _module_ref(spec: KernelSpec) -> str:
+    """Where a child process finds the module that registered ``spec``: a dotted name under kernels, else a path."""
+    for name, module in list(sys.modules.items()):
+        if any(value is spec for value in list(vars(module).values()) if isinstance(value, KernelSpec)):
+            return name if name.startswith("kernels.") else str(getattr(module, "__file__", name))
+    raise LookupError(f"kernel spec {spec.name!r} is not a global of any imported module")
 
 
-def plan(spec: KernelSpec, target: tuple[str, str, int], selection: str | None = None
-         ) -> list[tuple[str, dict[str, Any], bool]]:
-    """(dtype, config, is_default) to compile for ``target``: see the module docstring for ci and full."""
-    selection = selection or mode()
-    family = family_of(target)
+def _in_child(spec: KernelSpec, dtype: str, config: dict, target: Target) -> dict[str, Any]:
+    global _child
+    if _child is None or _child.poll() is not None:
+        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+        env["PYTHONPATH"] = os.pathsep.join([str(_ROOT), *filter(None, [env.get("PYTHONPATH")])])
+        _child = subprocess.Popen([sys.executable, "-m", "suite.compile_matrix"], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, env=env, cwd=_ROOT, text=True)
+        atexit.register(_child.stdin.close)
+    request = {"module": _module_ref(spec), "kernel": spec.name, "dtype": dtype, "config": config, "target": target}
+    _child.stdin.write(json.dumps(request) + "\n")
+    _child.stdin.flush()
+    line = _child.stdout.readline()
+    if not line:
+        raise RuntimeError(f"the compile process died (exit {_child.wait()}) compiling {request}")
+    return json.loads(line)
+
+
+def _serve() -> None:
+    """The child: one JSON request per stdin line, one record per stdout line; stray prints go to stderr."""
+    reply = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    registry.load_builtin()
+    for line in sys.stdin:
+        req = json.loads(line)
+        try:
+            if req["kernel"] not in {s.name for s in registry.all_specs()}:
+                registry.load_module(req["module"])
+            record = compile_one(registry.get(req["kernel"]), req["dtype"], req["config"], tuple(req["target"]))
+        except Exception as exc:  # noqa: BLE001 - reported in the record, the process serves on
+            record = {"kernel": req["kernel"], "dtype": req["dtype"], "target": req["target"][1], "status": "failed",
+                      "failure_class": "other", "error": f"compile process: {error_excerpt(exc)}"}
+        reply.write(json.dumps(record) + "\n")
+        reply.flush()
+
+
+def plan(spec: KernelSpec, target: Target, selection: str | None = None) -> list[tuple[str, dict[str, Any], bool]]:
+    """(dtype, config, is_default) to compile for ``target``; see the module docstring for ci and full. A default of
+    {} means the launcher picks from the shape: it compiles with the signature's defaults and 4 warps."""
+    selection, family = selection or mode(), family_of(target)
     default = dict(spec.default_config.get(family, {}))
     others: list[dict] = []
-    for cfg in spec.configs.get(family, ()):
-        if dict(cfg) != default and dict(cfg) not in others:
-            others.append(dict(cfg))
+    for cfg in map(dict, spec.configs.get(family, ())):
+        if cfg != default and cfg not in others:
+            others.append(cfg)
     profile = hardware_profiles.representative(target[1])
     supported = [d for d in spec.dtypes if _supports(profile, d)]
-    main = "fp16" if "fp16" in supported else (supported or list(spec.dtypes) or ["fp32"])[0]
+    main = "fp16" if "fp16" in supported else supported[0] if supported else None
     jobs = [(d, default, True) for d in spec.dtypes]
-    for d in (spec.dtypes if selection == "full" else [main]):
-        if d in supported:
-            jobs += [(d, cfg, False) for cfg in (others if selection == "full" else others[:CI_EXTRA_CONFIGS])]
+    for d in supported if selection == "full" else [main] if main else []:
+        jobs += [(d, cfg, False) for cfg in (others if selection == "full" else others[:CI_EXTRA_CONFIGS])]
     return jobs
 
 
-def compile_kernel(spec: KernelSpec, target: tuple[str, str, int], selection: str | None = None) -> list[dict]:
-    return [compile_one(spec, dtype, cfg, target, default=is_default) for dtype, cfg, is_default in
-            plan(spec, target, selection)]
+def compile_kernel(spec: KernelSpec, target: Target, selection: str | None = None) -> list[dict[str, Any]]:
+    return [compile_one(spec, d, cfg, target, default=is_default) for d, cfg, is_default in plan(spec, target, selection)]
 
 
 def summary_rows(records: Iterable[Mapping[str, Any]]) -> tuple[list[str], list[list[Any]]]:
-    """Kernel x target: ok and failure counts by class, max registers, spills, min occupancy."""
+    """Kernel x target: ok, failed by class, skipped, max registers, any spills, min occupancy."""
     table: dict[tuple[str, str], dict] = defaultdict(lambda: {"ok": 0, "failed": defaultdict(int), "skipped": 0,
                                                                "regs": [], "spills": False, "occ": []})
     for r in records:
@@ -306,16 +310,18 @@ def summary_rows(records: Iterable[Mapping[str, Any]]) -> tuple[list[str], list[
         if r["status"] == "failed":
             row["failed"][r.get("failure_class") or "other"] += 1
         else:
-            row[r["status"]] = row.get(r["status"], 0) + 1
+            row[r["status"]] += 1
         if r.get("registers") is not None:
             row["regs"].append(r["registers"])
         row["spills"] = row["spills"] or bool(r.get("spills"))
         if r.get("occupancy") is not None:
             row["occ"].append(r["occupancy"])
     headers = ["kernel", "target", "ok", "failed", "skipped", "max regs", "spills", "min occupancy"]
-    rows = []
-    for (kernel, target), row in sorted(table.items()):
-        failed = ", ".join(f"{n} {cls}" for cls, n in sorted(row["failed"].items())) or "0"
-        rows.append([kernel, target, row["ok"], failed, row["skipped"], max(row["regs"], default="-"),
-                     "yes" if row["spills"] else "no", f"{min(row['occ']):.2f}" if row["occ"] else "-"])
+    rows = [[kernel, target, row["ok"], ", ".join(f"{n} {c}" for c, n in sorted(row["failed"].items())) or "0",
+             row["skipped"], max(row["regs"], default="-"), "yes" if row["spills"] else "no",
+             f"{min(row['occ']):.2f}" if row["occ"] else "-"] for (kernel, target), row in sorted(table.items())]
     return headers, rows
+
+
+if __name__ == "__main__":
+    _serve()

@@ -42,6 +42,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "reproduction line (e.g. 'M=3,N=17;layout=contiguous;values=normal;seed=1')")
     group.addoption("--kernel-module", action="append", default=[], metavar="MODULE",
                     help="also register kernels from this module (dotted name or path to a .py file); repeatable")
+    group.addoption("--kernels", default=None, metavar="NAMES",
+                    help="run only these registered kernels (comma-separated names)")
     group.addoption("--known-issues", default=str(known_mod.DEFAULT_PATH), metavar="FILE",
                     help="known-issue registry (JSON)")
 
@@ -71,6 +73,12 @@ def pytest_configure(config: pytest.Config) -> None:
         for target in config.getoption("--kernel-module"):
             registry.load_module(target)
         known = known_mod.load(config.getoption("--known-issues"))
+        selected = config.getoption("--kernels")
+        if selected:
+            for name in selected.split(","):
+                registry.get(name.strip())  # KeyError lists the registered kernels
+    except KeyError as exc:
+        raise pytest.UsageError(f"--kernels: {exc.args[0]}") from None
     except (ValueError, known_mod.KnownIssueError) as exc:
         raise pytest.UsageError(str(exc)) from None
     run_file = None
@@ -119,7 +127,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     b = config.stash[BACKEND]
     state = config.stash[STATE]
     params = []
+    selected = config.getoption("--kernels")
+    names = {n.strip() for n in selected.split(",")} if selected else None
     for spec in registry.all_specs():
+        if names is not None and spec.name not in names:
+            continue
         for dtype in spec.dtypes:
             marks = [pytest.mark.kernel_dtype]
             if not b.supports(dtype):

@@ -59,7 +59,9 @@ def dim_strategy(dim: Dim, backend_name: str, large: bool) -> st.SearchStrategy[
 
 
 def case_strategy(spec: KernelSpec, dtype: str, backend_name: str, large: bool = False) -> st.SearchStrategy[Case]:
-    shape = st.fixed_dictionaries({d.name: dim_strategy(d, backend_name, large) for d in spec.dims})
+    order = [d.name for d in spec.dims]
+    shape = st.fixed_dictionaries({d.name: dim_strategy(d, backend_name, large) for d in spec.dims}).map(
+        lambda drawn: {name: drawn[name] for name in order})  # spec order, for readable reproduction lines
     return st.builds(
         Case,
         kernel=st.just(spec.name),

@@ -1,0 +1,202 @@
+"""LayerNorm backward: dx per row, dweight/dbias by a deterministic two-stage reduction (no atomics).
+
+Three launches: per-row coefficients of dx; dx with per-group partial sums of dw and db, each program owning
+one row group and one column block of a [ROW_GROUPS, N] fp32 buffer; a fixed-order sum over the groups.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels import _inputs
+from kernels.registry import register
+from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, signature, split_config
+
+EPS = 1e-5  # of the forward whose statistics the inputs stand for
+
+
+@triton.jit
+def layernorm_bwd_coeff_kernel(x_ptr, dy_ptr, w_ptr, mean_ptr, rstd_ptr, c1_ptr, c2_ptr, x_row_stride, dy_row_stride,
+                               n_cols, BLOCK_N: tl.constexpr):
+    # c1 = mean(xhat * w * dy), c2 = mean(w * dy): dx = rstd * (w * dy - xhat * c1 - c2).
+    row = tl.program_id(0).to(tl.int64)
+    mean = tl.load(mean_ptr + row)
+    rstd = tl.load(rstd_ptr + row)
+    acc1 = tl.zeros([BLOCK_N], dtype=tl.float32)
+    acc2 = tl.zeros([BLOCK_N], dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK_N):
+        cols = start + tl.arange(0, BLOCK_N)
+        mask = cols < n_cols
+        x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0.0).to(tl.float32)
+        dy = tl.load(dy_ptr + row * dy_row_stride + cols, mask=mask, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+        wdy = w * dy
+        acc1 += tl.where(mask, (x - mean) * rstd * wdy, 0.0)
+        acc2 += wdy
+    tl.store(c1_ptr + row, tl.sum(acc1, axis=0) / n_cols)
+    tl.store(c2_ptr + row, tl.sum(acc2, axis=0) / n_cols)
+
+
+@triton.jit
+def layernorm_bwd_kernel(x_ptr, dy_ptr, dx_ptr, w_ptr, mean_ptr, rstd_ptr, c1_ptr, c2_ptr, dw_part_ptr, db_part_ptr,
+                         x_row_stride, dy_row_stride, dx_row_stride, n_rows, n_cols, rows_per_group,
+                         BLOCK_N: tl.constexpr):
+    group = tl.program_id(0).to(tl.int64)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = cols < n_cols
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    dw = tl.zeros([BLOCK_N], dtype=tl.float32)
+    db = tl.zeros([BLOCK_N], dtype=tl.float32)
+    first = group * rows_per_group
+    for row in range(first, tl.minimum(first + rows_per_group, n_rows)):
+        mean = tl.load(mean_ptr + row)
+        rstd = tl.load(rstd_ptr + row)
+        x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=0.0).to(tl.float32)
+        dy = tl.load(dy_ptr + row * dy_row_stride + cols, mask=mask, other=0.0).to(tl.float32)
+        xhat = (x - mean) * rstd
+        dx = (w * dy - (xhat * tl.load(c1_ptr + row) + tl.load(c2_ptr + row))) * rstd
+        tl.store(dx_ptr + row * dx_row_stride + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+        dw += dy * xhat
+        db += dy
+    tl.store(dw_part_ptr + group * n_cols + cols, dw, mask=mask)
+    tl.store(db_part_ptr + group * n_cols + cols, db, mask=mask)
+
+
+@triton.jit
+def layernorm_bwd_reduce_kernel(dw_part_ptr, db_part_ptr, dw_ptr, db_ptr, n_groups, n_cols, BLOCK_N: tl.constexpr):
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = cols < n_cols
+    dw = tl.zeros([BLOCK_N], dtype=tl.float32)
+    db = tl.zeros([BLOCK_N], dtype=tl.float32)
+    # Groups in a fixed order: the same bits on every run.
+    for g in range(0, n_groups):
+        dw += tl.load(dw_part_ptr + g * n_cols + cols, mask=mask, other=0.0)
+        db += tl.load(db_part_ptr + g * n_cols + cols, mask=mask, other=0.0)
+    tl.store(dw_ptr + cols, dw.to(dw_ptr.dtype.element_ty), mask=mask)
+    tl.store(db_ptr + cols, db.to(db_ptr.dtype.element_ty), mask=mask)
+
+
+def layernorm_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, mean: torch.Tensor, rstd: torch.Tensor,
+                       out: dict[str, torch.Tensor] | None = None, config: dict | None = None) -> dict[str, torch.Tensor]:
+    """Gradients of LayerNorm (2-D x, unit column stride) from the forward's fp32 mean and rstd: dx, dweight, dbias."""
+    if x.dim() != 2 or x.stride(1) != 1 or dy.shape != x.shape or dy.stride(1) != 1:
+        raise ValueError(f"layernorm_backward takes 2-D x and dy of one shape with unit column stride, got "
+                         f"{tuple(x.shape)} stride {x.stride()} and {tuple(dy.shape)} stride {dy.stride()}")
+    n_rows, n_cols = x.shape
+    if out is None:
+        out = {"dx": torch.empty_like(x, memory_format=torch.contiguous_format),
+               "dweight": torch.empty(n_cols, dtype=weight.dtype, device=x.device),
+               "dbias": torch.empty(n_cols, dtype=weight.dtype, device=x.device)}
+    meta, options = split_config(config or {})
+    block = min(meta.get("BLOCK_N", 1024), triton.next_power_of_2(n_cols))
+    options.setdefault("num_warps", min(max(block // 256, 1), 8))
+    # No empty groups: every row of the partial buffers is written.
+    rows_per_group = triton.cdiv(n_rows, min(meta.get("ROW_GROUPS", 64), n_rows))
+    groups = triton.cdiv(n_rows, rows_per_group)
+    col_blocks = triton.cdiv(n_cols, block)
+    f32 = dict(dtype=torch.float32, device=x.device)
+    c1, c2 = torch.empty(n_rows, **f32), torch.empty(n_rows, **f32)
+    dw_part, db_part = torch.empty((groups, n_cols), **f32), torch.empty((groups, n_cols), **f32)
+    layernorm_bwd_coeff_kernel[(n_rows,)](x, dy, weight, mean, rstd, c1, c2, x.stride(0), dy.stride(0), n_cols,
+                                          BLOCK_N=block, **options)
+    layernorm_bwd_kernel[(groups, col_blocks)](x, dy, out["dx"], weight, mean, rstd, c1, c2, dw_part, db_part,
+                                               x.stride(0), dy.stride(0), out["dx"].stride(0), n_rows, n_cols,
+                                               rows_per_group, BLOCK_N=block, **options)
+    layernorm_bwd_reduce_kernel[(col_blocks,)](dw_part, db_part, out["dweight"], out["dbias"], groups, n_cols,
+                                               BLOCK_N=block, **options)
+    return out
+
+
+def _make_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
+    gen = _inputs.generator(case)
+    m, n = case.shape["M"], case.shape["N"]
+    x = _inputs.place(_inputs.values((m, n), case, gen), case, device, case.layout)
+    dy = _inputs.place(torch.randn((m, n), generator=gen, dtype=torch.float64), case, device, case.layout)
+    w = _inputs.place(torch.randn(n, generator=gen, dtype=torch.float64) * 0.5 + 1.0, case, device)
+    # The forward's statistics: exact (float64, of x as stored) and then rounded to fp32, as a forward would save them.
+    x64 = x.double()
+    mean = x64.mean(dim=-1)
+    rstd = 1.0 / torch.sqrt(((x64 - mean[:, None]) ** 2).mean(dim=-1) + EPS)
+    return {"x": x, "dy": dy, "weight": w, "mean": mean.float(), "rstd": rstd.float()}
+
+
+def _reference(inputs: dict[str, torch.Tensor], case: Case) -> dict[str, torch.Tensor]:
+    # The closed form in float64, from the same (fp32) mean and rstd the kernel is given.
+    x, dy, w = inputs["x"].double(), inputs["dy"].double(), inputs["weight"].double()
+    mean, rstd = inputs["mean"].double()[:, None], inputs["rstd"].double()[:, None]
+    xhat = (x - mean) * rstd
+    wdy = w * dy
+    c1 = (xhat * wdy).mean(dim=-1, keepdim=True)
+    c2 = wdy.mean(dim=-1, keepdim=True)
+    return {"dx": (wdy - xhat * c1 - c2) * rstd, "dweight": (dy * xhat).sum(dim=0), "dbias": dy.sum(dim=0)}
+
+
+def _magnitude(inputs: dict[str, torch.Tensor], ref: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    # Reductions differ per output (dx over N, dw and db over M), so sqrt(length) is folded in here (reduction=1).
+    x, dy, w = inputs["x"].double(), inputs["dy"].double(), inputs["weight"].double()
+    mean, rstd = inputs["mean"].double()[:, None], inputs["rstd"].double()[:, None]
+    m, n = x.shape
+    xhat = (x.abs() + mean.abs()) * rstd  # x - mean cancels for rows with a large offset
+    wdy = (w * dy).abs()
+    c1 = (xhat * wdy).mean(dim=-1, keepdim=True)
+    c2 = wdy.mean(dim=-1, keepdim=True)
+    return {"dx": rstd * (wdy + math.sqrt(n) * (xhat * c1 + c2)),
+            "dweight": math.sqrt(m) * (dy.abs() * xhat).sum(dim=0), "dbias": math.sqrt(m) * dy.abs().sum(dim=0)}
+
+
+def _torch_baseline(inp: dict[str, torch.Tensor]):
+    # aten wants mean/rstd in the accumulation type: fp32 on GPUs, the input dtype on the CPU.
+    stats = torch.float32 if inp["x"].is_cuda else inp["x"].dtype
+    return torch.ops.aten.native_layer_norm_backward(
+        inp["dy"], inp["x"], inp["x"].shape[-1:], inp["mean"].to(stats), inp["rstd"].to(stats), inp["weight"],
+        inp["weight"], [True, True, True])
+
+
+def _signature(dtype: str, meta: dict) -> tuple[dict, dict]:
+    types = {"x_ptr": f"*{dtype}", "dy_ptr": f"*{dtype}", "dx_ptr": f"*{dtype}", "w_ptr": f"*{dtype}",
+             **{p: "*fp32" for p in ("mean_ptr", "rstd_ptr", "c1_ptr", "c2_ptr", "dw_part_ptr", "db_part_ptr")},
+             **{i: "i32" for i in ("x_row_stride", "dy_row_stride", "dx_row_stride", "n_rows", "n_cols",
+                                   "rows_per_group")}}
+    return signature(layernorm_bwd_kernel, types, {"BLOCK_N": meta.get("BLOCK_N", 1024)})
+
+
+SPEC = register(KernelSpec(
+    name="layernorm_backward",
+    description="LayerNorm backward: dx, and dweight/dbias by per-row-group fp32 partials and a fixed-order reduction",
+    dims=(Dim("M", interpret_max=40, gpu_max=2048, nightly_max=8192, blocks=(4, 64)),
+          Dim("N", interpret_max=600, gpu_max=8192, nightly_max=16384, blocks=(64, 1024))),
+    dtypes=("fp32", "fp16", "bf16"),
+    layouts=("contiguous", "padded_rows"),
+    value_classes=("normal", "large", "negative", "special"),
+    make_inputs=_make_inputs,
+    make_outputs=lambda inp, case: {
+        "dx": torch.empty(inp["x"].shape, dtype=inp["x"].dtype, device=inp["x"].device),
+        "dweight": torch.empty(inp["x"].shape[1], dtype=inp["x"].dtype, device=inp["x"].device),
+        "dbias": torch.empty(inp["x"].shape[1], dtype=inp["x"].dtype, device=inp["x"].device)},
+    run=lambda inp, out, cfg: layernorm_backward(inp["dy"], inp["x"], inp["weight"], inp["mean"], inp["rstd"], out, cfg),
+    reference=_reference,
+    tolerance=Tolerance(reduction=lambda case: 1, magnitude=_magnitude, safety=8.0),
+    # xhat, w*dy, two row dot products, dx, and the dw and db accumulations.
+    flops=lambda case: 12.0 * case.shape["M"] * case.shape["N"],
+    min_bytes=lambda case: ((3.0 * case.shape["M"] * case.shape["N"] + 3 * case.shape["N"]) * DTYPES[case.dtype].itemsize
+                            + 8.0 * case.shape["M"]),
+    torch_baseline=_torch_baseline,
+    default_config={"nvidia": {"BLOCK_N": 1024, "ROW_GROUPS": 64, "num_warps": 4},
+                    "amd": {"BLOCK_N": 1024, "ROW_GROUPS": 128, "num_warps": 4, "num_stages": 2},
+                    "interpret": {"BLOCK_N": 64, "ROW_GROUPS": 4}},
+    configs={"nvidia": tuple({"BLOCK_N": b, "ROW_GROUPS": g, "num_warps": w}
+                             for b in (512, 1024, 2048) for g in (32, 64, 128, 256) for w in (4, 8)),
+             "amd": tuple({"BLOCK_N": b, "ROW_GROUPS": g, "num_warps": w, "num_stages": s}
+                          for b in (512, 1024, 2048) for g in (64, 128, 304) for w in (4, 8) for s in (1, 2))},
+    benchmark_shapes=({"M": 8192, "N": 8192}, {"M": 4096, "N": 4096}, {"M": 32768, "N": 1024}),
+    # One row per group, a ragged last group, and a column block of one.
+    examples=({"shape": {"M": 3, "N": 65}, "values": "normal", "seed": 1},
+              {"shape": {"M": 37, "N": 129}, "layout": "padded_rows", "values": "large", "seed": 2}),
+    compile_signature=_signature,
+    batch_dim="M", batch_inputs=("x", "dy", "mean", "rstd"), batch_outputs=("dx",),
+    jit_fn=layernorm_bwd_kernel,
+))

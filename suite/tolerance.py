@@ -69,6 +69,15 @@ def compare(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Tensor |
         return Comparison(name, False, math.inf, math.inf, f"{name}: shape {tuple(out.shape)} != reference {tuple(ref.shape)}")
     out64 = out.detach().to("cpu", torch.float64)
     ref64 = ref.detach().to("cpu", torch.float64)
+    if not out.dtype.is_floating_point:
+        # Integer outputs (indices, masks) have no rounding: they match exactly or fail.
+        wrong = ~(out64 == ref64)
+        if wrong.any():
+            idx = _first(wrong)
+            return Comparison(name, False, math.inf, float((out64 - ref64).abs().nan_to_num(math.inf).max()),
+                              f"{name}: {int(wrong.sum())} of {out.numel()} integers differ (first at {idx}: got "
+                              f"{out64[idx].item():g}, expected {ref64[idx].item():g})")
+        return Comparison(name, True, 0.0, 0.0, f"{name}: ok, exact")
     mag64 = ref64.abs() if mag is None else mag.detach().to("cpu", torch.float64)
     if out.dtype.is_floating_point and out.dtype != torch.float64:
         # What an exact result rounds to in the output dtype: overflow to inf is then expected.

@@ -58,3 +58,11 @@ def test_infinities_must_match_and_overflow_is_expected():
     assert compare("y", out, ref, None, reduction_length=1, safety=1.0).passed
     wrong = compare("y", torch.tensor([float("-inf"), 1e6]), ref, None, reduction_length=1, safety=1.0)
     assert not wrong.passed and "infinities differ" in wrong.detail
+
+
+def test_integer_outputs_match_exactly():
+    ref = torch.tensor([0.0, 5000.0, 7.0], dtype=torch.float64)
+    assert compare("i", torch.tensor([0, 5000, 7]), ref, None, reduction_length=10**6, safety=4.0).passed
+    for wrong in ([1, 5000, 7], [0, 5001, 7]):
+        result = compare("i", torch.tensor(wrong), ref, None, reduction_length=10**6, safety=4.0)
+        assert not result.passed and "integers differ" in result.detail

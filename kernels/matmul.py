@@ -79,9 +79,11 @@ def _magnitude(inputs: dict[str, torch.Tensor], ref: dict[str, torch.Tensor]) ->
 
 
 def _signature(dtype: str, meta: dict) -> tuple[dict, dict]:
-    ints = ("M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn")
+    ints = ("M", "N", "K", "stride_am", "stride_bk", "stride_cm")
     types = {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": f"*{dtype}", **{n: "i32" for n in ints}}
-    return signature(matmul_kernel, types, {k: meta[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")})
+    # Row-major operands: the launch specializes unit strides to the constant 1, and so must we.
+    unit = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1}
+    return signature(matmul_kernel, types, {**unit, **{k: meta[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")}})
 
 SPEC = register(KernelSpec(
     name="matmul",

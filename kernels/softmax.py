@@ -8,6 +8,7 @@ import triton.language as tl
 
 from kernels import _inputs
 from kernels.registry import register
+from kernels.softmax_online import rows_sum_to_one, shift_invariant
 from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, signature
 
 
@@ -75,10 +76,11 @@ SPEC = register(KernelSpec(
     default_config={"nvidia": {}, "amd": {}},
     configs={"nvidia": tuple({"num_warps": w} for w in (4, 8, 16)), "amd": tuple({"num_warps": w} for w in (4, 8, 16))},
     benchmark_shapes=({"M": 4096, "N": 4096}, {"M": 8192, "N": 8192}, {"M": 16384, "N": 16384}),
-    # Padding lanes beside an all-negative row; a row whose outputs underflow to subnormals.
+    # Padding lanes beside an all-negative row; a row whose outputs underflow below fp32's normals.
     examples=({"shape": {"M": 3, "N": 33}, "values": "negative", "seed": 1},
               {"shape": {"M": 1, "N": 126}, "values": "large", "seed": 0}),
     compile_signature=_signature,
+    properties=(rows_sum_to_one(_make_inputs), shift_invariant(_make_inputs)),
     batch_dim='M', batch_inputs=('x',), batch_outputs=('out',),
     jit_fn=softmax_kernel,
 ))

@@ -22,6 +22,8 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
+import importlib
+import importlib.util
 import io
 import json
 import os
@@ -65,7 +67,7 @@ _CUOBJDUMP = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuo
 _TENSOR_CORE = {"cuda": re.compile(r"\b(?:mma\.sync|wgmma\.mma_async|tcgen05\.mma)"),
                 "hip": re.compile(r"\bv_(?:s|d)?mfma|\bv_wmma")}
 _WIDE_MEMORY = {
-    "cuda": re.compile(r"\b(?:ld|st)\.global(?:\.[\w:]+)*\.(?:v4\.[bfsu]32|v2\.[bfsu]64|b128|v8\.[bf]16)\b"
+    "cuda": re.compile(r"\b(?:ld|st)\.global(?:\.[\w:]+)*\.(?:v4\.[bfsu]32|v2\.[bfsu]64|b128)\b"
                        r"|\bcp\.async\.cg\.shared\.global(?:\.[\w:]+)*\s*\[[^\]]*\],\s*\[[^\]]*\],\s*(?:16|0x10)\b"),
     "hip": re.compile(r"\b(?:global|buffer)_(?:load|store)(?:_lds)?_(?:dwordx4|b128)\b"),
 }
@@ -75,6 +77,8 @@ _SIMDS_PER_CU = 4  # CDNA ISA guides: four SIMDs per compute unit share its LDS
 _ROOT = Path(__file__).resolve().parent.parent
 _memo: dict[tuple, dict] = {}
 _child: subprocess.Popen | None = None
+_refs: dict[int, tuple[KernelSpec, str]] = {}
+_loaded: dict[str, Any] = {}
 
 
 def mode() -> str:
@@ -162,13 +166,15 @@ def _measure(record: dict, kernel: Any, backend: str, num_warps: int, profile: A
             (Path(tmp) / "k.cubin").write_bytes(kernel.asm["cubin"])
             res = parse_cuobjdump(subprocess.run([str(_CUOBJDUMP), "--dump-resource-usage", str(Path(tmp) / "k.cubin")],
                                                  capture_output=True, text=True, timeout=60).stdout)
-        spill = res.get("stack", 0) + res.get("local", 0)
-        record.update(registers=res.get("reg"), stack_bytes=res.get("stack"), spills=spill > 0, spill_count=spill)
+        # ptxas puts spilled registers on the stack (local memory): a stack frame means spills in Triton kernels.
+        record.update(registers=res.get("reg"), stack_bytes=res.get("stack"), local_bytes=res.get("local"),
+                      spills=res.get("stack", 0) + res.get("local", 0) > 0)
         occ = nvidia_occupancy(res.get("reg"), num_warps, shared, profile)
     else:
         res = parse_amdgcn(asm)
-        spill = res.get("vgpr_spill_count", 0) + res.get("sgpr_spill_count", 0)
-        record.update(registers=res.get("vgpr_count"), sgprs=res.get("sgpr_count"), spills=spill > 0, spill_count=spill)
+        record.update(registers=res.get("vgpr_count"), sgprs=res.get("sgpr_count"), vgpr_spills=res.get("vgpr_spill_count"),
+                      sgpr_spills=res.get("sgpr_spill_count"),
+                      spills=res.get("vgpr_spill_count", 0) + res.get("sgpr_spill_count", 0) > 0)
         occ = amd_occupancy(res, num_warps, shared, profile)
     uses_dot = bool(re.search(r"\btt\.dot", kernel.asm.get("ttir", "")))
     record.update(occupancy_warps=occ[0] if occ else None, occupancy=round(occ[1], 4) if occ else None,
@@ -193,7 +199,7 @@ def _compile(spec: KernelSpec, dtype: str, config: dict, target: Target) -> dict
                               "family": family_of(target), "profile": profile.key, "config": config, "status": "ok",
                               "failure_class": None, "error": None, "triton": triton.__version__}
     meta, options = split_config(config)
-    options.setdefault("num_warps", DEFAULT_NUM_WARPS)
+    record["num_warps"] = options.setdefault("num_warps", DEFAULT_NUM_WARPS)
     if spec.jit_fn is None or spec.compile_signature is None:
         return {**record, "status": "skipped", "error": "not compilable offline (no jit_fn or compile_signature)"}
     if not _supports(profile, dtype):
@@ -204,7 +210,7 @@ def _compile(spec: KernelSpec, dtype: str, config: dict, target: Target) -> dict
         return {**record, "status": "failed", "failure_class": "invalid_option_for_vendor",
                 "error": f"KeyError at launch on {backend}: Keyword argument {foreign[0]} was specified but unrecognised"}
     if not isinstance(spec.jit_fn, JITFunction):
-        return _in_child(spec, dtype, config, target)
+        return {**record, **_in_child(spec, dtype, config, target)}
     signature, constexprs = spec.compile_signature(dtype, meta)
     source = ASTSource(fn=spec.jit_fn, signature=signature, constexprs=constexprs, attrs=_attrs(signature, backend))
     threads = options["num_warps"] * warp
@@ -237,11 +243,30 @@ def _supports(profile: Any, dtype: str) -> bool:
 
 
 def _module_ref(spec: KernelSpec) -> str:
-    """Where a child process finds the module that registered ``spec``: a dotted name under kernels, else a path."""
-    for name, module in list(sys.modules.items()):
-        if any(value is spec for value in list(vars(module).values()) if isinstance(value, KernelSpec)):
-            return name if name.startswith("kernels.") else str(getattr(module, "__file__", name))
-    raise LookupError(f"kernel spec {spec.name!r} is not a global of any imported module")
+    """Where the child finds ``spec``: the module holding it as a global, by dotted name under kernels, else path."""
+    if id(spec) not in _refs:
+        for name, module in list(sys.modules.items()):
+            if any(value is spec for value in list(getattr(module, "__dict__", {}).values())):
+                _refs[id(spec)] = (spec, name if name.startswith("kernels.") else str(getattr(module, "__file__", name)))
+                break
+        else:
+            raise LookupError(f"kernel spec {spec.name!r} is not a global of any imported module")
+    return _refs[id(spec)][1]
+
+
+def _spec_in(ref: str, name: str) -> KernelSpec:
+    """The child's copy of a spec: a KernelSpec global named ``name`` of module ``ref``, else the registry's."""
+    if ref not in _loaded:
+        if ref.endswith(".py"):
+            loader = importlib.util.spec_from_file_location(f"compile_matrix_ref{len(_loaded)}_{Path(ref).stem}", ref)
+            module = importlib.util.module_from_spec(loader)
+            sys.modules[loader.name] = module
+            loader.loader.exec_module(module)
+        else:
+            module = importlib.import_module(ref)
+        _loaded[ref] = module
+    found = [v for v in vars(_loaded[ref]).values() if isinstance(v, KernelSpec) and v.name == name]
+    return found[0] if found else registry.get(name)
 
 
 def _in_child(spec: KernelSpec, dtype: str, config: dict, target: Target) -> dict[str, Any]:
@@ -250,15 +275,17 @@ def _in_child(spec: KernelSpec, dtype: str, config: dict, target: Target) -> dic
         env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
         env["PYTHONPATH"] = os.pathsep.join([str(_ROOT), *filter(None, [env.get("PYTHONPATH")])])
         _child = subprocess.Popen([sys.executable, "-m", "suite.compile_matrix"], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, env=env, cwd=_ROOT, text=True)
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=_ROOT, text=True)
         atexit.register(_child.stdin.close)
     request = {"module": _module_ref(spec), "kernel": spec.name, "dtype": dtype, "config": config, "target": target}
-    _child.stdin.write(json.dumps(request) + "\n")
-    _child.stdin.flush()
+    with contextlib.suppress(BrokenPipeError):
+        _child.stdin.write(json.dumps(request) + "\n")
+        _child.stdin.flush()
     line = _child.stdout.readline()
-    if not line:
-        raise RuntimeError(f"the compile process died (exit {_child.wait()}) compiling {request}")
-    return json.loads(line)
+    if line:
+        return json.loads(line)
+    # A compiler crash (LLVM abort, segfault) is a finding about this config; the next call starts a new process.
+    return {"status": "failed", "failure_class": "other", "error": f"the compile process died (exit {_child.wait()})"}
 
 
 def _serve() -> None:
@@ -269,12 +296,10 @@ def _serve() -> None:
     for line in sys.stdin:
         req = json.loads(line)
         try:
-            if req["kernel"] not in {s.name for s in registry.all_specs()}:
-                registry.load_module(req["module"])
-            record = compile_one(registry.get(req["kernel"]), req["dtype"], req["config"], tuple(req["target"]))
+            spec = _spec_in(req["module"], req["kernel"])
+            record = compile_one(spec, req["dtype"], req["config"], tuple(req["target"]))
         except Exception as exc:  # noqa: BLE001 - reported in the record, the process serves on
-            record = {"kernel": req["kernel"], "dtype": req["dtype"], "target": req["target"][1], "status": "failed",
-                      "failure_class": "other", "error": f"compile process: {error_excerpt(exc)}"}
+            record = {"status": "failed", "failure_class": "other", "error": f"compile process: {error_excerpt(exc)}"}
         reply.write(json.dumps(record) + "\n")
         reply.flush()
 

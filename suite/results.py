@@ -23,11 +23,13 @@ from typing import Any
 SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "reports" / "schema" / "run.schema.json"
 CASES_PROPERTY = "suite_case_records"
+CEILINGS_PROPERTY = "suite_ceilings"
 # user_properties keys by which tests hand records to the controller, and where they go.
 RECORD_PROPERTIES = {
     "suite_compile_records": "compiles",
     "suite_benchmark_records": "benchmarks",
     "suite_finding_records": "findings",
+    CEILINGS_PROPERTY: "ceilings",
 }
 
 
@@ -125,7 +127,10 @@ class RunFile:
                    extra: dict[str, list[dict[str, Any]]] | None = None) -> None:
         self.start()
         for key, items in (extra or {}).items():
-            self.data[key].extend(items)
+            if key == "ceilings":
+                self.data["ceilings"] = items
+            else:
+                self.data[key].extend(items)
         self.data["tests"].append({"nodeid": nodeid, "outcome": outcome, "duration_s": round(duration, 4),
                                    "message": message, "known_issue": known_issue["id"] if known_issue else None})
         for record in records:

@@ -49,14 +49,15 @@ def bound(ref: torch.Tensor, mag: torch.Tensor, out_dtype: torch.dtype, reductio
           safety: float, operand_u: float = 0.0, accumulator: str = "fp32") -> torch.Tensor:
     u_out = unit_roundoff(out_dtype)
     u_acc = ACCUMULATOR_ROUNDOFF[accumulator]
-    # Absolute floor: fp32 outputs may be flushed to zero below the smallest normal; half
-    # types keep subnormals, so their floor is the smallest subnormal (tiny * eps).
+    # Absolute floor: the output dtype's smallest subnormal, but no finer than fp32's smallest
+    # normal where the compute is fp32, since GPUs may flush fp32 subnormals to zero (seen on
+    # the H100: exp() results below 1.2e-38 stored as 0 in a bf16 output).
     if not out_dtype.is_floating_point:
         tiny = 0.0
-    elif out_dtype == torch.float32:
-        tiny = float(torch.finfo(out_dtype).tiny)
     else:
         tiny = float(torch.finfo(out_dtype).tiny * torch.finfo(out_dtype).eps)
+        if accumulator == "fp32" and out_dtype.itemsize <= 4:
+            tiny = max(tiny, float(torch.finfo(torch.float32).tiny))
     k = max(int(reduction_length), 1)
     return safety * ((operand_u + math.sqrt(k) * u_acc) * mag.abs() + u_out * ref.abs()) + tiny
 

@@ -37,7 +37,7 @@ def test_run_file_validates_and_records_cases(run_suite):
 
 
 def test_xdist_workers_merge_into_one_file(run_suite):
-    run = run_suite("suite/test_kernels.py", "-n", "2", "-k", "vector_add")
+    run = run_suite("suite/test_kernels.py", "-n", "2", "--kernels=vector_add")
     assert run.returncode == 0, run.output[-3000:]
     data = run.run_data()
     validate(data)

@@ -1,0 +1,81 @@
+"""Vector add with 64-bit offsets: correct past 2^31 elements, where int32 offsets wrap."""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from kernels import _inputs
+from kernels.registry import register
+from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, signature, split_config
+
+
+@triton.jit
+def vector_add_int64_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    # pid * BLOCK_SIZE in int32 wraps once it passes 2^31: widen before multiplying.
+    offsets = tl.program_id(axis=0).to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    # Upcast before arithmetic: the interpreter does bf16 arithmetic on bit patterns.
+    x = tl.load(x_ptr + offsets, mask=mask).to(tl.float32)
+    y = tl.load(y_ptr + offsets, mask=mask).to(tl.float32)
+    tl.store(out_ptr + offsets, (x + y).to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def vector_add_int64(x: torch.Tensor, y: torch.Tensor, out: torch.Tensor | None = None,
+                     config: dict | None = None) -> torch.Tensor:
+    """out = x + y for contiguous 1-D tensors of any length, 2^31 elements and more included."""
+    if x.shape != y.shape or x.dim() != 1:
+        raise ValueError(f"vector_add_int64 takes two 1-D tensors of one shape, got {tuple(x.shape)} and {tuple(y.shape)}")
+    if not (x.is_contiguous() and y.is_contiguous()):
+        raise ValueError("vector_add_int64 takes contiguous tensors")
+    out = torch.empty_like(x) if out is None else out
+    meta, options = split_config({"BLOCK_SIZE": 1024, "num_warps": 4, **(config or {})})
+    n = x.numel()
+    grid = (triton.cdiv(n, meta["BLOCK_SIZE"]),)
+    vector_add_int64_kernel[grid](x, y, out, n, BLOCK_SIZE=meta["BLOCK_SIZE"], **options)
+    return out
+
+
+def _make_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
+    gen = _inputs.generator(case)
+    n = case.shape["N"]
+    return {name: _inputs.place(_inputs.values((n,), case, gen), case, device) for name in ("x", "y")}
+
+
+def _reference(inputs: dict[str, torch.Tensor], case: Case) -> dict[str, torch.Tensor]:
+    return {"out": inputs["x"].double() + inputs["y"].double()}
+
+
+def _signature(dtype: str, meta: dict) -> tuple[dict, dict]:
+    # n_elements is i64: Triton passes an integer argument of 2^31 or more as i64, and so compiles it.
+    return signature(vector_add_int64_kernel, {"x_ptr": f"*{dtype}", "y_ptr": f"*{dtype}", "out_ptr": f"*{dtype}",
+                                               "n_elements": "i64"}, {"BLOCK_SIZE": meta.get("BLOCK_SIZE", 1024)})
+
+
+SPEC = register(KernelSpec(
+    name="vector_add_int64",
+    description="out = x + y, elementwise, 1-D, int64 offsets (lengths past 2^31; tested here at normal sizes)",
+    dims=(Dim("N", interpret_max=5000, gpu_max=1 << 20, nightly_max=1 << 26, blocks=(128, 1024)),),
+    dtypes=("fp32", "fp16", "bf16"),
+    value_classes=("normal", "large", "negative", "special"),
+    make_inputs=_make_inputs,
+    make_outputs=lambda inp, case: {"out": torch.empty_like(inp["x"])},
+    run=lambda inp, out, cfg: vector_add_int64(inp["x"], inp["y"], out["out"], cfg),
+    reference=_reference,
+    tolerance=Tolerance(),
+    flops=lambda case: float(case.shape["N"]),
+    min_bytes=lambda case: 3.0 * case.shape["N"] * DTYPES[case.dtype].itemsize,
+    torch_baseline=lambda inp: torch.add(inp["x"], inp["y"]),
+    default_config={"nvidia": {"BLOCK_SIZE": 1024, "num_warps": 4},
+                    "amd": {"BLOCK_SIZE": 1024, "num_warps": 4},
+                    "interpret": {"BLOCK_SIZE": 128, "num_warps": 4}},
+    configs={"nvidia": tuple({"BLOCK_SIZE": b, "num_warps": w} for b in (512, 1024, 2048, 4096) for w in (4, 8)),
+             "amd": tuple({"BLOCK_SIZE": b, "num_warps": w} for b in (512, 1024, 2048, 4096) for w in (4, 8))},
+    benchmark_shapes=({"N": 1 << 24}, {"N": 1 << 28}),
+    # One element past a block, and a length of one.
+    examples=({"shape": {"N": 1025}, "values": "normal", "seed": 1}, {"shape": {"N": 1}, "values": "special", "seed": 2}),
+    compile_signature=_signature,
+    batch_dim="N", batch_inputs=("x", "y"), batch_outputs=("out",),
+    jit_fn=vector_add_int64_kernel,
+))

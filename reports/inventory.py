@@ -1,0 +1,154 @@
+"""The runs and their fingerprints, the compile matrix, autotune coverage and known issues."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter, defaultdict
+from typing import Any
+
+from reports.correctness import MAX_ROWS, first_line, one_line
+from reports.loading import Run, num
+from reports.render import Section, Table, fmt
+
+
+def runs_section(runs: list[Run]) -> tuple[Section, list[dict[str, Any]]]:
+    rows, summary = [], []
+    for r in runs:
+        e = r.env
+        rows.append([r.run_id, r.path.name, e["backend"], e["device_name"], e["arch"], e["sm_count"], e["driver"] or "-",
+                     e["runtime"] or "-", e["torch"], e["triton"], e["profile"] or "-",
+                     f"{e['hypothesis_profile']} (seed {fmt(e['hypothesis_seed'])})",
+                     "INCOMPLETE" if r.incomplete else r.data["status"], r.data["started"]])
+        summary.append({"run_id": r.run_id, "file": r.path.name, "platform": r.label, "status": r.data["status"],
+                        "started": r.data["started"], "finished": r.data["finished"],
+                        **{k: e.get(k) for k in ("backend", "device_name", "arch", "sm_count", "driver", "runtime",
+                                                 "torch", "triton", "profile", "hypothesis_profile", "hypothesis_seed")}})
+    headers = ["run", "file", "backend", "device", "arch", "SMs/CUs", "driver", "runtime", "torch", "triton",
+               "hardware profile", "hypothesis profile", "status", "started"]
+    notes = ["A platform is a device and arch: two runs on the same device and arch add up; an H100 and an H200 "
+             "(both sm_90) are different platforms."]
+    return Section("Runs", notes, [Table(headers, rows)]), summary
+
+
+def _target_order(target: str) -> tuple[int, int, str]:
+    m = re.fullmatch(r"sm_(\d+)[a-z]?", target)
+    return (0, int(m.group(1)), target) if m else (1, 0, target)
+
+
+def _config_text(config: Any) -> str:
+    if isinstance(config, dict):
+        return ",".join(f"{k}={v}" for k, v in config.items()) or "default"
+    return "-" if config is None else str(config)
+
+
+def _compile_cell(records: list[dict[str, Any]]) -> str:
+    n = len(records)
+    ok = [r for r in records if r["status"] == "ok"]
+    failed = [r for r in records if r["status"] == "failed"]
+    parts = []
+    if ok:
+        parts.append("ok" if len(ok) == n else f"ok {len(ok)}/{n}")
+        regs = [v for v in (num(r.get("registers")) for r in ok) if v is not None]
+        if regs:
+            parts.append(f"{max(regs):g} regs" if len(ok) == 1 else f"<= {max(regs):g} regs")
+        if any(r.get("spills") or (num(r.get("spill_count")) or 0) > 0 for r in ok):
+            parts.append("spills")
+        occ = [v for v in (num(r.get("occupancy")) for r in ok) if v is not None]
+        if occ:
+            parts.append(f"occ {min(occ):.2f}" if len(ok) == 1 else f"occ >= {min(occ):.2f}")
+    if failed:
+        classes = ", ".join(sorted({str(r.get("failure_class") or "other") for r in failed}))
+        parts.append(f"failed {len(failed)}/{n}: {classes}")
+    skipped = n - len(ok) - len(failed)
+    if skipped:
+        parts.append("skipped" if skipped == n else f"skipped {skipped}/{n}")
+    return ", ".join(parts)
+
+
+def compile_section(runs: list[Run]) -> tuple[Section, dict[str, Any]]:
+    seen: dict[tuple, dict[str, Any]] = {}
+    for run in runs:
+        for r in run.data["compiles"]:
+            key = (r["kernel"], r["dtype"], r["target"], json.dumps(r.get("config"), sort_keys=True, default=str),
+                   str(r.get("triton")))
+            seen.setdefault(key, r)
+    records = list(seen.values())
+    notes = ["Every kernel x dtype x config cross-compiled for each target, GPU present or not. Records that "
+             "several runs share (same config and Triton version) count once."]
+    if not records:
+        return Section("Compile matrix", notes, [Table(["kernel", "dtype"], [])]), {"records": 0}
+    targets = sorted({r["target"] for r in records}, key=_target_order)
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        groups[(r["kernel"], r["dtype"], r["target"])].append(r)
+    rows = [[k, d, *(_compile_cell(groups[(k, d, t)]) if (k, d, t) in groups else "-" for t in targets)]
+            for k, d in sorted({(k, d) for k, d, _ in groups})]
+    spilled = [r for r in records if r["status"] != "ok" or r.get("spills") or (num(r.get("spill_count")) or 0) > 0]
+    details = sorted(spilled, key=lambda r: (r["status"], r["kernel"], r["dtype"], _target_order(r["target"])))
+    detail_rows = [[r["kernel"], r["dtype"], r["target"], _config_text(r.get("config")), r["status"],
+                    r.get("failure_class") or "-", fmt(num(r.get("registers"))), fmt(r.get("spills")),
+                    fmt(num(r.get("occupancy"))), fmt(num(r.get("shared_bytes"))), str(r.get("triton") or "-"),
+                    first_line(r.get("error"), 120) or "-"] for r in details]
+    if len(detail_rows) > MAX_ROWS:
+        notes.append(f"Failures, skips and spills: the first {MAX_ROWS} of {len(detail_rows)} records.")
+    status = Counter(r["status"] for r in records)
+    classes = Counter(str(r.get("failure_class") or "other") for r in records if r["status"] == "failed")
+    tables = [Table(["kernel", "dtype", *targets], rows, "Kernel x target"),
+              Table(["kernel", "dtype", "target", "config", "status", "failure class", "registers", "spills",
+                     "occupancy", "shared bytes", "triton", "error"], detail_rows[:MAX_ROWS],
+                    "Failures, skips and spills", "none")]
+    return Section("Compile matrix", notes, tables), {"records": len(records), "status": dict(status),
+                                                      "failure_classes": dict(classes)}
+
+
+def autotune_section(runs: list[Run]) -> tuple[Section, list[dict[str, Any]]]:
+    rows, summary, entries = [], [], []
+    for r in runs:
+        a = r.data.get("autotune")
+        if not isinstance(a, dict):
+            rows.append([r.run_id, r.label, "no data", "-", "-", "-", "-"])
+            summary.append({"run_id": r.run_id, "autotune": None})
+            continue
+        found = a.get("entries") or []
+        rows.append([r.run_id, r.label, *(fmt(a.get(k)) for k in ("hits", "misses", "stale", "tuning_benchmarks")),
+                     len(found)])
+        summary.append({"run_id": r.run_id, **{k: a.get(k) for k in ("hits", "misses", "stale", "tuning_benchmarks")},
+                        "entries": len(found)})
+        entries += [(r.label, e) for e in found if isinstance(e, dict)]
+    notes = ["Per-arch autotune cache use: a hit ran the cached config, a miss or a stale entry fell back to the "
+             "arch family's default config; tuning benchmarks are configs timed during the run (--retune)."]
+    tables = [Table(["run", "platform", "hits", "misses", "stale", "tuning benchmarks", "entries"], rows)]
+    if entries:
+        keys = list(dict.fromkeys(k for _, e in entries for k, v in e.items() if not isinstance(v, (dict, list))))[:8]
+        entry_rows = [[label, *(fmt(e.get(k)) for k in keys)] for label, e in entries[:MAX_ROWS]]
+        if len(entries) > MAX_ROWS:
+            notes.append(f"Entries: the first {MAX_ROWS} of {len(entries)}.")
+        tables.append(Table(["platform", *keys], entry_rows, "Autotune entries"))
+    return Section("Autotune coverage", notes, tables), summary
+
+
+def known_issues_section(runs: list[Run]) -> tuple[Section, list[dict[str, Any]]]:
+    registry: dict[str, dict[str, Any]] = {}
+    for r in runs:
+        for k in r.data["known_issues"]:
+            registry.setdefault(str(k["id"]), k)
+    used: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    for r in runs:
+        for c in r.data["cases"]:
+            if c.get("known_issue"):
+                used[(str(c["known_issue"]), r.label)][f"{c['outcome']} cases"] += 1
+        for t in r.data["tests"]:
+            if t["known_issue"]:
+                used[(str(t["known_issue"]), r.label)][f"{t['outcome']} tests"] += 1
+    rows = [[i, k["backend"], k["arch"], k["triton"], k["kernel"], k["dtype"], one_line(k["reason"], 200), k["link"]]
+            for i, k in sorted(registry.items())]
+    use_rows = [[i, label, ", ".join(f"{n} {what}" for what, n in sorted(c.items()))]
+                for (i, label), c in sorted(used.items())]
+    notes = ["Known issues are strict expected failures: a case that fails under one is xfailed, and one that "
+             "passes (xpassed-strict) fails the run until the entry is removed."]
+    tables = [Table(["id", "backend", "arch", "triton", "kernel", "dtype", "reason", "link"], rows, "Registry",
+                    "none in these runs"),
+              Table(["known issue", "platform", "xfailed under it"], use_rows, "Cases and tests under known issues", "none")]
+    summary = [{"id": i, "platforms": {label: dict(c) for (j, label), c in used.items() if j == i}} for i in registry]
+    return Section("Known issues", notes, tables), summary

@@ -1,0 +1,187 @@
+"""Reading run files: JSON, the run-file schema, the fields the reports rely on; one clear error per bad file."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "run.schema.json"
+SUPPORTED_SCHEMA_VERSIONS = (1,)
+
+_NUMBER = {"oneOf": [{"type": "number"}, {"enum": ["inf", "-inf", "nan"]}]}
+_OPTIONAL_NUMBER = {"oneOf": [{"type": "null"}, _NUMBER]}
+# What the reports read from the parts of a run file that the run-file schema leaves open
+# (benchmark records, ceilings, autotune): checked here so that rendering can trust the types.
+REPORT_NEEDS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "benchmarks": {"type": "array", "items": {
+            "type": "object",
+            "required": ["kernel", "dtype", "shape", "samples_ms", "median_ms"],
+            "properties": {
+                "kernel": {"type": "string"}, "dtype": {"type": "string"},
+                "shape": {"type": "object", "additionalProperties": {"type": "integer"}},
+                "config": {"type": ["object", "null"]},
+                "samples_ms": {"type": "array", "items": _NUMBER},
+                "median_ms": _NUMBER,
+                "efficiency_measured": _OPTIONAL_NUMBER, "efficiency_datasheet": _OPTIONAL_NUMBER,
+                "speedup": _OPTIONAL_NUMBER, "correct": {"type": ["boolean", "null"]},
+                "baseline": {"oneOf": [{"type": "null"}, {"type": "object", "properties": {
+                    "name": {"type": ["string", "null"]}, "median_ms": _OPTIONAL_NUMBER,
+                    "samples_ms": {"type": ["array", "null"], "items": _NUMBER}}}]},
+            }}},
+        "ceilings": {"type": ["object", "null"], "properties": {
+            "copy_gbps": _OPTIONAL_NUMBER,
+            "matmul_tflops": {"type": ["object", "null"], "additionalProperties": _OPTIONAL_NUMBER},
+            "datasheet": {"type": ["object", "null"], "properties": {
+                "bandwidth_tbs": _OPTIONAL_NUMBER,
+                "tflops": {"type": ["object", "null"], "additionalProperties": _OPTIONAL_NUMBER}}}}},
+        "autotune": {"type": ["object", "null"], "properties": {
+            **{k: {"type": "integer", "minimum": 0} for k in ("hits", "misses", "stale", "tuning_benchmarks")},
+            "entries": {"type": "array"}}},
+    },
+}
+
+
+class RunFileError(Exception):
+    """A run file that cannot be used; the message names the file and what is wrong."""
+
+
+@dataclass
+class Run:
+    path: Path
+    data: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def run_id(self) -> str:
+        return self.data["run_id"]
+
+    @property
+    def env(self) -> dict[str, Any]:
+        return self.data["environment"]
+
+    @property
+    def platform(self) -> tuple[str, str]:
+        """Runs are the same platform when device and arch agree (an H100 and an H200 are both sm_90)."""
+        return (self.env["device_name"], self.env["arch"])
+
+    @property
+    def label(self) -> str:
+        return platform_label(self.platform)
+
+    @property
+    def incomplete(self) -> bool:
+        return self.data["status"] != "complete"
+
+
+def platform_label(platform: tuple[str, str]) -> str:
+    device, arch = platform
+    return f"{device} ({arch})"
+
+
+def num(x: Any) -> float | None:
+    """A number from a run file: JSON numbers, or the strings "inf", "-inf", "nan"; anything else is None."""
+    if isinstance(x, bool) or x is None:
+        return None
+    if isinstance(x, (int, float)):
+        return float(x)
+    if isinstance(x, str) and x in ("inf", "-inf", "nan"):
+        return float(x)
+    return None
+
+
+def json_safe(x: Any) -> Any:
+    """For summary.json: inf and NaN become strings, the way run files write them."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+    if isinstance(x, dict):
+        return {str(k): json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [json_safe(v) for v in x]
+    return x
+
+
+_schema_cache: dict[str, Any] = {}
+
+
+def _schema() -> dict[str, Any]:
+    if "run" not in _schema_cache:
+        try:
+            _schema_cache["run"] = json.loads(SCHEMA_PATH.read_text())
+        except (OSError, ValueError) as exc:
+            raise RunFileError(f"{SCHEMA_PATH}: cannot read the run-file schema: {exc}") from None
+    return _schema_cache["run"]
+
+
+def _where(error: jsonschema.ValidationError) -> str:
+    path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    return path.lstrip(".") or "the top level"
+
+
+def _check_schema(path: Path, data: dict[str, Any], schema: dict[str, Any], what: str) -> None:
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(data), key=lambda e: (len(list(e.absolute_path)), str(e.absolute_path)))
+    if errors:
+        first = jsonschema.exceptions.best_match(errors)
+        more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+        raise RunFileError(f"{path}: {what} at {_where(first)}: {first.message[:300]}{more}")
+
+
+def load_run(path: str | Path) -> Run:
+    p = Path(path)
+    if not p.exists():
+        raise RunFileError(f"{p}: no such file")
+    if p.is_dir():
+        raise RunFileError(f"{p}: is a directory, not a run file")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RunFileError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise RunFileError(f"{p}: not a run file: not UTF-8 text") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RunFileError(f"{p}: malformed JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    if not isinstance(data, dict):
+        raise RunFileError(f"{p}: not a run file: expected a JSON object, found a JSON {type(data).__name__}")
+    version = data.get("schema_version")
+    if "schema_version" not in data:
+        raise RunFileError(f"{p}: not a run file: no schema_version field")
+    if version not in SUPPORTED_SCHEMA_VERSIONS:
+        raise RunFileError(f"{p}: unknown schema_version {version!r}; these reports read version "
+                           f"{', '.join(map(str, SUPPORTED_SCHEMA_VERSIONS))}")
+    _check_schema(p, data, _schema(), "does not match the run-file schema")
+    _check_schema(p, data, REPORT_NEEDS, "has a field the reports cannot read")
+    run = Run(p, data)
+    if run.incomplete:
+        run.warnings.append(f"run {run.run_id} ({p.name}) is incomplete: it died or was still going when copied; "
+                            "its results are partial")
+    return run
+
+
+def load_runs(paths: list[str], by_start: bool = True) -> list[Run]:
+    """Load and validate every file; the same run given twice is an error. Ordered by start time, or as given."""
+    if not paths:
+        raise RunFileError("no run files given: name at least one RUN.json")
+    runs: list[Run] = []
+    seen: dict[str, Path] = {}
+    for path in paths:
+        run = load_run(path)
+        if run.run_id in seen:
+            raise RunFileError(f"{run.path}: run {run.run_id} was already given as {seen[run.run_id]}; "
+                               "name each run once")
+        seen[run.run_id] = run.path
+        runs.append(run)
+    return sorted(runs, key=lambda r: (r.data["started"], r.run_id)) if by_start else runs
+
+
+def platforms(runs: list[Run]) -> list[tuple[str, str]]:
+    """Distinct platforms in first-seen order."""
+    return list(dict.fromkeys(r.platform for r in runs))

@@ -1,0 +1,85 @@
+"""Plots as PNG bytes (matplotlib, Agg backend, no pyplot state): efficiency bars and cascade plots."""
+
+from __future__ import annotations
+
+import io
+import math
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from reports.perf import pennycook  # noqa: E402
+from reports.render import Figure as ReportFigure  # noqa: E402
+
+MAX_CASCADES = 24
+
+
+def _text(s: str) -> str:
+    """Names from result files are plain text to matplotlib: no mathtext."""
+    return s.replace("$", r"\$")
+
+
+def _png(fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    FigureCanvasAgg(fig).print_png(buf)
+    return buf.getvalue()
+
+
+def _values(row: list[float | None]) -> list[float]:
+    return [math.nan if v is None else v for v in row]
+
+
+def efficiency_bars(data: dict[str, Any]) -> ReportFigure:
+    kernels, plats = data["kernels"], data["platforms"]
+    panels = [("measured ceilings", data["measured"])]
+    if any(v is not None for row in data["datasheet"] for v in row):
+        panels.append(("datasheet peaks", data["datasheet"]))
+    width = min(30.0, max(8.0, 0.35 * len(kernels) * max(1, len(plats)) + 2))
+    fig = Figure(figsize=(width, 3.6 * len(panels) + 1.2), layout="constrained")
+    bar = 0.8 / max(1, len(plats))
+    for i, (name, rows) in enumerate(panels):
+        ax = fig.add_subplot(len(panels), 1, i + 1)
+        for j, label in enumerate(plats):
+            xs = [k + (j - (len(plats) - 1) / 2) * bar for k in range(len(kernels))]
+            ys = _values([row[j] for row in rows])
+            ax.bar(xs, ys, width=bar, label=_text(label))
+            missing = [x for x, y in zip(xs, ys, strict=True) if y == 0.0]
+            ax.plot(missing, [0.02] * len(missing), "x", color="crimson", markersize=6)
+        ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
+        ax.set_ylabel(f"efficiency vs {name}")
+        ax.set_xticks(range(len(kernels)), [_text(k) for k in kernels], rotation=45, ha="right", fontsize=8)
+        ax.set_ylim(0, max([1.2] + [v * 1.1 for row in rows for v in row if v is not None and math.isfinite(v)]))
+        ax.grid(axis="y", alpha=0.3)
+        if i == 0:
+            ax.legend(fontsize=8, ncols=min(4, len(plats)))
+    fig.suptitle("Roofline efficiency at the largest benchmark shape (x: missing or wrong)")
+    return ReportFigure("Efficiency per kernel per platform", _png(fig))
+
+
+def cascade(data: dict[str, Any]) -> ReportFigure:
+    """Sewall et al. 2020: per kernel, the platforms' efficiencies sorted best first and the PP of the first k."""
+    kernels, plats = data["kernels"][:MAX_CASCADES], data["platforms"]
+    cols = min(4, len(kernels))
+    nrows = math.ceil(len(kernels) / cols)
+    fig = Figure(figsize=(3.6 * cols, 3.0 * nrows + 0.8), layout="constrained")
+    for i, name in enumerate(kernels):
+        ax = fig.add_subplot(nrows, cols, i + 1)
+        row = data["measured"][i]
+        order = sorted(range(len(plats)), key=lambda j: -(row[j] if row[j] is not None else -1.0))
+        effs = [row[j] for j in order]
+        xs = list(range(1, len(order) + 1))
+        ax.bar(xs, _values(effs), color="#8fb8de", label="efficiency")
+        running = [pennycook(effs[:k]) for k in xs]
+        ax.plot(xs, _values(running), "o-", color="#c0392b", label="PP of first k")
+        ax.set_xticks(xs, [_text(plats[j]) for j in order], rotation=30, ha="right", fontsize=7)
+        ax.set_ylim(0, max([1.05] + [v * 1.05 for v in effs if v is not None and math.isfinite(v)]))
+        ax.set_title(_text(name), fontsize=9)
+        if i == 0:
+            ax.legend(fontsize=7)
+    more = f" (first {MAX_CASCADES} of {len(data['kernels'])})" if len(data["kernels"]) > MAX_CASCADES else ""
+    fig.suptitle(f"Cascade: efficiency vs measured ceilings, platforms best first, running PP{more}")
+    return ReportFigure("Cascade plot per kernel (measured-ceiling efficiency, running PP)", _png(fig))

@@ -1,0 +1,140 @@
+"""Report sections as data, rendered to GitHub Markdown (tabulate) and to one self-contained HTML page."""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from tabulate import tabulate
+
+
+@dataclass
+class Table:
+    headers: list[str]
+    rows: list[list[Any]]
+    title: str | None = None
+    empty: str = "no data in these runs"  # what an empty table says: "none" for lists of problems
+
+
+@dataclass
+class Figure:
+    title: str
+    png: bytes
+
+
+@dataclass
+class Section:
+    title: str
+    notes: list[str] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
+
+    @property
+    def anchor(self) -> str:
+        return re.sub(r"[^a-z0-9]+", "-", self.title.lower()).strip("-")
+
+
+
+def fmt(x: Any, digits: int = 3) -> str:
+    """Numbers with a few significant digits; inf and NaN spelled out; None as a dash."""
+    if x is None:
+        return "-"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "nan"
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+        return f"{x:.{digits}g}"
+    return str(x)
+
+
+def pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def shape_text(shape: dict[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in shape.items()) or "-"
+
+
+def _md_cell(x: Any) -> str:
+    # A pipe or a newline from a result file would break the Markdown table.
+    return fmt(x).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def markdown(title: str, warnings: list[str], sections: list[Section]) -> str:
+    out = [f"# {' '.join(title.split())}", ""]
+    for w in warnings:
+        out += [f"> **Warning:** {w}", ""]
+    out += ["Sections: " + " · ".join(f"[{s.title}](#{s.anchor})" for s in sections), ""]
+    for s in sections:
+        out += [f"## {s.title}", ""]
+        for note in s.notes:
+            out += [note, ""]
+        for t in s.tables:
+            if t.title:
+                out += [f"### {t.title}", ""]
+            if t.rows:
+                rows = [[_md_cell(c) for c in row] for row in t.rows]
+                out += [tabulate(rows, headers=[_md_cell(h) for h in t.headers], tablefmt="github",
+                                 disable_numparse=True), ""]
+            else:
+                out += [f"_{t.empty}_", ""]
+        if s.figures:
+            out += [f"_{len(s.figures)} plot(s) in report.html: " + "; ".join(f.title for f in s.figures) + "_", ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1400px;padding:0 1em;
+color:#1b1f24;line-height:1.4}
+h1{font-size:1.6em}h2{border-bottom:1px solid #d0d7de;padding-bottom:.2em;margin-top:2em}h3{font-size:1.05em}
+table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.85em;display:block;overflow-x:auto}
+th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f6f8fa;position:sticky;top:0}tr:nth-child(even) td{background:#fbfcfd}
+.warn{background:#fff8c5;border:1px solid #d4a72c;padding:.5em 1em;margin:.5em 0;border-radius:4px}
+.nodata{color:#57606a;font-style:italic}.toc a{margin-right:1em}
+td.bad{background:#ffebe9 !important}td.ok{background:#dafbe1 !important}
+img{max-width:100%;border:1px solid #d0d7de;margin:.5em 0}figcaption{font-size:.85em;color:#57606a}
+"""
+_BAD = re.compile(r"\b(failed|WRONG|BROKEN|REGRESSION|missing)\b")
+_OK = re.compile(r"^(ok\b|holds\b|\d+/0/0$)")
+
+
+def _td(value: Any) -> str:
+    text = fmt(value)
+    cls = ' class="bad"' if _BAD.search(text) else ' class="ok"' if _OK.search(text) else ""
+    return f"<td{cls}>{html.escape(text)}</td>"
+
+
+def html_page(title: str, warnings: list[str], sections: list[Section]) -> str:
+    e = html.escape
+    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+           '<meta name="viewport" content="width=device-width,initial-scale=1">',
+           f"<title>{e(title)}</title><style>{CSS}</style></head><body>", f"<h1>{e(title)}</h1>"]
+    out += [f'<div class="warn"><strong>Warning:</strong> {e(w)}</div>' for w in warnings]
+    out.append('<nav class="toc">' + "".join(f'<a href="#{s.anchor}">{e(s.title)}</a>' for s in sections) + "</nav>")
+    for s in sections:
+        out.append(f'<section id="{s.anchor}"><h2>{e(s.title)}</h2>')
+        out += [f"<p>{e(n)}</p>" for n in s.notes]
+        for t in s.tables:
+            if t.title:
+                out.append(f"<h3>{e(t.title)}</h3>")
+            if not t.rows:
+                out.append(f'<p class="nodata">{e(t.empty)}</p>')
+                continue
+            out.append("<table><thead><tr>" + "".join(f"<th>{e(fmt(h))}</th>" for h in t.headers) + "</tr></thead><tbody>")
+            out += ["<tr>" + "".join(_td(c) for c in row) + "</tr>" for row in t.rows]
+            out.append("</tbody></table>")
+        for f in s.figures:
+            data = base64.b64encode(f.png).decode("ascii")
+            out.append(f'<figure><img alt="{e(f.title)}" src="data:image/png;base64,{data}">'
+                       f"<figcaption>{e(f.title)}</figcaption></figure>")
+        out.append("</section>")
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,116 @@
+"""Portability lints over kernel config spaces and compile records: pure functions, nothing compiled here.
+
+A finding is a JSON-able dict in the run file's "findings" shape (kernel, dtype, backend, arch, property, claimed,
+holds, cases_checked, message, repro; property is "lint:<rule>", holds is False) plus kind "lint", rule, severity
+("error" fails the suite, "warning" is recorded), family, target and the config at fault where there is one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import hardware_profiles
+from kernels.spec import split_config
+
+# Launch options that only one vendor's Triton backend knows; the other raises at launch (hazard 4).
+VENDOR_ONLY_OPTIONS = {"nvidia": ("maxnreg",), "amd": ("waves_per_eu", "matrix_instr_nonkdim", "kpack")}
+FAMILIES = ("nvidia", "amd")
+
+
+def _finding(rule: str, severity: str, kernel: str, message: str, family: str, target: str | None = None,
+             dtype: str = "*", **extra: Any) -> dict[str, Any]:
+    return {"kernel": kernel, "dtype": dtype, "backend": "cuda" if family == "nvidia" else "rocm", "arch": target or "*",
+            "property": f"lint:{rule}", "claimed": severity == "error", "holds": False, "cases_checked": 0,
+            "message": message, "repro": None, "kind": "lint", "rule": rule, "severity": severity, "family": family,
+            "target": target, **extra}
+
+
+def max_warps(family: str, profiles: Iterable[Any] | None = None) -> int:
+    """The most warps a block may have on every target of ``family`` (16 on CDNA's 64-wide wavefronts, 32 on NVIDIA)."""
+    profiles = list(profiles) if profiles is not None else [hardware_profiles.representative(a)
+                                                             for a in hardware_profiles.REPRESENTATIVES]
+    return min(p.max_threads_per_block // p.warp_size for p in profiles if p.family == family)
+
+
+def lint_config_space(kernel: str, default_config: Mapping[str, Mapping[str, Any]],
+                      configs: Mapping[str, Sequence[Mapping[str, Any]]],
+                      warp_limits: Mapping[str, int] | None = None) -> list[dict[str, Any]]:
+    """Errors: the other vendor's launch options in a family's configs; more warps than the family's blocks hold."""
+    limits = dict(warp_limits) if warp_limits is not None else {f: max_warps(f) for f in FAMILIES}
+    findings = []
+    for family in FAMILIES:
+        other = FAMILIES[1 - FAMILIES.index(family)]
+        candidates = [default_config.get(family, {}), *configs.get(family, ())]
+        seen: list[dict] = []
+        for cfg in map(dict, candidates):
+            if cfg in seen:
+                continue
+            seen.append(cfg)
+            _, options = split_config(cfg)
+            for option in sorted(set(options) & set(VENDOR_ONLY_OPTIONS[other])):
+                findings.append(_finding(
+                    "vendor_option_leak", "error", kernel, f"{family} config sets {option}, an {other}-only option: "
+                    f"Triton's {family} backend raises 'Keyword argument {option} was specified but unrecognised' "
+                    "at launch", family, config=cfg))
+            warps = options.get("num_warps")
+            if warps is not None and warps > limits[family]:
+                findings.append(_finding(
+                    "too_many_warps", "error", kernel, f"{family} config has num_warps={warps}: more than the "
+                    f"{limits[family]} warps a block may have on {family} targets", family, config=cfg))
+    return findings
+
+
+def lint_dtypes(kernel: str, dtypes: Sequence[str], profiles: Iterable[Any]) -> list[dict[str, Any]]:
+    """Warnings: an fp8 dtype declared for a target whose profile lacks that flavour (fp8e4nv on gfx942 ...)."""
+    findings = []
+    for profile in profiles:
+        for dtype in (d for d in dtypes if d.startswith("fp8") and not profile.supports(d)):
+            has = f"only {profile.fp8_flavour.upper()} fp8 ({', '.join(profile.fp8_dtypes())})" if profile.fp8_flavour \
+                else "no fp8"
+            findings.append(_finding(
+                "fp8_flavour_unsupported", "warning", kernel, f"declares {dtype}, but {profile.arch} "
+                f"({profile.key}) has {has}: its cases are skipped there and a scale computed for another flavour "
+                "would be silently wrong", profile.family, profile.arch, dtype))
+    return findings
+
+
+def lint_spec(spec: Any) -> list[dict[str, Any]]:
+    """Config-space and dtype lints of a registered kernel spec against the compile-matrix targets."""
+    profiles = [hardware_profiles.representative(arch) for _, arch, _ in hardware_profiles.targets()]
+    return (lint_config_space(spec.name, spec.default_config, spec.configs)
+            + lint_dtypes(spec.name, spec.dtypes, profiles))
+
+
+def lint_compile_records(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Warnings: the same constexpr config (kernel, dtype) fits one vendor's shared memory and overflows the other's."""
+    groups: dict[tuple, list[Mapping]] = defaultdict(list)
+    for r in records:
+        if r.get("status") == "skipped" or "config" not in r:
+            continue
+        meta, _ = split_config(r["config"])
+        groups[(r["kernel"], r["dtype"], json.dumps(meta, sort_keys=True))].append(r)
+    findings = []
+    for (kernel, dtype, meta), group in sorted(groups.items()):
+        fits = [r for r in group if r["status"] == "ok"]
+        overflows = [r for r in group if r.get("failure_class") == "out_of_shared_memory"]
+        for bad in overflows:
+            good = [r for r in fits if r.get("family") != bad.get("family")]
+            if not good:
+                continue
+            best = max(good, key=lambda r: r.get("shared_bytes") or 0)
+            findings.append(_finding(
+                "shared_memory_divergence", "warning", kernel,
+                f"{dtype} config {meta} fits {best['target']} ({best.get('shared_bytes')} of "
+                f"{best.get('shared_limit_bytes')} bytes with {_options(best)}) but overflows {bad['target']} "
+                f"({bad.get('shared_bytes')} > {bad.get('shared_limit_bytes')} bytes with {_options(bad)})",
+                bad.get("family", "amd"), bad["target"], dtype, fits_on=sorted({r["target"] for r in good}),
+                config=bad["config"]))
+    return findings
+
+
+def _options(record: Mapping[str, Any]) -> str:
+    _, options = split_config(record["config"])
+    return ", ".join(f"{k}={v}" for k, v in sorted(options.items())) or "default options"

@@ -1,0 +1,126 @@
+"""The compile matrix in the suite: every registered kernel compiled for every target, on any backend.
+
+``test_compiles_on_target[<kernel>-<arch>]`` compiles the kernel's configs for that target (see
+``suite/compile_matrix.py``; ``SUITE_COMPILE_MATRIX=full`` compiles every config and dtype, the default ``ci`` a
+subset) and hands the records to the run file's "compiles". It fails when a default config (what users run) fails to
+compile or to fit the target; other configs that fail are findings in the records, not test failures.
+``test_portability_lints[<kernel>]`` fails on lint errors (``suite/lints.py``: a vendor-only option in the other
+vendor's configs, more warps than a block holds) and hands warnings to the run file's "findings".
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+
+import hardware_profiles
+from kernels import registry
+from kernels.spec import split_config
+from suite import compile_matrix, lints
+
+COMPILES = "suite_compile_records"
+FINDINGS = "suite_finding_records"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    specs = registry.all_specs()
+    if "kernel_target" in metafunc.fixturenames:
+        metafunc.parametrize("kernel_target", [pytest.param((s, t), id=f"{s.name}-{t[1]}") for s in specs
+                                               for t in hardware_profiles.targets()])
+    elif "kernel_spec" in metafunc.fixturenames:
+        metafunc.parametrize("kernel_spec", [pytest.param(s, id=s.name) for s in specs])
+
+
+def _repro(request: pytest.FixtureRequest, env: str = "") -> str:
+    parts = [request.node.nodeid, *(f"--kernel-module={m}" for m in request.config.getoption("--kernel-module"))]
+    return f"reproduce with: {env}pytest " + " ".join(shlex.quote(p) for p in parts)
+
+
+def _describe(record: dict) -> str:
+    return (f"{record['kernel']}[{record['dtype']}] on {record['target']} config {record['config']}: "
+            f"{record['failure_class']}: {record['error']}")
+
+
+def test_compiles_on_target(kernel_target, request: pytest.FixtureRequest) -> None:
+    """Every default config of the target's vendor family compiles and fits the target's limits."""
+    spec, target = kernel_target
+    records = compile_matrix.compile_kernel(spec, target)
+    request.node.user_properties.append((COMPILES, records))
+    if spec.jit_fn is None or spec.compile_signature is None:
+        pytest.skip(f"{spec.name}: not compilable offline (the spec has no jit_fn or compile_signature)")
+    if all(r["status"] == "skipped" for r in records):
+        pytest.skip(f"{spec.name}: no declared dtype ({', '.join(spec.dtypes)}) is supported on {target[1]}")
+    broken = [r for r in records if r["default"] and r["status"] == "failed"]
+    if broken:
+        pytest.fail("default config fails on the target:\n" + "\n".join(map(_describe, broken)) + "\n"
+                    + _repro(request, f"SUITE_COMPILE_MATRIX={compile_matrix.mode()} "), pytrace=False)
+
+
+def test_portability_lints(kernel_spec, request: pytest.FixtureRequest) -> None:
+    """Lint errors fail: a family's configs carrying the other vendor's launch options, or more warps than its blocks
+    hold. Warnings are recorded: fp8 flavours a target lacks, and constexpr configs both families declare that fit
+    one vendor's shared memory and overflow the other's (compiled on every target; mostly Triton cache hits)."""
+    findings = lints.lint_spec(kernel_spec)
+    metas = {family: {_meta(c) for c in [kernel_spec.default_config.get(family, {}), *kernel_spec.configs.get(family, ())]}
+             for family in lints.FAMILIES}
+    records = [compile_matrix.compile_one(kernel_spec, dtype, cfg, target, default)
+               for target in hardware_profiles.targets()
+               for dtype, cfg, default in compile_matrix.plan(kernel_spec, target)
+               if _meta(cfg) in metas["nvidia"] & metas["amd"]]
+    findings += lints.lint_compile_records(records)
+    repro = _repro(request)
+    for finding in findings:
+        finding["repro"] = repro.removeprefix("reproduce with: ")
+    request.node.user_properties.append((FINDINGS, findings))
+    errors = [f for f in findings if f["severity"] == "error"]
+    if errors:
+        pytest.fail("\n".join(f"{f['rule']}: {f['kernel']} {f.get('config')}: {f['message']}" for f in errors)
+                    + "\n" + repro, pytrace=False)
+
+
+def _meta(config: dict) -> str:
+    return json.dumps(split_config(config)[0], sort_keys=True)
+
+
+# Launches whose JIT specialization matches the matrix's offline assumptions (sizes and
+# strides multiples of 16, contiguous rows, the same meta-parameters and warps).
+LOADED_CHECKS = {
+    "vector_add": ({"N": 1 << 20}, {"BLOCK_SIZE": 1024, "num_warps": 4}),
+    "softmax": ({"M": 64, "N": 1024}, {"BLOCK_SIZE": 1024, "num_warps": 4}),
+    "layernorm": ({"M": 64, "N": 1024}, {"BLOCK_SIZE": 1024, "num_warps": 4}),
+    "matmul": ({"M": 512, "N": 512, "K": 512},
+               {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 3}),
+}
+
+
+@pytest.mark.parametrize("kernel", sorted(LOADED_CHECKS))
+def test_offline_registers_match_the_loaded_kernel(kernel: str, request: pytest.FixtureRequest) -> None:
+    """On an NVIDIA GPU: the registers, spills and shared memory that the matrix records
+    offline for this arch equal what the driver reports for the kernel the suite launches."""
+    import subprocess
+    import sys
+
+    from suite.plugin import BACKEND
+
+    backend = request.config.stash[BACKEND]
+    if backend.name != "cuda":
+        pytest.skip("needs an NVIDIA GPU to load the kernel (n_regs/n_spills exist only after loading)")
+    shape, config = LOADED_CHECKS[kernel]
+    spec = registry.get(kernel)
+    offline = compile_matrix.compile_one(spec, "fp16", config, ("cuda", backend.arch, 32))
+    proc = subprocess.run([sys.executable, "-m", "suite.loaded_registers", kernel, "fp16", json.dumps(shape),
+                           json.dumps(config)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    loaded = json.loads(proc.stdout.strip().splitlines()[-1])
+    finding = {"kernel": kernel, "dtype": "fp16", "backend": backend.name, "arch": backend.arch,
+               "property": "offline_registers_match_loaded", "claimed": True, "cases_checked": 1,
+               "message": json.dumps({"offline": {k: offline.get(k) for k in ("registers", "spills", "shared_bytes")},
+                                      "loaded": loaded["variants"]}), "repro": None}
+    assert loaded["passed"] and len(loaded["variants"]) == 1, loaded
+    variant = loaded["variants"][0]
+    finding["holds"] = (variant["n_regs"] == offline["registers"] and (variant["n_spills"] > 0) == offline["spills"]
+                        and variant["shared"] == offline["shared_bytes"])
+    request.node.user_properties.append((FINDINGS, [finding]))
+    assert finding["holds"], finding["message"]

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 import triton
 import triton.language as tl
 
-from kernels import _inputs
 from kernels.registry import register
-from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, signature, split_config
+from kernels.spec import signature, split_config
+from kernels.vector_add import SPEC as VECTOR_ADD
 
 
 @triton.jit
@@ -37,45 +39,20 @@ def vector_add_int64(x: torch.Tensor, y: torch.Tensor, out: torch.Tensor | None 
     return out
 
 
-def _make_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
-    gen = _inputs.generator(case)
-    n = case.shape["N"]
-    return {name: _inputs.place(_inputs.values((n,), case, gen), case, device) for name in ("x", "y")}
-
-
-def _reference(inputs: dict[str, torch.Tensor], case: Case) -> dict[str, torch.Tensor]:
-    return {"out": inputs["x"].double() + inputs["y"].double()}
-
-
 def _signature(dtype: str, meta: dict) -> tuple[dict, dict]:
     # n_elements is i64: Triton passes an integer argument of 2^31 or more as i64, and so compiles it.
     return signature(vector_add_int64_kernel, {"x_ptr": f"*{dtype}", "y_ptr": f"*{dtype}", "out_ptr": f"*{dtype}",
                                                "n_elements": "i64"}, {"BLOCK_SIZE": meta.get("BLOCK_SIZE", 1024)})
 
 
-SPEC = register(KernelSpec(
+# Inputs, reference, cost model and configs are vector_add's: only the offsets differ.
+SPEC = register(dataclasses.replace(
+    VECTOR_ADD,
     name="vector_add_int64",
     description="out = x + y, elementwise, 1-D, int64 offsets (lengths past 2^31; tested here at normal sizes)",
-    dims=(Dim("N", interpret_max=5000, gpu_max=1 << 20, nightly_max=1 << 26, blocks=(128, 1024)),),
-    dtypes=("fp32", "fp16", "bf16"),
-    value_classes=("normal", "large", "negative", "special"),
-    make_inputs=_make_inputs,
-    make_outputs=lambda inp, case: {"out": torch.empty_like(inp["x"])},
     run=lambda inp, out, cfg: vector_add_int64(inp["x"], inp["y"], out["out"], cfg),
-    reference=_reference,
-    tolerance=Tolerance(),
-    flops=lambda case: float(case.shape["N"]),
-    min_bytes=lambda case: 3.0 * case.shape["N"] * DTYPES[case.dtype].itemsize,
-    torch_baseline=lambda inp: torch.add(inp["x"], inp["y"]),
-    default_config={"nvidia": {"BLOCK_SIZE": 1024, "num_warps": 4},
-                    "amd": {"BLOCK_SIZE": 1024, "num_warps": 4},
-                    "interpret": {"BLOCK_SIZE": 128, "num_warps": 4}},
-    configs={"nvidia": tuple({"BLOCK_SIZE": b, "num_warps": w} for b in (512, 1024, 2048, 4096) for w in (4, 8)),
-             "amd": tuple({"BLOCK_SIZE": b, "num_warps": w} for b in (512, 1024, 2048, 4096) for w in (4, 8))},
-    benchmark_shapes=({"N": 1 << 24}, {"N": 1 << 28}),
     # One element past a block, and a length of one.
     examples=({"shape": {"N": 1025}, "values": "normal", "seed": 1}, {"shape": {"N": 1}, "values": "special", "seed": 2}),
     compile_signature=_signature,
-    batch_dim="N", batch_inputs=("x", "y"), batch_outputs=("out",),
     jit_fn=vector_add_int64_kernel,
 ))

@@ -59,5 +59,6 @@ def place(x64: torch.Tensor, case: Case, device: str, layout: str | None = None)
     raise ValueError(f"unknown layout {layout!r} (rows={rows})")
 
 
-def empty_like_rows(shape: tuple[int, ...], dtype: torch.dtype, device: str) -> torch.Tensor:
-    return torch.empty(shape, dtype=dtype, device=device)
+def rows(case: Case, device: str, gen: torch.Generator) -> torch.Tensor:
+    """The usual row-major [M, N] input: the case's value class, dtype and layout."""
+    return place(values((case.shape["M"], case.shape["N"]), case, gen), case, device, case.layout)

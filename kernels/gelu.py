@@ -41,9 +41,7 @@ def gelu(x: torch.Tensor, out: torch.Tensor | None = None, config: dict | None =
 
 
 def _make_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
-    gen = _inputs.generator(case)
-    shape = (case.shape["M"], case.shape["N"])
-    return {"x": _inputs.place(_inputs.values(shape, case, gen), case, device, case.layout)}
+    return {"x": _inputs.rows(case, device, _inputs.generator(case))}
 
 
 def _reference(inputs: dict[str, torch.Tensor], case: Case) -> dict[str, torch.Tensor]:

@@ -99,7 +99,7 @@ def _make_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
     gen = _inputs.generator(case)
     m, n = case.shape["M"], case.shape["N"]
     if case.values != "ties":
-        return {"x": _inputs.place(_inputs.values((m, n), case, gen), case, device, case.layout)}
+        return {"x": _inputs.rows(case, device, gen)}
     # Small integers: every row has ties at its maximum. Rows 1 mod 4 are all -inf; rows 2 mod 4
     # hold +inf twice; rows 3 mod 4 hold NaN twice.
     x = torch.randint(-3, 4, (m, n), generator=gen).double()

@@ -56,7 +56,7 @@ def _make_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
     gen = _inputs.generator(case)
     m, n = case.shape["M"], case.shape["N"]
     if case.values != "masked":
-        return {"x": _inputs.place(_inputs.values((m, n), case, gen), case, device, case.layout)}
+        return {"x": _inputs.rows(case, device, gen)}
     # An attention-style mask: a -inf prefix of random length (up to all but the last column) per row,
     # so whole blocks are -inf before the first finite value.
     x = torch.randn((m, n), generator=gen, dtype=torch.float64)

@@ -77,10 +77,13 @@ def operand_roundoff(spec: KernelSpec, backend: Any) -> float:
     return 0.0
 
 
-def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = None) -> CaseResult:
+def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = None,
+             inputs: dict[str, torch.Tensor] | None = None) -> CaseResult:
+    """Run one case; ``inputs`` when the caller has already built them for this case."""
     start = time.perf_counter()
     try:
-        inputs = spec.make_inputs(case, backend.device)
+        if inputs is None:
+            inputs = spec.make_inputs(case, backend.device)
         outputs = spec.make_outputs(inputs, case)
         guards = guard(outputs)
         poison(outputs)

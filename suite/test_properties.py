@@ -85,7 +85,6 @@ def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
                "claimed": claimed, "holds": True, "cases_checked": 0, "message": None, "repro": None}
         for name, claimed, _ in checks_for(spec)}
     request.node.user_properties.append((FINDINGS, list(findings.values())))
-    broken: list[str] = []
 
     def check(case: Case) -> None:
         if spec.batch_dim and case.shape.get(spec.batch_dim, 0) < 2:
@@ -100,7 +99,6 @@ def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
             if finding["holds"]:
                 finding.update(holds=False, message=f"{case}: {message}"[:2000], repro=line)
             if claimed:
-                broken.append(name)
                 pytest.fail(f"property {name!r} does not hold for {case}\n{message}\nreproduce with: {line}",
                             pytrace=False)
 

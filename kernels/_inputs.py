@@ -2,13 +2,33 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import torch
 
 from kernels.spec import DTYPES, Case
 
+_DRAW_DEVICE = "cpu"
+
+
+@contextlib.contextmanager
+def drawn_on(device: str) -> Iterator[None]:
+    """Draw inputs on ``device`` instead of the CPU, for full-size benchmark inputs (hundreds
+    of millions of values drawn on the CPU take minutes). Every factory call of a spec's
+    make_inputs lands there too; the values differ from a CPU draw of the same seed."""
+    global _DRAW_DEVICE
+    old = _DRAW_DEVICE
+    _DRAW_DEVICE = device
+    try:
+        with torch.device(device):
+            yield
+    finally:
+        _DRAW_DEVICE = old
+
 
 def generator(case: Case) -> torch.Generator:
-    gen = torch.Generator(device="cpu")
+    gen = torch.Generator(device=_DRAW_DEVICE)
     gen.manual_seed(case.seed)
     return gen
 
@@ -30,7 +50,7 @@ def values(shape: tuple[int, ...], case: Case, gen: torch.Generator) -> torch.Te
         flat = x.reshape(-1)
         n = flat.numel()
         if n:
-            idx = torch.randperm(n, generator=gen)[: max(1, n // 16)]
+            idx = torch.randperm(n, generator=gen, device=gen.device)[: max(1, n // 16)]
             specials = torch.tensor([float("inf"), float("-inf"), float("nan")], dtype=torch.float64)
             flat[idx] = specials[torch.arange(idx.numel()) % 3]
         return x

@@ -190,6 +190,9 @@ class KernelSpec:
     default_config: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     configs: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)
     benchmark_shapes: tuple[Mapping[str, int], ...] = ()
+    # Autotune cache bucket of a shape (suite/autotune.py); None: each dim rounded up to a power
+    # of two, dims with fixed choices kept exact.
+    tune_bucket: Callable[[Mapping[str, int]], dict[str, int]] | None = None
     # Cases always run before the drawn ones (Hypothesis explicit examples), as
     # Case fields without kernel and dtype: known edge cases and regressions.
     examples: tuple[Mapping[str, Any], ...] = ()

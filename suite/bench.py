@@ -8,7 +8,9 @@ from typing import Any
 
 import torch
 
+from kernels import _inputs
 from kernels.spec import DTYPES, Case, KernelSpec
+from suite import autotune
 from suite.harness import poison, run_case, synchronize
 from suite.results import json_number
 
@@ -18,9 +20,33 @@ MATMUL_N = 8192
 
 def samples_ms(fn, warmup_ms: int = 25, rep_ms: int = 100) -> list[float]:
     """Every sample of triton.testing.do_bench (it flushes L2 between runs)."""
-    from triton.testing import do_bench
+    import triton.testing
 
-    return [float(t) for t in do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="all")]
+    return [float(t) for t in triton.testing.do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="all")]
+
+
+class ConfigTimer:
+    """Times configs for ``--retune``: inputs drawn once per kernel, dtype and shape, on the device."""
+
+    def __init__(self, backend: Any, warmup_ms: int = 10, rep_ms: int = 40) -> None:
+        self.backend, self.warmup_ms, self.rep_ms = backend, warmup_ms, rep_ms
+        self._key: tuple | None = None
+        self._buffers: tuple[dict, dict] | None = None
+
+    def __call__(self, spec: KernelSpec, dtype: str, shape: dict[str, int], config: dict) -> list[float]:
+        key = (spec.name, dtype, tuple(shape.items()))
+        if key != self._key:
+            self._buffers = None
+            torch.cuda.empty_cache()
+            case = Case(spec.name, dtype, dict(shape), seed=0)
+            with _inputs.drawn_on(self.backend.device):
+                inputs = spec.make_inputs(case, self.backend.device)
+                outputs = spec.make_outputs(inputs, case)
+            self._key, self._buffers = key, (inputs, outputs)
+        inputs, outputs = self._buffers
+        spec.run(inputs, outputs, config)  # compile (and fail) outside the timing
+        synchronize(self.backend.device)
+        return samples_ms(lambda: spec.run(inputs, outputs, config), self.warmup_ms, self.rep_ms)
 
 
 def iqr(values: list[float]) -> float:
@@ -81,14 +107,20 @@ def _compute_dtype(dtype: str) -> str:
 
 def benchmark(spec: KernelSpec, dtype: str, shape: dict[str, int], backend: Any, ceilings: dict[str, Any]) -> dict:
     case = Case(spec.name, dtype, dict(shape), seed=0)
-    config = spec.config_for(backend.family)
-    # Inputs are built once (on the CPU, at full size: the slow part) for the check and the timing.
-    inputs = spec.make_inputs(case, backend.device)
+    lookup = autotune.active()
+    if lookup is not None:
+        config, how, entry = lookup.choose(spec, dtype, shape)
+    else:
+        config, how, entry = spec.config_for(backend.family), "miss", None
+    # Inputs are drawn once, on the device, for the check and the timing.
+    with _inputs.drawn_on(backend.device):
+        inputs = spec.make_inputs(case, backend.device)
     correct = run_case(spec, case, backend, config, inputs)
     outputs = spec.make_outputs(inputs, case)
     poison(outputs)
-    kernel = samples_ms(lambda: spec.run(inputs, outputs, config))
-    baseline = samples_ms(lambda: spec.torch_baseline(inputs)) if spec.torch_baseline else None
+    with autotune.purpose("benchmark"):
+        kernel = samples_ms(lambda: spec.run(inputs, outputs, config))
+        baseline = samples_ms(lambda: spec.torch_baseline(inputs)) if spec.torch_baseline else None
     synchronize(backend.device)
     med = statistics.median(kernel)
     nbytes, flops = spec.min_bytes(case), spec.flops(case)
@@ -101,7 +133,8 @@ def benchmark(spec: KernelSpec, dtype: str, shape: dict[str, int], backend: Any,
     compute_bound = bool(spec.tolerance.uses_dot and ceilings["matmul_tflops"].get(cd)
                          and flops / (ceilings["matmul_tflops"][cd] * 1e12) > nbytes / (ceilings["copy_gbps"] * 1e9))
     return {
-        "kernel": spec.name, "dtype": dtype, "shape": dict(shape), "config": config,
+        "kernel": spec.name, "dtype": dtype, "shape": dict(shape), "config": config, "config_source": how,
+        "autotune_entry": entry,
         "samples_ms": kernel, "median_ms": med, "iqr_ms": iqr(kernel),
         "bytes": nbytes, "flops": flops,
         "gbps": nbytes / (med * 1e-3) / 1e9, "tflops": flops / (med * 1e-3) / 1e12,

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from kernels.spec import Case, KernelSpec
+from suite import autotune, crash
 from suite.results import json_number
 from suite.tolerance import DOT_OPERAND_ROUNDOFF, Comparison, compare
 
@@ -64,6 +65,7 @@ class CaseResult:
     comparisons: list[Comparison] = field(default_factory=list)
     error: str | None = None
     duration_s: float = 0.0
+    failure: str | None = None  # fault | oom, where the launch itself broke
 
     def message(self) -> str:
         if self.error:
@@ -81,23 +83,47 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
              inputs: dict[str, torch.Tensor] | None = None) -> CaseResult:
     """Run one case; ``inputs`` when the caller has already built them for this case."""
     start = time.perf_counter()
+    if config is None:
+        config = autotune.config_for(spec, case.dtype, case.shape, backend)
     try:
-        if inputs is None:
-            inputs = spec.make_inputs(case, backend.device)
-        outputs = spec.make_outputs(inputs, case)
-        guards = guard(outputs)
-        poison(outputs)
-        spec.run(inputs, outputs, config if config is not None else spec.config_for(backend.family))
-        synchronize(backend.device)
+        with crash.watchdog(case):
+            if inputs is None:
+                inputs = spec.make_inputs(case, backend.device)
+            outputs = spec.make_outputs(inputs, case)
+            guards = guard(outputs)
+            poison(outputs)
+            spec.run(inputs, outputs, config)
+            synchronize(backend.device)
     except Exception as exc:  # a compile or launch failure is a result, not a harness crash
-        return CaseResult(case, False, float("inf"), error=f"{type(exc).__name__}: {exc}".strip()[:2000],
-                          duration_s=time.perf_counter() - start)
+        error = f"{type(exc).__name__}: {exc}".strip()[:2000]
+        failure = crash.classify(exc, backend.device)
+        exc.__traceback__ = None  # its frames hold the case's tensors
+    else:
+        error = None
+    if error is not None:
+        if failure == "fault":
+            crash.poisoned = f"{case}: {error[:300]}"
+            error = (f"GPU fault: {error} (the GPU context of this process is unusable; the rest of the run goes "
+                     f"on in a fresh worker process)")
+        elif failure == "oom":
+            inputs = outputs = guards = None
+            crash.free_memory(backend.device)
+            error = f"out of memory: {error}"
+        return CaseResult(case, False, float("inf"), error=error, duration_s=time.perf_counter() - start,
+                          failure=failure)
     out_of_bounds = guard_violations(guards)
     if out_of_bounds:
         return CaseResult(case, False, float("inf"), error="; ".join(out_of_bounds),
                           duration_s=time.perf_counter() - start)
-    ref = spec.reference(inputs, case)
-    mags = spec.tolerance.magnitude(inputs, ref) if spec.tolerance.magnitude else {}
+    try:
+        ref = spec.reference(inputs, case)
+        mags = spec.tolerance.magnitude(inputs, ref) if spec.tolerance.magnitude else {}
+    except torch.OutOfMemoryError as exc:
+        error = f"out of memory computing the float64 reference: {exc}"[:2000]
+        exc.__traceback__ = None
+        inputs = outputs = guards = None
+        crash.free_memory(backend.device)
+        return CaseResult(case, False, float("inf"), error=error, duration_s=time.perf_counter() - start, failure="oom")
     # An fp32 dot rounds its operands to TF32/XF32 where the arch does so by default.
     operand_u = operand_roundoff(spec, backend) if case.dtype == "fp32" else 0.0
     comparisons = [
@@ -118,6 +144,7 @@ def record(result: CaseResult, nodeid: str, repro: str) -> dict[str, Any]:
         "outputs": {c.output: {"error_ratio": json_number(c.error_ratio), "max_abs_error": json_number(c.max_abs_error)}
                     for c in result.comparisons},
         "message": None if result.passed else result.message()[:2000],
+        **({"failure": result.failure} if result.failure else {}),
         "duration_s": round(result.duration_s, 4),
         "nodeid": nodeid,
         "repro": repro,

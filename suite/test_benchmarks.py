@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from suite import results
+from suite import autotune, results
 from suite.bench import benchmark, measure_ceilings
 from suite.plugin import BACKEND
 
@@ -18,7 +18,8 @@ def ceilings(request: pytest.FixtureRequest) -> dict:
     backend = request.config.stash[BACKEND]
     if backend.device == "cpu":
         pytest.skip("benchmarks need a GPU backend; the interpreter's timings mean nothing")
-    return measure_ceilings(backend.device, backend.profile)
+    with autotune.purpose("benchmark"):
+        return measure_ceilings(backend.device, backend.profile)
 
 
 def test_benchmark(kernel_dtype, ceilings: dict, request: pytest.FixtureRequest) -> None:

@@ -12,17 +12,14 @@ import pytest
 from hypothesis import example, given, seed
 
 from kernels.spec import Case
-from suite import results
+from suite import crash, results
 from suite.harness import record, run_case
-from suite.plugin import BACKEND, KNOWN_PROPERTY, STATE
+from suite.plugin import BACKEND, KNOWN_PROPERTY, STATE, repro_prefix
 from suite.strategies import VALIDATION_SEED, case_strategy
 
 
 def repro_line(request: pytest.FixtureRequest, case: Case) -> str:
-    config = request.config
-    parts = ["pytest", request.node.nodeid, f"--backend={config.stash[BACKEND].name}"]
-    parts += [f"--kernel-module={m}" for m in config.getoption("--kernel-module")]
-    parts.append(f"--repro={case.spec_string()}")
+    parts = [*repro_prefix(request.config, request.node.nodeid), f"--repro={case.spec_string()}"]
     return " ".join(shlex.quote(p) for p in parts)
 
 
@@ -47,6 +44,8 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
                 records.append(rec)
             return
         last_failure[:] = [rec]
+        if result.failure in ("fault", "oom"):
+            raise crash.CaseAborted(f"{case}\n{result.message()}\nreproduce with: {line}")
         pytest.fail(f"{case}\n{result.message()}\nreproduce with: {line}", pytrace=False)
 
     repro = request.config.getoption("--repro")

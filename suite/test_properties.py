@@ -11,6 +11,7 @@ import pytest
 from hypothesis import example, given, settings
 
 from kernels.spec import Case, KernelSpec
+from suite import autotune, crash
 from suite.harness import poison, synchronize
 from suite.plugin import BACKEND, STATE
 from suite.strategies import case_strategy
@@ -32,13 +33,19 @@ def same_bits(a, b) -> bool:
 
 
 def make_runner(spec: KernelSpec, case: Case, backend):
-    config = spec.config_for(backend.family)
+    config = autotune.config_for(spec, case.dtype, case.shape, backend)
 
     def run(inputs: dict) -> dict:
         outputs = spec.make_outputs(inputs, case)
         poison(outputs)
-        spec.run(inputs, outputs, config)
-        synchronize(backend.device)
+        with crash.watchdog(case):
+            try:
+                spec.run(inputs, outputs, config)
+                synchronize(backend.device)
+            except Exception as exc:
+                if crash.note_launch_error(exc, backend.device, case) in ("fault", "oom"):
+                    raise crash.CaseAborted(f"{case}: {type(exc).__name__}: {exc}") from None
+                raise
         return outputs
 
     return run

@@ -1,0 +1,412 @@
+"""Per-arch autotune caches: configs are tuned once per architecture (``--retune``) and read
+by every normal run, which times nothing.
+
+One diffable JSON file per arch, ``hardware_profiles/autotune/<arch>.json``. An entry is keyed
+by kernel, dtype and shape bucket and carries what makes it valid: the kernel's source hash,
+the arch, the SM/CU count and the Triton version. A lookup is
+
+- ``hit``: an entry for the case's own bucket, valid for this kernel source, GPU and Triton;
+- ``nearest``: no entry for the bucket, but valid entries for the kernel and dtype: the one
+  nearest in log2 distance over the bucket's dims (dims with fixed choices must match);
+- ``stale``: entries exist but none is valid (source, Triton or SM count changed): the
+  family's default config runs, and the summary names the kernels to ``--retune``;
+- ``miss``: no entry: the family's default config runs.
+
+A stale entry is never used: its config was timed against other code or another compiler.
+An unreadable or foreign cache file is reported (naming the file and what is wrong), the run
+goes on with the default configs, and ``--retune`` refuses to overwrite it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import inspect
+import json
+import math
+import os
+import statistics
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernels.spec import KernelSpec
+
+CACHE_DIR = Path(__file__).resolve().parent.parent / "hardware_profiles" / "autotune"
+SCHEMA = "autotune-cache/1"
+ENTRY_FIELDS = {"kernel": str, "dtype": str, "bucket": dict, "shape": dict, "source_hash": str, "arch": str,
+                "sm_count": int, "triton": str, "config": dict, "default_config": dict, "tried": list,
+                "tuning_run": str}
+LOOKUPS = ("hit", "nearest", "stale", "miss")
+# Options only one vendor's compiler takes; a config of the other family must not carry them.
+VENDOR_ONLY = {"nvidia": {"maxnreg"}, "amd": {"waves_per_eu", "matrix_instr_nonkdim", "kpack"}}
+
+
+class CacheError(Exception):
+    """An autotune cache file that cannot be used; the message names the file and what is wrong."""
+
+
+def cache_path(arch: str, directory: Path | str | None = None) -> Path:
+    return Path(directory or os.environ.get("SUITE_AUTOTUNE_DIR") or CACHE_DIR) / f"{arch}.json"
+
+
+def source_hash(spec: KernelSpec) -> str:
+    """Hash of the source file that defines the kernel's launch (and, for the built-in kernels, its
+    @triton.jit function): any edit there makes the kernel's entries stale."""
+    files = []
+    for obj in (spec.run, getattr(spec.jit_fn, "fn", None)):
+        try:
+            path = inspect.getsourcefile(obj) if obj is not None else None
+        except TypeError:
+            path = None
+        if path and path not in files:
+            files.append(path)
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(Path(path).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def bucket_of(spec: KernelSpec, shape: Mapping[str, int]) -> dict[str, int]:
+    """The shape bucket: each dim rounded up to a power of two, dims with fixed choices kept exact.
+    A spec may define its own (``tune_bucket``)."""
+    custom = getattr(spec, "tune_bucket", None)
+    if custom is not None:
+        return dict(custom(shape))
+    fixed = {d.name for d in spec.dims if d.choices}
+    return {k: (int(v) if k in fixed else 1 << max(0, int(v) - 1).bit_length()) for k, v in shape.items()}
+
+
+def entry_key(kernel: str, dtype: str, bucket: Mapping[str, int]) -> str:
+    return f"{kernel}/{dtype}/" + ",".join(f"{k}={v}" for k, v in bucket.items())
+
+
+def _distance(a: Mapping[str, int], b: Mapping[str, int], fixed: set[str]) -> float:
+    if set(a) != set(b) or any(a[k] != b[k] for k in fixed):
+        return math.inf
+    return sum(abs(math.log2(max(a[k], 1)) - math.log2(max(b[k], 1))) for k in a)
+
+
+@dataclass
+class Cache:
+    path: Path
+    arch: str
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tuning_runs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    status: str = "absent"  # ok | absent | unreadable
+    error: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        used = {e["tuning_run"] for e in self.entries.values()}
+        return {"schema": SCHEMA, "arch": self.arch,
+                "tuning_runs": {k: v for k, v in sorted(self.tuning_runs.items()) if k in used},
+                "entries": dict(sorted(self.entries.items()))}
+
+
+def load(path: Path, arch: str) -> Cache:
+    """The cache for ``arch`` at ``path``: absent, ok, or unreadable with the reason (never raises)."""
+    cache = Cache(path, arch)
+    if not path.exists():
+        return cache
+    try:
+        cache.entries, cache.tuning_runs = parse(path, arch)
+        cache.status = "ok"
+    except CacheError as exc:
+        cache.status, cache.error = "unreadable", str(exc)
+    return cache
+
+
+def parse(path: Path, arch: str) -> tuple[dict[str, dict], dict[str, dict]]:
+    """Entries and tuning runs of a cache file; CacheError naming the file and the bad part."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise CacheError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise CacheError(f"{path}: not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg})") from None
+    except OSError as exc:
+        raise CacheError(f"{path}: cannot be read ({exc.strerror})") from None
+    if not isinstance(data, dict):
+        raise CacheError(f"{path}: expected a JSON object with 'schema', 'arch' and 'entries', got {type(data).__name__}")
+    if data.get("schema") != SCHEMA:
+        raise CacheError(f"{path}: schema is {data.get('schema')!r}, this suite reads {SCHEMA!r} (not an autotune "
+                         f"cache of this suite, or from another version of it)")
+    if data.get("arch") != arch:
+        raise CacheError(f"{path}: a cache for arch {data.get('arch')!r}, not for this GPU's {arch!r} (foreign file: "
+                         f"cache files are named after the arch they hold)")
+    entries, runs = data.get("entries"), data.get("tuning_runs", {})
+    if not isinstance(entries, dict) or not isinstance(runs, dict):
+        raise CacheError(f"{path}: 'entries' and 'tuning_runs' must be JSON objects")
+    for key, entry in entries.items():
+        if not isinstance(entry, dict):
+            raise CacheError(f"{path}: entry {key!r} is not a JSON object")
+        for name, kind in ENTRY_FIELDS.items():
+            if not isinstance(entry.get(name), kind) or (kind is int and isinstance(entry.get(name), bool)):
+                raise CacheError(f"{path}: entry {key!r}: field {name!r} missing or not {kind.__name__}")
+        if entry["arch"] != arch:
+            raise CacheError(f"{path}: entry {key!r} is for arch {entry['arch']!r}, the file for {arch!r}")
+        if key != entry_key(entry["kernel"], entry["dtype"], entry["bucket"]):
+            raise CacheError(f"{path}: entry {key!r} does not match its kernel/dtype/bucket fields "
+                             f"({entry_key(entry['kernel'], entry['dtype'], entry['bucket'])!r})")
+    return entries, runs
+
+
+def write(cache: Cache) -> None:
+    """Atomically (temporary file + rename): a crash leaves the old file or the new one."""
+    if cache.status == "unreadable":
+        raise CacheError(f"refusing to overwrite the unreadable cache {cache.path}: {cache.error}; move it away first")
+    cache.path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=cache.path.parent, prefix=f".{cache.path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(cache.as_json(), fh, indent=1, sort_keys=False)
+        fh.write("\n")
+    os.replace(tmp, cache.path)
+    cache.status = "ok"
+
+
+class Lookup:
+    """A process's view of the cache: config choice per case, counted by result."""
+
+    def __init__(self, backend: Any, cache: Cache | None) -> None:
+        self.backend = backend
+        self.cache = cache
+        self.counts: Counter[str] = Counter()
+        self.stale: dict[str, str] = {}  # kernel -> why
+        self._hashes: dict[int, str] = {}
+        self.tuning_benchmarks = 0
+
+    def source_hash(self, spec: KernelSpec) -> str:
+        if id(spec) not in self._hashes:
+            self._hashes[id(spec)] = source_hash(spec)
+        return self._hashes[id(spec)]
+
+    def why_stale(self, spec: KernelSpec, entry: Mapping[str, Any]) -> str | None:
+        import triton
+
+        if entry["source_hash"] != self.source_hash(spec):
+            return "kernel source changed since tuning"
+        if entry["triton"] != triton.__version__:
+            return f"tuned with Triton {entry['triton']}, running {triton.__version__}"
+        if entry["sm_count"] != self.backend.sm_count:
+            return f"tuned on {entry['sm_count']} SMs/CUs, this GPU has {self.backend.sm_count}"
+        return None
+
+    def choose(self, spec: KernelSpec, dtype: str, shape: Mapping[str, int]) -> tuple[dict[str, Any], str, str | None]:
+        """(config, how, entry key): see the module docstring for ``how``."""
+        default = spec.config_for(self.backend.family)
+        if self.cache is None or self.cache.status != "ok":
+            return default, "miss", None
+        bucket = bucket_of(spec, shape)
+        fixed = {d.name for d in spec.dims if d.choices}
+        fresh, stale = [], []
+        for key, entry in self.cache.entries.items():
+            if entry["kernel"] != spec.name or entry["dtype"] != dtype:
+                continue
+            why = self.why_stale(spec, entry)
+            (stale if why else fresh).append((key, entry, why))
+        exact = [f for f in fresh if f[1]["bucket"] == bucket]
+        if exact:
+            return dict(exact[0][1]["config"]), "hit", exact[0][0]
+        near = sorted(((_distance(bucket, e["bucket"], fixed), k, e) for k, e, _ in fresh), key=lambda t: (t[0], t[1]))
+        if near and near[0][0] < math.inf:
+            return dict(near[0][2]["config"]), "nearest", near[0][1]
+        if stale:
+            self.stale.setdefault(spec.name, stale[0][2])
+            return default, "stale", stale[0][0]
+        return default, "miss", None
+
+    def config_for(self, spec: KernelSpec, dtype: str, shape: Mapping[str, int]) -> dict[str, Any]:
+        config, how, _ = self.choose(spec, dtype, shape)
+        self.counts[how] += 1
+        return config
+
+    def take(self) -> dict[str, Any] | None:
+        """The counts since the last call (a test's share, sent to the controller), or None."""
+        if not self.counts and not self.stale and not self.tuning_benchmarks:
+            return None
+        out = {"lookups": dict(self.counts), "stale_kernels": dict(self.stale), "tuning_benchmarks": self.tuning_benchmarks}
+        self.counts.clear()
+        self.stale.clear()
+        self.tuning_benchmarks = 0
+        return out
+
+
+_active: Lookup | None = None
+
+
+def activate(lookup: Lookup | None) -> None:
+    global _active
+    _active = lookup
+
+
+def active() -> Lookup | None:
+    return _active
+
+
+def config_for(spec: KernelSpec, dtype: str, shape: Mapping[str, int], backend: Any) -> dict[str, Any]:
+    """The config a normal run uses: the cache's (counted) where a cache is active, else the family default."""
+    if _active is not None:
+        return _active.config_for(spec, dtype, shape)
+    return spec.config_for(backend.family)
+
+
+# --- counting every do_bench call: a normal run must time nothing -------------------------------
+
+_purpose = ["tuning"]  # what a do_bench call is for; anything not declared counts as tuning
+
+
+class purpose:
+    """``with purpose("benchmark"):`` do_bench calls inside are benchmarks, not tuning."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __enter__(self) -> None:
+        _purpose.append(self.name)
+
+    def __exit__(self, *exc: object) -> None:
+        _purpose.pop()
+
+
+def count_do_bench() -> None:
+    """Wrap triton.testing.do_bench (once per process) so that every call outside a declared
+    benchmark counts as a tuning benchmark of the active lookup."""
+    import triton.testing
+
+    if getattr(triton.testing.do_bench, "_suite_counted", False):
+        return
+    original = triton.testing.do_bench
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        if _purpose[-1] != "benchmark" and _active is not None:
+            _active.tuning_benchmarks += 1
+        return original(*args, **kwargs)
+
+    counted._suite_counted = True  # type: ignore[attr-defined]
+    counted.__wrapped__ = original  # type: ignore[attr-defined]
+    triton.testing.do_bench = counted
+
+
+# --- tuning ----------------------------------------------------------------------------------------
+
+
+def candidates(spec: KernelSpec, family: str) -> list[dict[str, Any]]:
+    """The family's config space with the default first; a config carrying the other vendor's
+    options is refused (it would raise at launch)."""
+    default = spec.config_for(family)
+    out = [default] if default else []
+    for cfg in spec.configs.get(family, ()):
+        if dict(cfg) not in out:
+            out.append(dict(cfg))
+    other = "amd" if family == "nvidia" else "nvidia" if family == "amd" else None
+    for cfg in out:
+        foreign = sorted(set(cfg) & VENDOR_ONLY.get(other, set()))
+        if foreign:
+            raise ValueError(f"{spec.name}: a {family} config carries {other}-only option(s) {foreign}: {cfg}")
+    return out
+
+
+def prune_reason(record: Mapping[str, Any]) -> str | None:
+    """Why a compile-matrix record rules a config out of tuning, or None."""
+    if record.get("status") == "failed":
+        return f"compile matrix: {record.get('failure_class')}: {str(record.get('error'))[:200]}"
+    if record.get("spills"):
+        return "compile matrix: spills registers"
+    return None
+
+
+def fingerprint(backend: Any) -> dict[str, Any]:
+    import platform
+
+    import torch
+    import triton
+
+    return {"device_name": backend.device_name, "arch": backend.arch, "sm_count": backend.sm_count,
+            "driver": backend.details.get("driver"), "torch": torch.__version__, "triton": triton.__version__,
+            "cuda": torch.version.cuda, "hip": getattr(torch.version, "hip", None), "host": platform.node(),
+            "python": platform.python_version()}
+
+
+def retune(specs: Iterable[KernelSpec], backend: Any, cache: Cache, *,
+           time_config: Callable[[KernelSpec, str, Mapping[str, int], dict], list[float]],
+           compile_record: Callable[[KernelSpec, str, dict], Mapping[str, Any]] | None = None,
+           progress: Callable[[str], None] = print) -> list[dict[str, Any]]:
+    """Time every valid config of each kernel x supported dtype x benchmark shape and store the fastest.
+
+    ``time_config(spec, dtype, shape, config)`` returns timing samples in ms (raises on a launch
+    failure); ``compile_record(spec, dtype, config)`` is the compile matrix's record for this arch
+    (pruning). The cache file is rewritten after each kernel, so a crash keeps finished work.
+    Returns the new entries."""
+    import triton
+
+    if cache.status == "unreadable":
+        raise CacheError(f"refusing to overwrite the unreadable cache {cache.path}: {cache.error}; move it away first")
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    run_id = f"{stamp}-{backend.arch}"
+    cache.tuning_runs[run_id] = {**fingerprint(backend), "tuned_at": stamp}
+    work = [(spec, dtype, dict(shape)) for spec in specs for dtype in spec.dtypes if backend.supports(dtype)
+            for shape in spec.benchmark_shapes]
+    new: list[dict[str, Any]] = []
+    for i, (spec, dtype, shape) in enumerate(work, 1):
+        configs = candidates(spec, backend.family)
+        default = configs[0] if configs else {}
+        label = f"[{i}/{len(work)}] {spec.name} {dtype} {','.join(f'{k}={v}' for k, v in shape.items())}"
+        tried = []
+        for j, cfg in enumerate(configs, 1):
+            why = prune_reason(compile_record(spec, dtype, cfg)) if compile_record else None
+            if why:
+                tried.append({"config": cfg, "status": "pruned", "reason": why})
+                continue
+            try:
+                samples = time_config(spec, dtype, shape, cfg)
+            except Exception as exc:  # noqa: BLE001 - a config that fails to launch is a result
+                tried.append({"config": cfg, "status": "error", "reason": f"{type(exc).__name__}: {exc}"[:300]})
+                continue
+            med = statistics.median(samples)
+            q = statistics.quantiles(samples, n=4) if len(samples) > 1 else [med, med, med]
+            tried.append({"config": cfg, "status": "ok", "median_ms": round(med, 6), "iqr_ms": round(q[2] - q[0], 6),
+                          "samples": len(samples)})
+            progress(f"autotune {label}: config {j}/{len(configs)} {med:.4f} ms")
+        timed = [t for t in tried if t["status"] == "ok"]
+        if not timed:
+            progress(f"autotune {label}: no config ran; entry not written")
+            continue
+        best = min(timed, key=lambda t: t["median_ms"])
+        base = next((t for t in timed if t["config"] == default), None)
+        bucket = bucket_of(spec, shape)
+        entry = {"kernel": spec.name, "dtype": dtype, "bucket": bucket, "shape": shape,
+                 "source_hash": source_hash(spec), "arch": backend.arch, "sm_count": backend.sm_count,
+                 "triton": triton.__version__, "config": best["config"], "default_config": default,
+                 "speedup_vs_default": round(base["median_ms"] / best["median_ms"], 4) if base else None,
+                 "tried": tried, "tuning_run": run_id}
+        cache.entries[entry_key(spec.name, dtype, bucket)] = entry
+        new.append(entry)
+        progress(f"autotune {label}: chose {best['config']} ({best['median_ms']:.4f} ms"
+                 + (f", {entry['speedup_vs_default']:.3f}x the default)" if base else ", default did not run)"))
+        if i == len(work) or work[i][0] is not spec:
+            write(cache)
+    return new
+
+
+def retune_rows(entries: Iterable[Mapping[str, Any]]) -> list[list[Any]]:
+    """Summary rows: kernel, dtype, shape, default ms, tuned ms, speed-up over the default."""
+    rows = []
+    for e in entries:
+        best = min((t for t in e["tried"] if t["status"] == "ok"), key=lambda t: t["median_ms"])
+        base = next((t for t in e["tried"] if t["status"] == "ok" and t["config"] == e["default_config"]), None)
+        rows.append([e["kernel"], e["dtype"], ",".join(f"{k}={v}" for k, v in e["shape"].items()),
+                     f"{base['median_ms']:.4f}" if base else "-", f"{best['median_ms']:.4f}",
+                     f"{e['speedup_vs_default']:.3f}" if e.get("speedup_vs_default") else "-",
+                     sum(t["status"] == "pruned" for t in e["tried"])])
+    return rows
+
+
+RETUNE_HEADERS = ["kernel", "dtype", "shape", "default ms", "tuned ms", "tuned vs default", "pruned"]
+
+
+def warn(message: str) -> None:
+    print(f"autotune: {message}", file=sys.stderr, flush=True)

@@ -17,7 +17,7 @@ import triton.language as tl
 
 from kernels import _inputs
 from kernels.registry import register
-from kernels.spec import DTYPES, Case, Dim, KernelSpec, Property, Tolerance, signature
+from kernels.spec import DTYPES, Case, Dim, KernelSpec, Property, Tolerance, amd_options, signature
 
 
 @triton.jit
@@ -91,7 +91,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, o
     grid = (triton.cdiv(seq, cfg["BLOCK_M"]), batch * heads)
     attention_fwd_kernel[grid](q, k, v, o, heads, seq, 1.0 / math.sqrt(head_dim), *q.stride(), *k.stride(), *v.stride(),
                                *o.stride(), CAUSAL=bool(causal), BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
-                               BLOCK_D=head_dim, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
+                               BLOCK_D=head_dim, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+                               **amd_options(cfg))
     return o
 
 
@@ -211,8 +212,10 @@ SPEC = register(KernelSpec(
     configs={
         "nvidia": tuple({"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": w, "num_stages": s}
                         for bm, bn, w, s in ((64, 32, 4, 3), (64, 64, 4, 3), (128, 64, 8, 2), (64, 64, 4, 2))),
-        "amd": tuple({"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": w, "num_stages": s}
-                     for bm, bn, w, s in ((128, 32, 4, 1), (128, 64, 4, 1), (64, 64, 4, 1), (128, 64, 8, 1))),
+        "amd": tuple({"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": w, "num_stages": s, "waves_per_eu": we,
+                      "matrix_instr_nonkdim": nk}
+                     for bm, bn, w, s, we, nk in ((128, 32, 4, 1, 2, 16), (128, 64, 4, 1, 2, 16), (64, 64, 4, 1, 0, 32),
+                                                  (128, 64, 8, 2, 0, 16))),
     },
     benchmark_shapes=({"B": 4, "H": 32, "S": 4096, "D": 128, "CAUSAL": 1}, {"B": 4, "H": 32, "S": 4096, "D": 128, "CAUSAL": 0}),
     # A single key (S=1); one row past a tile; the causal diagonal across a BLOCK_M != BLOCK_N split.

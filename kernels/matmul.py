@@ -8,7 +8,7 @@ import triton.language as tl
 
 from kernels import _inputs
 from kernels.registry import register
-from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, signature
+from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, amd_options, signature
 
 
 @triton.jit
@@ -61,7 +61,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, co
     grid = (triton.cdiv(m, cfg["BLOCK_M"]) * triton.cdiv(n, cfg["BLOCK_N"]),)
     matmul_kernel[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
                         BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], BLOCK_K=cfg["BLOCK_K"], GROUP_M=cfg["GROUP_M"],
-                        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
+                        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"], **amd_options(cfg))
     return c
 
 
@@ -109,9 +109,11 @@ SPEC = register(KernelSpec(
         "nvidia": tuple({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": w, "num_stages": s}
                         for bm, bn, bk, w, s in ((128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (64, 128, 32, 4, 4),
                                                  (128, 128, 32, 4, 4), (256, 128, 64, 8, 3))),
-        "amd": tuple({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": w, "num_stages": s}
-                     for bm, bn, bk, w, s in ((128, 128, 64, 8, 2), (256, 256, 32, 8, 2), (128, 128, 32, 4, 2),
-                                              (64, 128, 64, 4, 2))),
+        # AMD: waves_per_eu (occupancy hint), matrix_instr_nonkdim (16x16 or 32x32 MFMA), kpack (k-packing).
+        "amd": tuple({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": w, "num_stages": s,
+                      "waves_per_eu": we, "matrix_instr_nonkdim": nk, "kpack": kp}
+                     for bm, bn, bk, w, s, we, nk, kp in ((128, 128, 64, 8, 2, 0, 16, 1), (256, 256, 32, 8, 2, 2, 16, 2),
+                                                          (128, 128, 32, 4, 2, 2, 32, 1), (64, 128, 64, 4, 1, 0, 16, 2))),
     },
     benchmark_shapes=({"M": 4096, "N": 4096, "K": 4096}, {"M": 8192, "N": 8192, "K": 8192}),
     compile_signature=_signature,

@@ -34,6 +34,15 @@ FAMILIES = ("nvidia", "amd", "interpret")
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "waves_per_eu", "matrix_instr_nonkdim", "kpack")
 
 
+AMD_ONLY_OPTIONS = ("waves_per_eu", "matrix_instr_nonkdim", "kpack")
+
+
+def amd_options(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The AMD-only launch options a config carries. Only AMD configs carry them: NVIDIA's launch
+    raises on them (the lints and the autotune candidates check that)."""
+    return {k: config[k] for k in AMD_ONLY_OPTIONS if k in config}
+
+
 def split_config(config: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(constexpr meta-parameters, launch options) of a config."""
     meta = {k: v for k, v in config.items() if k not in LAUNCH_OPTIONS}

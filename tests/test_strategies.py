@@ -67,3 +67,23 @@ def test_repro_string_errors_name_the_bad_part():
         Case.parse("softmax", "fp32", "M=1,N=x;seed=1")
     with pytest.raises(ValueError, match="unknown field"):
         Case.parse("softmax", "fp32", "M=1;colour=red")
+
+
+def test_shared_example_database_saves_and_replays_failures(run_suite, tmp_path):
+    """--hypothesis-db (env SUITE_HYPOTHESIS_DB): a failure found once is saved, and the next run
+    replays it first; the derandomized ci profile keeps no examples and says so."""
+    db = tmp_path / "db"
+    args = ("suite/test_kernels.py", "--kernel-module=tests/fixtures/planted_bugs.py",
+            "--kernels=planted_softmax_max_identity_zero", "-k", "fp32", "--hypothesis-profile=dev")
+    first = run_suite(*args, f"--hypothesis-db={db}", results_dir=tmp_path / "first")
+    assert first.returncode == 1, first.output[-3000:]
+    assert f"hypothesis database: {db}" in first.output
+    saved = [p for p in db.rglob("*") if p.is_file()]
+    assert saved, "no example saved"
+    second = run_suite(*args, results_dir=tmp_path / "second", env={"SUITE_HYPOTHESIS_DB": str(db)})
+    assert second.returncode == 1, second.output[-3000:]
+    repro = [[c["repro"] for c in r.run_data()["cases"] if c["outcome"] == "failed"] for r in (first, second)]
+    assert repro[0] == repro[1] and len(repro[0]) == 1
+    ci = run_suite("suite/test_kernels.py", "--kernels=vector_add", "-k", "fp32", f"--hypothesis-db={db}",
+                   results_dir=tmp_path / "ci")
+    assert ci.returncode == 0 and "not used: the ci profile is derandomized" in ci.output

@@ -1,0 +1,95 @@
+"""A faulting, an out-of-memory and a hung kernel each cost one test, not the run: the case is
+recorded with its reproduction line, the rest goes on, the run file stays whole. Plus worker
+pinning (one GPU per xdist worker).
+
+The broken kernels live in tests/fixtures/faulting_kernels.py. On the CPU the fault and the
+OOM are raised as CUDA raises them (the interpreter cannot fault a GPU); the hang is real.
+"""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+
+from suite import crash
+from suite.results import SCHEMA_PATH
+
+FIXTURE = "--kernel-module=tests/fixtures/faulting_kernels.py"
+
+
+def validate(data: dict) -> None:
+    jsonschema.validate(data, json.loads(SCHEMA_PATH.read_text()))
+
+
+def test_fault_oom_and_hang_under_xdist(run_suite):
+    run = run_suite("suite/test_kernels.py", "-n", "1", FIXTURE, "--kernels=zz_fault,zz_oom,zz_hang,vector_add",
+                    "--case-timeout=4", "-p", "xdist", timeout=300)
+    assert run.returncode == 1, run.output[-3000:]
+    data = run.run_data()
+    validate(data)
+    assert data["status"] == "complete"
+    outcomes = {t["nodeid"].split("[")[1].rstrip("]"): t["outcome"] for t in data["tests"]}
+    # Every vector_add test ran after, or beside, the broken ones and passed.
+    assert {k: v for k, v in outcomes.items() if k.startswith("vector_add")} == {
+        "vector_add-fp32": "passed", "vector_add-fp16": "passed", "vector_add-bf16": "passed"}
+    failed = {c["kernel"]: c for c in data["cases"] if c["outcome"] == "failed"}
+    assert set(failed) == {"zz_fault", "zz_oom", "zz_hang"}
+    assert failed["zz_fault"]["failure"] == "fault" and "GPU fault" in failed["zz_fault"]["message"]
+    assert failed["zz_oom"]["failure"] == "oom" and "out of memory" in failed["zz_oom"]["message"]
+    assert failed["zz_hang"]["failure"] == "timeout" and "--case-timeout=4" in failed["zz_hang"]["message"]
+    for case in failed.values():
+        assert case["repro"].startswith("pytest 'suite/test_kernels.py::test_matches_reference[zz_")
+        assert "--repro=N=" in case["repro"]
+    kinds = sorted(i["kind"] for i in data["incidents"])
+    assert kinds == ["fault", "timeout"]  # an OOM does not end the worker
+    fault_test = next(t for t in data["tests"] if "zz_fault" in t["nodeid"])
+    assert "replaced after this test" in fault_test["message"]
+    assert "INCIDENT timeout" in run.output
+
+
+def test_hang_in_a_single_process_run_is_recorded_before_the_process_ends(run_suite):
+    run = run_suite("suite/test_kernels.py", FIXTURE, "--kernels=vector_add,zz_hang", "-k", "fp32",
+                    "--case-timeout=3", timeout=300)
+    assert run.returncode == crash.EXIT_TIMEOUT, run.output[-3000:]
+    data = run.run_data()
+    validate(data)
+    assert data["status"] == "incomplete"
+    hung = [c for c in data["cases"] if c.get("failure") == "timeout"]
+    assert len(hung) == 1 and "--repro=" in hung[0]["repro"]
+
+
+def test_fault_in_a_single_process_run_stops_it_with_advice(run_suite):
+    run = run_suite("suite/test_kernels.py", FIXTURE, "--kernels=zz_fault,vector_add", "-k", "fp32")
+    assert run.returncode == 2, run.output[-3000:]  # interrupted: later tests would run on a dead context
+    assert "run with -n 1 (or -n auto)" in run.output
+    data = run.run_data()
+    validate(data)
+    assert data["status"] == "incomplete"
+    assert [c["failure"] for c in data["cases"] if c["outcome"] == "failed"] == ["fault"]
+
+
+def test_workers_are_pinned_one_gpu_each():
+    assert [crash.assign(f"gw{i}", ["0", "1"]) for i in range(5)] == ["0", "1", "0", "1", "0"]
+    assert crash.assign("gw0", []) is None
+    # The parent's own list (ids or UUIDs) is what workers pick from.
+    env = {"CUDA_VISIBLE_DEVICES": "2,3"}
+    assert crash.visible_gpus(2, "CUDA_VISIBLE_DEVICES", env) == ["2", "3"]
+    assert crash.visible_gpus(4, "CUDA_VISIBLE_DEVICES", {}) == ["0", "1", "2", "3"]
+    assert crash.visibility_variable("nvidia", {}) == "CUDA_VISIBLE_DEVICES"
+    assert crash.visibility_variable("amd", {}) == "HIP_VISIBLE_DEVICES"
+    assert crash.visibility_variable("amd", {"CUDA_VISIBLE_DEVICES": "1"}) == "CUDA_VISIBLE_DEVICES"
+    assert crash.visible_gpus(8, "HIP_VISIBLE_DEVICES", {"HIP_VISIBLE_DEVICES": "4,5,6,7"}) == ["4", "5", "6", "7"]
+
+
+def test_auto_worker_count_is_the_cpu_count_on_the_interpreter(run_suite):
+    run = run_suite("suite/test_kernels.py", "--kernels=vector_add", "-k", "fp32", "-n", "auto", "--backend=interpret")
+    assert run.returncode == 0, run.output[-3000:]
+    assert "GPUs for workers" not in run.output
+
+
+def test_sticky_errors_are_faults_and_oom_is_not():
+    assert crash.classify(RuntimeError("CUDA error: an illegal memory access was encountered"), "cpu") == "fault"
+    assert crash.classify(RuntimeError("HIP error: hipErrorIllegalAddress"), "cpu") == "fault"
+    assert crash.classify(RuntimeError("CUDA out of memory. Tried to allocate 4.00 TiB"), "cpu") == "oom"
+    assert crash.classify(ValueError("bad shape"), "cpu") is None

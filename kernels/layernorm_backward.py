@@ -190,7 +190,7 @@ SPEC = register(KernelSpec(
                     "amd": {"BLOCK_N": 1024, "ROW_GROUPS": 304, "num_warps": 4, "num_stages": 2},
                     "interpret": {"BLOCK_N": 128, "ROW_GROUPS": 4}},
     configs={"nvidia": tuple({"BLOCK_N": b, "ROW_GROUPS": g, "num_warps": w}
-                             for b in (512, 1024, 2048) for g in (32, 64, 128, 256) for w in (4, 8)),
+                             for b in (1024, 2048) for g in (64, 128, 256) for w in (4, 8)),
              "amd": tuple({"BLOCK_N": b, "ROW_GROUPS": g, "num_warps": w, "num_stages": s}
                           for b in (512, 1024, 2048) for g in (64, 128, 304) for w in (4, 8) for s in (1, 2))},
     benchmark_shapes=({"M": 8192, "N": 8192}, {"M": 4096, "N": 4096}, {"M": 32768, "N": 1024}),

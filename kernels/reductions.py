@@ -144,7 +144,7 @@ def _signature(op: str):
 def _configs(family: str) -> tuple[dict, ...]:
     stages = (1, 2) if family == "amd" else (2, 3)
     return tuple({"BLOCK_SIZE": b, "num_warps": w, "num_stages": s}
-                 for b in (1024, 2048, 4096) for w in (4, 8, 16) for s in stages)
+                 for b in (1024, 4096) for w in (4, 8, 16) for s in stages)
 
 
 def _spec(op: str, description: str, flops_per_element: float, torch_baseline) -> KernelSpec:

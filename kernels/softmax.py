@@ -8,7 +8,7 @@ import triton.language as tl
 
 from kernels import _inputs
 from kernels.registry import register
-from kernels.softmax_online import rows_sum_to_one, shift_invariant
+from kernels.softmax_online import exp_magnitude, rows_sum_to_one, shift_invariant
 from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, signature
 
 
@@ -66,8 +66,9 @@ SPEC = register(KernelSpec(
     make_outputs=lambda inp, case: {"out": torch.empty(inp["x"].shape, dtype=inp["x"].dtype, device=inp["x"].device)},
     run=lambda inp, out, cfg: softmax(inp["x"], out["out"], cfg),
     reference=_reference,
-    # exp() and the division add a few ulps of fp32 on top of the row sum.
-    tolerance=Tolerance(reduction=lambda case: case.shape["N"], safety=8.0),
+    # exp() and the division add a few ulps of fp32 on top of the row sum; exp(x - max) is off by about
+    # |x - max| units of roundoff (seen on the H100: 1.15x the plain bound at x - max = -61 in fp32).
+    tolerance=Tolerance(reduction=lambda case: case.shape["N"], magnitude=exp_magnitude, safety=8.0),
     flops=lambda case: 5.0 * case.shape["M"] * case.shape["N"],
     min_bytes=_bytes,
     torch_baseline=lambda inp: torch.softmax(inp["x"], dim=-1),

@@ -360,11 +360,13 @@ def retune(specs: Iterable[KernelSpec], backend: Any, cache: Cache, *,
             why = prune_reason(compile_record(spec, dtype, cfg)) if compile_record else None
             if why:
                 tried.append({"config": cfg, "status": "pruned", "reason": why})
+                progress(f"autotune {label}: config {j}/{len(configs)} pruned: {why[:160]}")
                 continue
             try:
                 samples = time_config(spec, dtype, shape, cfg)
             except Exception as exc:  # noqa: BLE001 - a config that fails to launch is a result
                 tried.append({"config": cfg, "status": "error", "reason": f"{type(exc).__name__}: {exc}"[:300]})
+                progress(f"autotune {label}: config {j}/{len(configs)} failed: {tried[-1]['reason'][:160]}")
                 continue
             med = statistics.median(samples)
             q = statistics.quantiles(samples, n=4) if len(samples) > 1 else [med, med, med]
@@ -373,7 +375,8 @@ def retune(specs: Iterable[KernelSpec], backend: Any, cache: Cache, *,
             progress(f"autotune {label}: config {j}/{len(configs)} {med:.4f} ms")
         timed = [t for t in tried if t["status"] == "ok"]
         if not timed:
-            progress(f"autotune {label}: no config ran; entry not written")
+            reasons = "; ".join(sorted({t["reason"][:160] for t in tried}))
+            progress(f"autotune {label}: no config ran ({reasons}); entry not written")
             continue
         best = min(timed, key=lambda t: t["median_ms"])
         base = next((t for t in timed if t["config"] == default), None)

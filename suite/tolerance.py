@@ -68,8 +68,10 @@ def compare(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Tensor |
     exactly (a reference beyond the output dtype's range is expected to round to inf)."""
     if out.shape != ref.shape:
         return Comparison(name, False, math.inf, math.inf, f"{name}: shape {tuple(out.shape)} != reference {tuple(ref.shape)}")
-    out64 = out.detach().to("cpu", torch.float64)
-    ref64 = ref.detach().to("cpu", torch.float64)
+    # Compared where the output lives: a benchmark's outputs have hundreds of millions of elements.
+    device = out.device
+    out64 = out.detach().to(device, torch.float64)
+    ref64 = ref.detach().to(device, torch.float64)
     if not out.dtype.is_floating_point:
         # Integer outputs (indices, masks) have no rounding: they match exactly or fail.
         wrong = ~(out64 == ref64)
@@ -79,7 +81,7 @@ def compare(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Tensor |
                               f"{name}: {int(wrong.sum())} of {out.numel()} integers differ (first at {idx}: got "
                               f"{out64[idx].item():g}, expected {ref64[idx].item():g})")
         return Comparison(name, True, 0.0, 0.0, f"{name}: ok, exact")
-    mag64 = ref64.abs() if mag is None else mag.detach().to("cpu", torch.float64)
+    mag64 = ref64.abs() if mag is None else mag.detach().to(device, torch.float64)
     if out.dtype.is_floating_point and out.dtype != torch.float64:
         # What an exact result rounds to in the output dtype: overflow to inf is then expected.
         rounded = ref64.to(out.dtype).to(torch.float64)

@@ -110,6 +110,7 @@ def benchmark(spec: KernelSpec, dtype: str, shape: dict[str, int], backend: Any,
     lookup = autotune.active()
     if lookup is not None:
         config, how, entry = lookup.choose(spec, dtype, shape)
+        lookup.counts[how] += 1
     else:
         config, how, entry = spec.config_for(backend.family), "miss", None
     # Inputs are drawn once, on the device, for the check and the timing.

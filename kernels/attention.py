@@ -211,7 +211,8 @@ SPEC = register(KernelSpec(
     default_config=DEFAULTS,
     configs={
         "nvidia": tuple({"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": w, "num_stages": s}
-                        for bm, bn, w, s in ((64, 32, 4, 3), (64, 64, 4, 3), (128, 64, 8, 2), (64, 64, 4, 2))),
+                        for bm, bn, w, s in ((64, 32, 4, 3), (64, 64, 4, 3), (128, 64, 8, 2), (64, 64, 4, 2),
+                                             (128, 64, 8, 3), (128, 128, 8, 2), (128, 32, 4, 3), (64, 128, 4, 2))),
         "amd": tuple({"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": w, "num_stages": s, "waves_per_eu": we,
                       "matrix_instr_nonkdim": nk}
                      for bm, bn, w, s, we, nk in ((128, 32, 4, 1, 2, 16), (128, 64, 4, 1, 2, 16), (64, 64, 4, 1, 0, 32),

@@ -108,7 +108,8 @@ SPEC = register(KernelSpec(
     configs={
         "nvidia": tuple({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": w, "num_stages": s}
                         for bm, bn, bk, w, s in ((128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (64, 128, 32, 4, 4),
-                                                 (128, 128, 32, 4, 4), (256, 128, 64, 8, 3))),
+                                                 (128, 128, 32, 4, 4), (256, 128, 64, 8, 3), (128, 256, 64, 8, 4),
+                                                 (256, 128, 64, 8, 4), (128, 128, 64, 4, 4), (256, 128, 32, 8, 4))),
         # AMD: waves_per_eu (occupancy hint), matrix_instr_nonkdim (16x16 or 32x32 MFMA), kpack (k-packing).
         "amd": tuple({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": w, "num_stages": s,
                       "waves_per_eu": we, "matrix_instr_nonkdim": nk, "kpack": kp}

@@ -107,18 +107,19 @@ def autotune_section(runs: list[Run]) -> tuple[Section, list[dict[str, Any]]]:
     for r in runs:
         a = r.data.get("autotune")
         if not isinstance(a, dict):
-            rows.append([r.run_id, r.label, "no data", "-", "-", "-", "-"])
+            rows.append([r.run_id, r.label, "no data", "-", "-", "-", "-", "-"])
             summary.append({"run_id": r.run_id, "autotune": None})
             continue
         found = a.get("entries") or []
-        rows.append([r.run_id, r.label, *(fmt(a.get(k)) for k in ("hits", "misses", "stale", "tuning_benchmarks")),
-                     len(found)])
-        summary.append({"run_id": r.run_id, **{k: a.get(k) for k in ("hits", "misses", "stale", "tuning_benchmarks")},
-                        "entries": len(found)})
+        keys = ("hits", "nearest", "misses", "stale", "tuning_benchmarks")
+        rows.append([r.run_id, r.label, *(fmt(a.get(k)) for k in keys), len(found)])
+        summary.append({"run_id": r.run_id, **{k: a.get(k) for k in keys}, "entries": len(found)})
         entries += [(r.label, e) for e in found if isinstance(e, dict)]
-    notes = ["Per-arch autotune cache use: a hit ran the cached config, a miss or a stale entry fell back to the "
-             "arch family's default config; tuning benchmarks are configs timed during the run (--retune)."]
-    tables = [Table(["run", "platform", "hits", "misses", "stale", "tuning benchmarks", "entries"], rows)]
+    notes = ["Per-arch autotune cache use: a hit ran the cached config of the case's shape bucket, a nearest hit the "
+             "config of the nearest tuned bucket, a miss or a stale entry fell back to the arch family's default "
+             "config; tuning benchmarks are configs timed during the run (--retune); entries are those a --retune "
+             "in the run wrote."]
+    tables = [Table(["run", "platform", "hits", "nearest", "misses", "stale", "tuning benchmarks", "entries"], rows)]
     if entries:
         keys = list(dict.fromkeys(k for _, e in entries for k, v in e.items() if not isinstance(v, (dict, list))))[:8]
         entry_rows = [[label, *(fmt(e.get(k)) for k in keys)] for label, e in entries[:MAX_ROWS]]

@@ -42,7 +42,7 @@ REPORT_NEEDS: dict[str, Any] = {
                 "bandwidth_tbs": _OPTIONAL_NUMBER,
                 "tflops": {"type": ["object", "null"], "additionalProperties": _OPTIONAL_NUMBER}}}}},
         "autotune": {"type": ["object", "null"], "properties": {
-            **{k: {"type": "integer", "minimum": 0} for k in ("hits", "misses", "stale", "tuning_benchmarks")},
+            **{k: {"type": "integer", "minimum": 0} for k in ("hits", "nearest", "misses", "stale", "tuning_benchmarks")},
             "entries": {"type": "array"}}},
     },
 }

@@ -335,8 +335,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     if state.cache is not None:
         c = state.cache
         lines.append(f"portability: autotune cache {c.path} ({c.status}, {len(c.entries)} entries)")
-    if state.gpus:
-        lines.append(f"portability: GPUs for workers ({state.gpu_variable}): {', '.join(state.gpus)}")
+    if state.gpus and _xdist_on(config):
+        workers = int(config.option.numprocesses)
+        used = state.gpus[:workers]
+        lines.append(f"portability: {workers} xdist worker(s) pinned round-robin ({state.gpu_variable}) to GPU(s) "
+                     f"{', '.join(used)} of {len(state.gpus)} visible")
     lines += [f"portability: {n}" for n in state.notes]
     if state.run_file:
         lines.append(f"portability: results -> {state.run_file.path}")

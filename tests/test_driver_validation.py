@@ -26,7 +26,8 @@ def test_the_guide_commands_run_and_compare_clean(tmp_path):
     for argv in commands[:2]:
         assert "--hypothesis-profile=validation" in argv
         argv = [a.replace("validation/", f"{tmp_path}/") for a in argv if a != "--backend=cuda"]
-        argv = [sys.executable, "-m", *argv, "--backend=interpret", "--kernels=vector_add", "-k", "fp32", "-p", "no:cacheprovider"]
+        argv = [sys.executable, "-m", *argv, "--backend=interpret", "--kernels=vector_add", "-k", "fp32",
+                "-p", "no:cacheprovider"]
         proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     compare = [a.replace("validation/", f"{tmp_path}/") for a in commands[2]]

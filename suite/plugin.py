@@ -318,6 +318,15 @@ def pytest_runtest_logfinish(nodeid: str, location) -> None:
 crash_config: list[pytest.Config] = []
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Controller: the workers' in-flight journals are read; remove their directory."""
+    state = config.stash.get(STATE, None)
+    if state is not None and state.journal_dir and not _is_worker(config):
+        import shutil
+
+        shutil.rmtree(state.journal_dir, ignore_errors=True)
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     if BACKEND not in config.stash:
         return []

@@ -86,7 +86,7 @@ def entry_key(kernel: str, dtype: str, bucket: Mapping[str, int]) -> str:
 
 
 def _distance(a: Mapping[str, int], b: Mapping[str, int], fixed: set[str]) -> float:
-    if set(a) != set(b) or any(a[k] != b[k] for k in fixed):
+    if set(a) != set(b) or any(a.get(k) != b.get(k) for k in fixed):
         return math.inf
     return sum(abs(math.log2(max(a[k], 1)) - math.log2(max(b[k], 1))) for k in a)
 
@@ -147,6 +147,10 @@ def parse(path: Path, arch: str) -> tuple[dict[str, dict], dict[str, dict]]:
         for name, kind in ENTRY_FIELDS.items():
             if not isinstance(entry.get(name), kind) or (kind is int and isinstance(entry.get(name), bool)):
                 raise CacheError(f"{path}: entry {key!r}: field {name!r} missing or not {kind.__name__}")
+        for part in ("bucket", "shape"):
+            bad = [k for k, v in entry[part].items() if not isinstance(v, int) or isinstance(v, bool)]
+            if bad:
+                raise CacheError(f"{path}: entry {key!r}: {part} value(s) {bad} are not integers")
         if entry["arch"] != arch:
             raise CacheError(f"{path}: entry {key!r} is for arch {entry['arch']!r}, the file for {arch!r}")
         if key != entry_key(entry["kernel"], entry["dtype"], entry["bucket"]):
@@ -161,10 +165,17 @@ def write(cache: Cache) -> None:
         raise CacheError(f"refusing to overwrite the unreadable cache {cache.path}: {cache.error}; move it away first")
     cache.path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=cache.path.parent, prefix=f".{cache.path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(cache.as_json(), fh, indent=1, sort_keys=False)
-        fh.write("\n")
-    os.replace(tmp, cache.path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(cache.as_json(), fh, indent=1, sort_keys=False)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, cache.path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     cache.status = "ok"
 
 
@@ -341,8 +352,6 @@ def retune(specs: Iterable[KernelSpec], backend: Any, cache: Cache, *,
     failure); ``compile_record(spec, dtype, config)`` is the compile matrix's record for this arch
     (pruning). The cache file is rewritten after each kernel, so a crash keeps finished work.
     Returns the new entries."""
-    import triton
-
     if cache.status == "unreadable":
         raise CacheError(f"refusing to overwrite the unreadable cache {cache.path}: {cache.error}; move it away first")
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -352,47 +361,69 @@ def retune(specs: Iterable[KernelSpec], backend: Any, cache: Cache, *,
             for shape in spec.benchmark_shapes]
     new: list[dict[str, Any]] = []
     for i, (spec, dtype, shape) in enumerate(work, 1):
-        configs = candidates(spec, backend.family)
-        default = configs[0] if configs else {}
-        label = f"[{i}/{len(work)}] {spec.name} {dtype} {','.join(f'{k}={v}' for k, v in shape.items())}"
-        tried = []
-        for j, cfg in enumerate(configs, 1):
-            why = prune_reason(compile_record(spec, dtype, cfg)) if compile_record else None
-            if why:
-                tried.append({"config": cfg, "status": "pruned", "reason": why})
-                progress(f"autotune {label}: config {j}/{len(configs)} pruned: {why[:160]}")
-                continue
-            try:
-                samples = time_config(spec, dtype, shape, cfg)
-            except Exception as exc:  # noqa: BLE001 - a config that fails to launch is a result
-                tried.append({"config": cfg, "status": "error", "reason": f"{type(exc).__name__}: {exc}"[:300]})
-                progress(f"autotune {label}: config {j}/{len(configs)} failed: {tried[-1]['reason'][:160]}")
-                continue
-            med = statistics.median(samples)
-            q = statistics.quantiles(samples, n=4) if len(samples) > 1 else [med, med, med]
-            tried.append({"config": cfg, "status": "ok", "median_ms": round(med, 6), "iqr_ms": round(q[2] - q[0], 6),
-                          "samples": len(samples)})
-            progress(f"autotune {label}: config {j}/{len(configs)} {med:.4f} ms")
-        timed = [t for t in tried if t["status"] == "ok"]
-        if not timed:
-            reasons = "; ".join(sorted({t["reason"][:160] for t in tried}))
-            progress(f"autotune {label}: no config ran ({reasons}); entry not written")
-            continue
-        best = min(timed, key=lambda t: t["median_ms"])
-        base = next((t for t in timed if t["config"] == default), None)
-        bucket = bucket_of(spec, shape)
-        entry = {"kernel": spec.name, "dtype": dtype, "bucket": bucket, "shape": shape,
-                 "source_hash": source_hash(spec), "arch": backend.arch, "sm_count": backend.sm_count,
-                 "triton": triton.__version__, "config": best["config"], "default_config": default,
-                 "speedup_vs_default": round(base["median_ms"] / best["median_ms"], 4) if base else None,
-                 "tried": tried, "tuning_run": run_id}
-        cache.entries[entry_key(spec.name, dtype, bucket)] = entry
-        new.append(entry)
-        progress(f"autotune {label}: chose {best['config']} ({best['median_ms']:.4f} ms"
-                 + (f", {entry['speedup_vs_default']:.3f}x the default)" if base else ", default did not run)"))
-        if i == len(work) or work[i][0] is not spec:
+        try:
+            entry = _tune_one(spec, dtype, shape, backend, i, len(work), run_id, time_config, compile_record, progress)
+        except BaseException:
+            write(cache)  # keep what finished before a poisoned context or an interrupt
+            raise
+        if entry is not None:
+            cache.entries[entry_key(spec.name, dtype, entry["bucket"])] = entry
+            new.append(entry)
+        if i == len(work) or work[i][0] is not spec:  # the kernel's last item: save, whatever happened
             write(cache)
     return new
+
+
+def _tune_one(spec: KernelSpec, dtype: str, shape: dict[str, int], backend: Any, i: int, n: int, run_id: str,
+              time_config: Callable, compile_record: Callable | None, progress: Callable[[str], None]) -> dict | None:
+    """Time every candidate config for one kernel x dtype x shape; the cache entry, or None if none ran."""
+    import triton
+
+    from kernels.spec import Case
+    from suite import crash
+
+    configs = candidates(spec, backend.family)
+    default = configs[0] if configs else {}
+    label = f"[{i}/{n}] {spec.name} {dtype} {','.join(f'{k}={v}' for k, v in shape.items())}"
+    tried = []
+    for j, cfg in enumerate(configs, 1):
+        why = prune_reason(compile_record(spec, dtype, cfg)) if compile_record else None
+        if why:
+            tried.append({"config": cfg, "status": "pruned", "reason": why})
+            progress(f"autotune {label}: config {j}/{len(configs)} pruned: {why[:160]}")
+            continue
+        try:
+            with crash.watchdog(Case(spec.name, dtype, dict(shape))):
+                samples = time_config(spec, dtype, shape, cfg)
+        except Exception as exc:  # noqa: BLE001 - a config that fails to launch is a result
+            reason = f"{type(exc).__name__}: {exc}"[:300]
+            if crash.classify(exc, getattr(backend, "device", "cpu")) == "fault":
+                raise CacheError(f"retune stopped: {spec.name} {dtype} config {cfg} faulted ({reason}); the GPU "
+                                 f"context is unusable. Entries finished before it were written; drop that config "
+                                 f"from the spec's config space and retune") from None
+            tried.append({"config": cfg, "status": "error", "reason": reason})
+            progress(f"autotune {label}: config {j}/{len(configs)} failed: {reason[:160]}")
+            continue
+        med = statistics.median(samples)
+        q = statistics.quantiles(samples, n=4) if len(samples) > 1 else [med, med, med]
+        tried.append({"config": cfg, "status": "ok", "median_ms": round(med, 6), "iqr_ms": round(q[2] - q[0], 6),
+                      "samples": len(samples)})
+        progress(f"autotune {label}: config {j}/{len(configs)} {med:.4f} ms")
+    timed = [t for t in tried if t["status"] == "ok"]
+    if not timed:
+        reasons = "; ".join(sorted({t["reason"][:160] for t in tried}))
+        progress(f"autotune {label}: no config ran ({reasons}); entry not written")
+        return None
+    best = min(timed, key=lambda t: t["median_ms"])
+    base = next((t for t in timed if t["config"] == default), None)
+    entry = {"kernel": spec.name, "dtype": dtype, "bucket": bucket_of(spec, shape), "shape": shape,
+             "source_hash": source_hash(spec), "arch": backend.arch, "sm_count": backend.sm_count,
+             "triton": triton.__version__, "config": best["config"], "default_config": default,
+             "speedup_vs_default": round(base["median_ms"] / best["median_ms"], 4) if base else None,
+             "tried": tried, "tuning_run": run_id}
+    progress(f"autotune {label}: chose {best['config']} ({best['median_ms']:.4f} ms"
+             + (f", {entry['speedup_vs_default']:.3f}x the default)" if base else ", default did not run)"))
+    return entry
 
 
 def retune_rows(entries: Iterable[Mapping[str, Any]]) -> list[list[Any]]:

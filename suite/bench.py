@@ -10,7 +10,7 @@ import torch
 
 from kernels import _inputs
 from kernels.spec import DTYPES, Case, KernelSpec
-from suite import autotune
+from suite import autotune, crash
 from suite.harness import poison, run_case, synchronize
 from suite.results import json_number
 
@@ -119,7 +119,7 @@ def benchmark(spec: KernelSpec, dtype: str, shape: dict[str, int], backend: Any,
     correct = run_case(spec, case, backend, config, inputs)
     outputs = spec.make_outputs(inputs, case)
     poison(outputs)
-    with autotune.purpose("benchmark"):
+    with autotune.purpose("benchmark"), crash.watchdog(case):
         kernel = samples_ms(lambda: spec.run(inputs, outputs, config))
         baseline = samples_ms(lambda: spec.torch_baseline(inputs)) if spec.torch_baseline else None
     synchronize(backend.device)

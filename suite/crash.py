@@ -65,13 +65,13 @@ def visible_gpus(count: int, variable: str, environ: dict[str, str] | None = Non
     return [str(i) for i in range(count)]
 
 
-def assign(worker_id: str, gpus: Sequence[str]) -> str | None:
-    """gw0 -> the first GPU, gw1 -> the second, ..., round robin when there are more workers."""
+def assign(gpus: Sequence[str], taken: Sequence[str]) -> str | None:
+    """The GPU with the fewest live workers (the first such): gw0, gw1, ... get GPUs in order, more
+    workers than GPUs share them round robin, and a replacement worker (xdist gives it a new id)
+    takes the GPU its dead predecessor left."""
     if not gpus:
         return None
-    m = re.fullmatch(r"gw(\d+)", worker_id)
-    index = int(m[1]) if m else 0
-    return gpus[index % len(gpus)]
+    return min(gpus, key=lambda g: (list(taken).count(g), gpus.index(g)))
 
 
 # --- per-case journal and watchdog ------------------------------------------------------------------

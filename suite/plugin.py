@@ -32,6 +32,7 @@ class SuiteState:
         self.run_file = run_file
         self.large_shapes = profile in LARGE_SHAPE_PROFILES
         self.gpus: list[str] = []  # device ids workers are pinned to (controller)
+        self.assigned: dict[str, str] = {}  # live worker id -> its GPU (controller)
         self.gpu_variable = ""
         self.journal_dir: str | None = None
         self.cache: autotune.Cache | None = None
@@ -103,10 +104,28 @@ def pytest_configure_node(node) -> None:
     state = node.config.stash.get(STATE, None)
     if state is None:
         return
-    gpu = crash.assign(node.gateway.id, state.gpus)
+    gpu = crash.assign(state.gpus, list(state.assigned.values()))
+    if gpu is not None:
+        state.assigned[node.gateway.id] = gpu
     node.workerinput["suite_gpu"] = gpu
     node.workerinput["suite_gpu_variable"] = state.gpu_variable
     node.workerinput["suite_journal_dir"] = state.journal_dir
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """Controller: a worker ended (or died): its GPU is free for the worker that replaces it."""
+    state = node.config.stash.get(STATE, None)
+    if state is not None:
+        state.assigned.pop(node.gateway.id, None)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """A GPU fault ends its worker by design, and xdist stops replacing workers after 4 crashes per worker:
+    unless --max-worker-restart is given, allow many (a run cut short is marked incomplete anyway)."""
+    if hasattr(config.option, "maxworkerrestart") and config.option.maxworkerrestart is None:
+        config.option.maxworkerrestart = "1000"
 
 
 def repro_prefix(config: pytest.Config, nodeid: str) -> list[str]:
@@ -346,9 +365,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         lines.append(f"portability: autotune cache {c.path} ({c.status}, {len(c.entries)} entries)")
     if state.gpus and _xdist_on(config):
         workers = int(config.option.numprocesses)
-        used = state.gpus[:workers]
-        lines.append(f"portability: {workers} xdist worker(s) pinned round-robin ({state.gpu_variable}) to GPU(s) "
-                     f"{', '.join(used)} of {len(state.gpus)} visible")
+        lines.append(f"portability: {workers} xdist worker(s), each pinned ({state.gpu_variable}) to one of "
+                     f"{len(state.gpus)} visible GPU(s): {', '.join(state.gpus)}")
     lines += [f"portability: {n}" for n in state.notes]
     if state.run_file:
         lines.append(f"portability: results -> {state.run_file.path}")
@@ -390,10 +408,19 @@ class RunRecorder:
     def __init__(self, run_file: results.RunFile, state: SuiteState | None = None) -> None:
         self.run_file = run_file
         self.state = state
+        self.expected: set[str] = set()  # the suite's tests this run should record
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.expected |= {item.nodeid for item in session.items if item.nodeid.startswith("suite/")}
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids: list[str]) -> None:
+        self.expected |= {i for i in ids if i.startswith("suite/")}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "???":  # xdist: the worker process died during this test
-            self._worker_died(report)
+            if report.nodeid.startswith("suite/"):
+                self._worker_died(report)
             return
         if not (report.when == "call" or (report.when == "setup" and report.outcome != "passed")):
             return
@@ -471,6 +498,12 @@ class RunRecorder:
         if not self.run_file.started:
             return
         done = exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED)
+        missing = sorted(self.expected - {t["nodeid"] for t in self.run_file.data["tests"]})
+        if missing:  # e.g. xdist gave up replacing crashed workers
+            done = False
+            self.run_file.data.setdefault("incidents", []).append(
+                {"kind": "crash", "nodeid": missing[0], "worker": None,
+                 "message": f"{len(missing)} test(s) never reported (first: {missing[0]}); the run was cut short"})
         self.run_file.finish("complete" if done else "incomplete")
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus: int, config: pytest.Config) -> None:

@@ -123,6 +123,9 @@ def test_a_fresh_entry_beats_a_stale_one(tmp_path):
     ('{"schema": "other/9", "arch": "sm_90", "entries": {}}', "schema is 'other/9'"),
     ('{"schema": "autotune-cache/1", "arch": "gfx942", "entries": {}}', "foreign file"),
     ('{"schema": "autotune-cache/1", "arch": "sm_90", "entries": {"k": {"kernel": "x"}}}', "field 'dtype' missing"),
+    (json.dumps({"schema": "autotune-cache/1", "arch": "sm_90",
+                 "entries": {"vector_add/fp32/N=4096": entry(shape={"N": 4096}, bucket={"N": "4096"})}}),
+     "bucket value(s) ['N'] are not integers"),
 ])
 def test_unreadable_file_is_named_and_never_overwritten(tmp_path, text, says):
     path = tmp_path / "sm_90.json"
@@ -265,3 +268,34 @@ def test_retune_on_the_interpreter_is_refused(run_suite):
     run = run_suite("--retune", "--backend=interpret")
     assert run.returncode == 4
     assert "--retune times configs on a GPU" in run.output
+
+
+def test_retune_saves_a_kernel_whose_last_shape_ran_no_config(tmp_path):
+    from kernels.gelu import SPEC as GELU
+
+    last = dict(GELU.benchmark_shapes[-1])
+
+    def time_config(spec, dtype, shape, config):
+        if spec is GELU and dict(shape) == last:
+            raise RuntimeError("out of resources")
+        return [1.0, 1.1]
+
+    cache = autotune.load(tmp_path / "sm_90.json", "sm_90")
+    new = autotune.retune([VECTOR_ADD, GELU], gpu(), cache, time_config=time_config, progress=lambda m: None)
+    on_disk = json.loads((tmp_path / "sm_90.json").read_text())["entries"]
+    assert len(new) == len(on_disk) and {e["kernel"] for e in new} == {"vector_add", "gelu"}
+
+
+def test_retune_stops_at_a_faulting_config_and_keeps_finished_kernels(tmp_path):
+    from kernels.gelu import SPEC as GELU
+
+    def time_config(spec, dtype, shape, config):
+        if spec is GELU:
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        return [1.0, 1.1]
+
+    cache = autotune.load(tmp_path / "sm_90.json", "sm_90")
+    with pytest.raises(autotune.CacheError, match="retune stopped: gelu .* faulted"):
+        autotune.retune([VECTOR_ADD, GELU], gpu(), cache, time_config=time_config, progress=lambda m: None)
+    on_disk = json.loads((tmp_path / "sm_90.json").read_text())["entries"]
+    assert {e["kernel"] for e in on_disk.values()} == {"vector_add"}

@@ -70,8 +70,14 @@ def test_fault_in_a_single_process_run_stops_it_with_advice(run_suite):
 
 
 def test_workers_are_pinned_one_gpu_each():
-    assert [crash.assign(f"gw{i}", ["0", "1"]) for i in range(5)] == ["0", "1", "0", "1", "0"]
-    assert crash.assign("gw0", []) is None
+    gpus = ["0", "1"]
+    taken: list[str] = []
+    for _ in range(5):  # gw0..gw4 as xdist starts them: in order, then round robin
+        taken.append(crash.assign(gpus, taken))
+    assert taken == ["0", "1", "0", "1", "0"]
+    assert crash.assign([], []) is None
+    # gw1 (GPU 1) died: its replacement (xdist gives it a new id, gw2) takes GPU 1, not GPU 0 again.
+    assert crash.assign(gpus, ["0"]) == "1"
     # The parent's own list (ids or UUIDs) is what workers pick from.
     env = {"CUDA_VISIBLE_DEVICES": "2,3"}
     assert crash.visible_gpus(2, "CUDA_VISIBLE_DEVICES", env) == ["2", "3"]
@@ -82,10 +88,31 @@ def test_workers_are_pinned_one_gpu_each():
     assert crash.visible_gpus(8, "HIP_VISIBLE_DEVICES", {"HIP_VISIBLE_DEVICES": "4,5,6,7"}) == ["4", "5", "6", "7"]
 
 
-def test_auto_worker_count_is_the_cpu_count_on_the_interpreter(run_suite):
-    run = run_suite("suite/test_kernels.py", "--kernels=vector_add", "-k", "fp32", "-n", "auto", "--backend=interpret")
-    assert run.returncode == 0, run.output[-3000:]
-    assert "GPUs for workers" not in run.output
+def test_auto_worker_count_is_the_gpu_count(monkeypatch):
+    from types import SimpleNamespace
+
+    from suite import plugin
+
+    config = SimpleNamespace(getoption=lambda name: backend)
+    monkeypatch.setattr(plugin, "_gpu_count", lambda: 4)
+    backend = "cuda"
+    assert plugin.pytest_xdist_auto_num_workers(config) == 4
+    backend = "interpret"  # xdist's own default: one per CPU
+    assert plugin.pytest_xdist_auto_num_workers(config) is None
+    monkeypatch.setattr(plugin, "_gpu_count", lambda: 0)
+    backend = "auto"
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    assert plugin.pytest_xdist_auto_num_workers(config) is None
+
+
+def test_a_run_cut_short_by_xdist_is_marked_incomplete(run_suite):
+    run = run_suite("suite/test_kernels.py", "suite/test_properties.py", "-n", "1", "--max-worker-restart=0", FIXTURE,
+                    "--kernels=vector_add,zz_fault", "-k", "fp32", timeout=300)
+    assert run.returncode != 0, run.output[-3000:]
+    data = run.run_data()
+    validate(data)
+    assert data["status"] == "incomplete"
+    assert any("never reported" in i["message"] for i in data["incidents"]), data["incidents"]
 
 
 def test_sticky_errors_are_faults_and_oom_is_not():

@@ -35,6 +35,8 @@ LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "waves_per_e
 
 
 AMD_ONLY_OPTIONS = ("waves_per_eu", "matrix_instr_nonkdim", "kpack")
+# Launch options that only one vendor's Triton backend knows; the other raises at launch (hazard 4).
+VENDOR_ONLY_OPTIONS = {"nvidia": ("maxnreg",), "amd": AMD_ONLY_OPTIONS}
 
 
 def amd_options(config: Mapping[str, Any]) -> dict[str, Any]:

@@ -26,7 +26,6 @@ import json
 import math
 import os
 import statistics
-import sys
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -34,16 +33,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernels.spec import KernelSpec
+from kernels.spec import VENDOR_ONLY_OPTIONS, KernelSpec
 
 CACHE_DIR = Path(__file__).resolve().parent.parent / "hardware_profiles" / "autotune"
 SCHEMA = "autotune-cache/1"
 ENTRY_FIELDS = {"kernel": str, "dtype": str, "bucket": dict, "shape": dict, "source_hash": str, "arch": str,
                 "sm_count": int, "triton": str, "config": dict, "default_config": dict, "tried": list,
                 "tuning_run": str}
-LOOKUPS = ("hit", "nearest", "stale", "miss")
-# Options only one vendor's compiler takes; a config of the other family must not carry them.
-VENDOR_ONLY = {"nvidia": {"maxnreg"}, "amd": {"waves_per_eu", "matrix_instr_nonkdim", "kpack"}}
 
 
 class CacheError(Exception):
@@ -230,10 +226,14 @@ class Lookup:
             return default, "stale", stale[0][0]
         return default, "miss", None
 
-    def config_for(self, spec: KernelSpec, dtype: str, shape: Mapping[str, int]) -> dict[str, Any]:
-        config, how, _ = self.choose(spec, dtype, shape)
+    def resolve(self, spec: KernelSpec, dtype: str, shape: Mapping[str, int]) -> tuple[dict[str, Any], str, str | None]:
+        """:meth:`choose`, counted."""
+        config, how, key = self.choose(spec, dtype, shape)
         self.counts[how] += 1
-        return config
+        return config, how, key
+
+    def config_for(self, spec: KernelSpec, dtype: str, shape: Mapping[str, int]) -> dict[str, Any]:
+        return self.resolve(spec, dtype, shape)[0]
 
     def take(self) -> dict[str, Any] | None:
         """The counts since the last call (a test's share, sent to the controller), or None."""
@@ -315,7 +315,7 @@ def candidates(spec: KernelSpec, family: str) -> list[dict[str, Any]]:
             out.append(dict(cfg))
     other = "amd" if family == "nvidia" else "nvidia" if family == "amd" else None
     for cfg in out:
-        foreign = sorted(set(cfg) & VENDOR_ONLY.get(other, set()))
+        foreign = sorted(set(cfg) & set(VENDOR_ONLY_OPTIONS.get(other, ())))
         if foreign:
             raise ValueError(f"{spec.name}: a {family} config carries {other}-only option(s) {foreign}: {cfg}")
     return out
@@ -440,7 +440,3 @@ def retune_rows(entries: Iterable[Mapping[str, Any]]) -> list[list[Any]]:
 
 
 RETUNE_HEADERS = ["kernel", "dtype", "shape", "default ms", "tuned ms", "tuned vs default", "pruned"]
-
-
-def warn(message: str) -> None:
-    print(f"autotune: {message}", file=sys.stderr, flush=True)

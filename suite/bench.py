@@ -109,8 +109,7 @@ def benchmark(spec: KernelSpec, dtype: str, shape: dict[str, int], backend: Any,
     case = Case(spec.name, dtype, dict(shape), seed=0)
     lookup = autotune.active()
     if lookup is not None:
-        config, how, entry = lookup.choose(spec, dtype, shape)
-        lookup.counts[how] += 1
+        config, how, entry = lookup.resolve(spec, dtype, shape)
     else:
         config, how, entry = spec.config_for(backend.family), "miss", None
     # Inputs are drawn once, on the device, for the check and the timing.

@@ -197,11 +197,11 @@ def free_memory(device: str) -> None:
 
 
 def note_launch_error(exc: BaseException, device: str, case: Any) -> str | None:
-    """For launches outside run_case (property checks): classify, and mark a poisoned context."""
+    """Classify a failed launch (see :func:`classify`) and mark a poisoned context; the caller drops
+    its tensors and calls :func:`free_memory` after an OOM."""
     global poisoned
     failure = classify(exc, device)
     if failure == "fault":
-        poisoned = f"{case}: {type(exc).__name__}: {str(exc)[:300]}"
-    elif failure == "oom":
-        free_memory(device)
+        detail = f"{type(exc).__name__}: {exc}".strip()
+        poisoned = f"{case}: {detail[:300]}"
     return failure

@@ -96,13 +96,12 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
             synchronize(backend.device)
     except Exception as exc:  # a compile or launch failure is a result, not a harness crash
         error = f"{type(exc).__name__}: {exc}".strip()[:2000]
-        failure = crash.classify(exc, backend.device)
+        failure = crash.note_launch_error(exc, backend.device, case)
         exc.__traceback__ = None  # its frames hold the case's tensors
     else:
         error = None
     if error is not None:
         if failure == "fault":
-            crash.poisoned = f"{case}: {error[:300]}"
             error = (f"GPU fault: {error} (the GPU context of this process is unusable; the rest of the run goes "
                      f"on in a fresh worker process)")
         elif failure == "oom":

@@ -13,10 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import hardware_profiles
-from kernels.spec import split_config
+from kernels.spec import VENDOR_ONLY_OPTIONS, split_config
 
-# Launch options that only one vendor's Triton backend knows; the other raises at launch (hazard 4).
-VENDOR_ONLY_OPTIONS = {"nvidia": ("maxnreg",), "amd": ("waves_per_eu", "matrix_instr_nonkdim", "kpack")}
 FAMILIES = ("nvidia", "amd")
 
 

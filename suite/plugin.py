@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -482,7 +483,7 @@ class RunRecorder:
             failure_text = f"{failure}\nreproduce with: {repro}" if repro else failure
             records.append({**{k: case[k] for k in ("kernel", "dtype", "shape", "layout", "values", "seed")},
                             "outcome": "failed", "error_ratio": "inf", "outputs": {}, "message": failure_text[:2000],
-                            "duration_s": round(max(0.0, _now() - case.get("started", _now())), 4),
+                            "duration_s": round(max(0.0, time.time() - case.get("started", time.time())), 4),
                             "nodeid": nodeid, "repro": repro, "failure": kind})
         self.run_file.add_report(nodeid, "failed", 0.0, failure[:2000], records, None)
 
@@ -560,12 +561,6 @@ def _worker_id(report: pytest.TestReport) -> str | None:
         return gateway.id
     return getattr(report, "worker_id", None) or (node.workerinput.get("workerid") if hasattr(node, "workerinput")
                                                   else None)
-
-
-def _now() -> float:
-    import time
-
-    return time.time()
 
 
 def summary_rows(cases: list[dict], tests: list[dict]) -> list[list]:

@@ -43,7 +43,11 @@ def make_runner(spec: KernelSpec, case: Case, backend):
                 spec.run(inputs, outputs, config)
                 synchronize(backend.device)
             except Exception as exc:
-                if crash.note_launch_error(exc, backend.device, case) in ("fault", "oom"):
+                failure = crash.note_launch_error(exc, backend.device, case)
+                if failure == "oom":
+                    outputs.clear()
+                    crash.free_memory(backend.device)
+                if failure in ("fault", "oom"):
                     raise crash.CaseAborted(f"{case}: {type(exc).__name__}: {exc}") from None
                 raise
         return outputs

@@ -31,7 +31,7 @@ def _spec():
 
 
 @given(st.data())
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=50, deadline=None, derandomize=True, database=None)
 def test_drawn_cases_respect_dims_and_spec(data):
     spec = _spec()
     case = data.draw(case_strategy(spec, "fp16", "interpret"))
@@ -45,7 +45,7 @@ def test_block_boundaries_are_reachable():
     spec = _spec()
     strategy = case_strategy(spec, "fp32", "cuda")
     found = find(strategy, lambda c: c.shape["M"] == 129 and c.layout == "transposed_a",
-                 settings=settings(max_examples=2000, database=None))
+                 settings=settings(max_examples=2000, database=None, derandomize=True))
     assert found.shape["M"] == 129
 
 

@@ -198,6 +198,7 @@ SPEC = register(KernelSpec(
     layouts=("contiguous", "bshd"),
     value_classes=("normal",),
     make_inputs=_make_inputs,
+    outputs=("out",),
     make_outputs=lambda inp, case: {"out": torch.empty(inp["q"].shape, dtype=inp["q"].dtype, device=inp["q"].device)},
     run=lambda inp, out, cfg: attention(inp["q"], inp["k"], inp["v"], bool(inp["causal"]), out["out"], cfg),
     reference=_reference,

@@ -163,6 +163,7 @@ SPEC = register(KernelSpec(
     layouts=("contiguous", "padded_rows"),
     value_classes=("normal", "large", "negative", "masked", "nan"),
     make_inputs=_make_inputs,
+    outputs=("loss", "lse", "grad"),
     make_outputs=lambda inp, case: {
         "loss": torch.empty(inp["logits"].shape[0], dtype=torch.float32, device=inp["logits"].device),
         "lse": torch.empty(inp["logits"].shape[0], dtype=torch.float32, device=inp["logits"].device),

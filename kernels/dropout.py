@@ -188,6 +188,7 @@ SPEC = register(KernelSpec(
     layouts=("contiguous", "padded_rows"),
     value_classes=("normal", "large", "special"),
     make_inputs=_make_inputs,
+    outputs=("out", "mask"),
     make_outputs=_make_outputs,
     run=_run,
     reference=_reference,

@@ -74,6 +74,7 @@ SPEC = register(KernelSpec(
     layouts=("contiguous", "padded_rows"),
     value_classes=("normal", "large", "negative", "special"),
     make_inputs=_make_inputs,
+    outputs=("y",),
     make_outputs=lambda inp, case: {"y": torch.empty(inp["x"].shape, dtype=inp["x"].dtype, device=inp["x"].device)},
     run=lambda inp, out, cfg: gelu(inp["x"], out["y"], cfg),
     reference=_reference,

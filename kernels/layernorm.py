@@ -107,6 +107,7 @@ SPEC = register(KernelSpec(
     layouts=("contiguous", "padded_rows"),
     value_classes=("normal", "large", "negative", "special"),
     make_inputs=_make_inputs,
+    outputs=("y", "mean", "rstd"),
     make_outputs=lambda inp, case: {
         "y": torch.empty(inp["x"].shape, dtype=inp["x"].dtype, device=inp["x"].device),
         "mean": torch.empty(inp["x"].shape[0], dtype=torch.float32, device=inp["x"].device),

@@ -173,6 +173,7 @@ SPEC = register(KernelSpec(
     layouts=("contiguous", "padded_rows"),
     value_classes=("normal", "large", "negative", "special"),
     make_inputs=_make_inputs,
+    outputs=("dx", "dweight", "dbias"),
     make_outputs=lambda inp, case: {
         "dx": torch.empty(inp["x"].shape, dtype=inp["x"].dtype, device=inp["x"].device),
         "dweight": torch.empty(inp["x"].shape[1], dtype=inp["x"].dtype, device=inp["x"].device),

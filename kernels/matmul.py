@@ -95,6 +95,7 @@ SPEC = register(KernelSpec(
     layouts=("contiguous", "transposed_a", "transposed_b", "transposed_ab"),
     value_classes=("normal", "special"),
     make_inputs=_make_inputs,
+    outputs=("c",),
     make_outputs=lambda inp, case: {"c": torch.empty((inp["a"].shape[0], inp["b"].shape[1]), dtype=inp["a"].dtype,
                                                      device=inp["a"].device)},
     run=lambda inp, out, cfg: matmul(inp["a"], inp["b"], out["c"], cfg),

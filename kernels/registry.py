@@ -11,21 +11,33 @@ import importlib
 import importlib.util
 import pkgutil
 import sys
+import traceback
 from pathlib import Path
 
 from kernels.spec import KernelSpec
+from kernels.validation import SpecError, defining_module
 
 _REGISTRY: dict[str, KernelSpec] = {}
+_WHERE: dict[str, str] = {}  # kernel name -> the module that registered it
+_LOADED: set[str] = set()  # resolved paths of user modules already imported
+
+
+class KernelModuleError(ValueError):
+    """A kernel module that cannot be used: it does not import, or a spec in it is wrong or a duplicate."""
 
 # Modules of the package that define no kernel.
 _NOT_KERNELS = {"spec", "registry"}
 
 
 def register(spec: KernelSpec) -> KernelSpec:
+    if not isinstance(spec, KernelSpec):
+        raise SpecError(f"{defining_module()}: register() takes a KernelSpec, got {type(spec).__name__}")
     existing = _REGISTRY.get(spec.name)
     if existing is not None and existing is not spec:
-        raise ValueError(f"kernel spec {spec.name!r} is registered twice")
+        raise SpecError(f"{defining_module()}: kernel spec {spec.name!r} is already registered by {_WHERE[spec.name]}; "
+                        f"kernel names must be unique (rename one)")
     _REGISTRY[spec.name] = spec
+    _WHERE.setdefault(spec.name, defining_module())
     return spec
 
 
@@ -38,31 +50,58 @@ def builtin_modules() -> list[str]:
 
 def load_builtin() -> None:
     for name in builtin_modules():
-        importlib.import_module(name)
+        _guarded(name, lambda name=name: importlib.import_module(name))
 
 
 def load_module(target: str) -> None:
-    """Import a user's kernel module by dotted name or by path to a ``.py`` file."""
+    """Import a user's kernel module by dotted name or by path to a ``.py`` file. KernelModuleError (one line,
+    naming the module and what is wrong) when it does not import or a spec in it is wrong."""
+    option = f"--kernel-module={target}"
     path = Path(target)
     if target.endswith(".py"):
         if not path.is_file():
-            raise ValueError(f"--kernel-module: no such file {target!r}")
-        mod_name = f"user_kernels_{path.stem}"
+            raise KernelModuleError(f"{option}: no such file")
+        key = str(path.resolve())
+        if key in _LOADED:  # named twice: its specs are registered already
+            return
+        mod_name = f"user_kernels_{path.stem}_{len(_LOADED)}"
         spec = importlib.util.spec_from_file_location(mod_name, path)
         if spec is None or spec.loader is None:
-            raise ValueError(f"--kernel-module: cannot import {target!r}")
+            raise KernelModuleError(f"{option}: cannot import it (not a Python source file?)")
         module = importlib.util.module_from_spec(spec)
         sys.modules[mod_name] = module
-        spec.loader.exec_module(module)
+        _guarded(option, lambda: spec.loader.exec_module(module))
+        _LOADED.add(key)
         return
     try:
-        importlib.import_module(target)
-    except ModuleNotFoundError as exc:
-        raise ValueError(f"--kernel-module: cannot import {target!r}: {exc}") from None
+        found = importlib.util.find_spec(target)
+    except (ImportError, ValueError) as exc:
+        raise KernelModuleError(f"{option}: cannot import it: {exc}") from None
+    if found is None:
+        raise KernelModuleError(f"{option}: no module of that name (give a dotted module name importable from the "
+                                f"repository root, or a path ending in .py)")
+    _guarded(option, lambda: importlib.import_module(target))
+
+
+def _guarded(what: str, load) -> None:
+    try:
+        load()
+    except SpecError as exc:
+        raise KernelModuleError(f"{what}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - any error while importing a module is the module's to fix
+        frames = traceback.extract_tb(exc.__traceback__)
+        user = [f for f in frames if "importlib" not in f.filename and "<frozen" not in f.filename]
+        at = f" (at {user[-1].filename}:{user[-1].lineno})" if user else ""
+        raise KernelModuleError(f"{what}: importing it raised {type(exc).__name__}: {exc}{at}") from None
 
 
 def all_specs() -> list[KernelSpec]:
     return [_REGISTRY[name] for name in sorted(_REGISTRY)]
+
+
+def where(name: str) -> str:
+    """The module that registered kernel ``name``."""
+    return _WHERE.get(name, "<unknown module>")
 
 
 def get(name: str) -> KernelSpec:

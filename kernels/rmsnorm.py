@@ -86,6 +86,7 @@ SPEC = register(KernelSpec(
     layouts=("contiguous", "padded_rows"),
     value_classes=("normal", "large", "negative", "special", "small"),
     make_inputs=_make_inputs,
+    outputs=("y", "rstd"),
     make_outputs=lambda inp, case: {
         "y": torch.empty(inp["x"].shape, dtype=inp["x"].dtype, device=inp["x"].device),
         "rstd": torch.empty(inp["x"].shape[0], dtype=torch.float32, device=inp["x"].device)},

@@ -158,6 +158,7 @@ SPEC = register(KernelSpec(
     layouts=("contiguous", "padded_rows"),
     value_classes=("normal", "large", "negative", "special", "masked"),
     make_inputs=_make_inputs,
+    outputs=("out",),
     make_outputs=lambda inp, case: {"out": torch.empty(inp["x"].shape, dtype=inp["x"].dtype, device=inp["x"].device)},
     run=lambda inp, out, cfg: softmax_online(inp["x"], out["out"], cfg),
     reference=lambda inp, case: {"out": torch.softmax(inp["x"].double(), dim=-1)},

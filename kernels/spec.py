@@ -102,33 +102,45 @@ class Case:
 
     @classmethod
     def parse(cls, kernel: str, dtype: str, text: str) -> Case:
-        """Inverse of :meth:`spec_string`; raises ValueError naming the bad part."""
+        """Inverse of :meth:`spec_string`; raises ValueError naming the bad part. Whether the case fits a
+        kernel (its dims, layouts, value classes) is :meth:`KernelSpec.check_case`."""
+        if not text.strip():
+            raise ValueError("--repro: empty value; expected e.g. 'M=3,N=17;layout=contiguous;values=normal;seed=1'")
         parts = text.split(";")
         shape: dict[str, int] = {}
         extra: dict[str, str] = {}
         for i, part in enumerate(parts):
-            for item in filter(None, part.split(",")):
+            for item in filter(None, (p.strip() for p in part.split(","))):
                 if "=" not in item:
                     raise ValueError(f"--repro: expected NAME=VALUE, got {item!r} in {text!r}")
-                key, value = item.split("=", 1)
+                key, value = (s.strip() for s in item.split("=", 1))
+                if not key:
+                    raise ValueError(f"--repro: a field has no name in {item!r}")
+                target = shape if i == 0 else extra
+                if key in target:
+                    raise ValueError(f"--repro: {key!r} is given twice in {text!r}")
                 if i == 0:
                     try:
-                        shape[key.strip()] = int(value)
+                        shape[key] = int(value)
                     except ValueError:
                         raise ValueError(f"--repro: dimension {key}={value!r} is not an integer") from None
+                    if shape[key] < 0:
+                        raise ValueError(f"--repro: dimension {key}={value} is negative")
                 else:
-                    extra[key.strip()] = value.strip()
+                    extra[key] = value
+        if not shape:
+            raise ValueError(f"--repro: no dimensions before the first ';' in {text!r} (e.g. 'M=3,N=17;seed=1')")
         unknown = set(extra) - {"layout", "values", "seed"}
         if unknown:
             raise ValueError(f"--repro: unknown field(s) {sorted(unknown)}; expected layout, values, seed")
-        return cls(
-            kernel=kernel,
-            dtype=dtype,
-            shape=shape,
-            layout=extra.get("layout", "contiguous"),
-            values=extra.get("values", "normal"),
-            seed=int(extra.get("seed", 0)),
-        )
+        try:
+            seed = int(extra.get("seed", 0))
+        except ValueError:
+            raise ValueError(f"--repro: seed={extra['seed']!r} is not an integer") from None
+        if not 0 <= seed < 2**63:
+            raise ValueError(f"--repro: seed={seed} is out of range (0 to 2**63 - 1)")
+        return cls(kernel=kernel, dtype=dtype, shape=shape, layout=extra.get("layout", "contiguous"),
+                   values=extra.get("values", "normal"), seed=seed)
 
     def as_record(self) -> dict[str, Any]:
         return {
@@ -179,7 +191,13 @@ class Property:
 
 @dataclass(frozen=True)
 class KernelSpec:
-    """A kernel as the suite sees it. See DESIGN.md, "Kernel spec"."""
+    """A kernel as the suite sees it: declared as data next to the kernel, checked when it is made.
+
+    Every field is validated in ``__post_init__`` (so ``dataclasses.replace`` is checked too): a mistake
+    raises :class:`kernels.validation.SpecError` naming the module, the spec, the field and what would
+    be right. What can only be known by running (the reference returns exactly the declared outputs,
+    of the outputs' shapes, finite where the inputs are) is checked by the suite on every case.
+    """
 
     name: str
     description: str
@@ -189,9 +207,15 @@ class KernelSpec:
     make_outputs: Callable[[dict[str, torch.Tensor], Case], dict[str, torch.Tensor]]
     run: Callable[[dict[str, torch.Tensor], dict[str, torch.Tensor], dict | None], None]
     reference: Callable[[dict[str, torch.Tensor], Case], dict[str, torch.Tensor]]
+    # The names of the outputs make_outputs returns; the reference must return exactly these, and each
+    # is compared.
+    outputs: tuple[str, ...] = ()
     tolerance: Tolerance = field(default_factory=Tolerance)
     layouts: tuple[str, ...] = ("contiguous",)
     value_classes: tuple[str, ...] = ("normal",)
+    # Value classes whose finite inputs may give a reference with NaN or inf (say, an overflow the
+    # kernel must reproduce). Elsewhere a non-finite reference from finite inputs is a broken spec.
+    nonfinite_reference: tuple[str, ...] = ()
     # FLOPs and the fewest bytes a launch must move, for roofline efficiency.
     flops: Callable[[Case], float] = lambda case: 0.0
     min_bytes: Callable[[Case], float] = lambda case: 0.0
@@ -222,9 +246,24 @@ class KernelSpec:
     jit_fn: Any = None
     compile_signature: Callable[[str, Mapping[str, Any]], tuple[dict, dict]] | None = None
 
-    def config_for(self, family: str) -> dict[str, Any]:
+    def __post_init__(self) -> None:
+        from kernels.validation import check_spec
+
+        check_spec(self)
+
+    def default_config_for(self, family: str) -> dict[str, Any]:
+        """The family's default config (the interpreter falls back to NVIDIA's)."""
         if family in self.default_config:
             return dict(self.default_config[family])
         if family == "interpret" and "nvidia" in self.default_config:
             return dict(self.default_config["nvidia"])
         return {}
+
+    def check_case(self, case: Case) -> None:
+        """ValueError naming what does not fit when ``case`` is not a case of this kernel (a ``--repro``
+        value copied from another kernel's reproduction line, say)."""
+        from kernels.validation import case_problems
+
+        problems = case_problems(self, case.shape, case.layout, case.values)
+        if problems:
+            raise ValueError(f"not a case of kernel {self.name!r}: {'; '.join(problems)}")

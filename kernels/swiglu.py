@@ -91,6 +91,7 @@ SPEC = register(KernelSpec(
     layouts=("contiguous", "padded_rows", "fused_halves"),
     value_classes=("normal", "large", "negative", "special"),
     make_inputs=_make_inputs,
+    outputs=("out",),
     make_outputs=lambda inp, case: {"out": torch.empty(inp["a"].shape, dtype=inp["a"].dtype, device=inp["a"].device)},
     run=lambda inp, out, cfg: swiglu(inp["a"], inp["b"], out["out"], cfg),
     reference=_reference,

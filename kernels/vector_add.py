@@ -57,6 +57,7 @@ SPEC = register(KernelSpec(
     dtypes=("fp32", "fp16", "bf16"),
     value_classes=("normal", "large", "negative", "special"),
     make_inputs=_make_inputs,
+    outputs=("out",),
     make_outputs=lambda inp, case: {"out": torch.empty_like(inp["x"])},
     run=lambda inp, out, cfg: vector_add(inp["x"], inp["y"], out["out"], cfg),
     reference=_reference,

@@ -26,7 +26,6 @@ import json
 import math
 import os
 import statistics
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from kernels.spec import VENDOR_ONLY_OPTIONS, KernelSpec
+from suite import results
 
 CACHE_DIR = Path(__file__).resolve().parent.parent / "hardware_profiles" / "autotune"
 SCHEMA = "autotune-cache/1"
@@ -159,19 +159,7 @@ def write(cache: Cache) -> None:
     """Atomically (temporary file + rename): a crash leaves the old file or the new one."""
     if cache.status == "unreadable":
         raise CacheError(f"refusing to overwrite the unreadable cache {cache.path}: {cache.error}; move it away first")
-    cache.path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=cache.path.parent, prefix=f".{cache.path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(cache.as_json(), fh, indent=1, sort_keys=False)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, cache.path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    results.write_atomic(cache.path, json.dumps(cache.as_json(), indent=1, sort_keys=False) + "\n")
     cache.status = "ok"
 
 
@@ -204,7 +192,7 @@ class Lookup:
 
     def choose(self, spec: KernelSpec, dtype: str, shape: Mapping[str, int]) -> tuple[dict[str, Any], str, str | None]:
         """(config, how, entry key): see the module docstring for ``how``."""
-        default = spec.config_for(self.backend.family)
+        default = spec.default_config_for(self.backend.family)
         if self.cache is None or self.cache.status != "ok":
             return default, "miss", None
         bucket = bucket_of(spec, shape)
@@ -232,9 +220,6 @@ class Lookup:
         self.counts[how] += 1
         return config, how, key
 
-    def config_for(self, spec: KernelSpec, dtype: str, shape: Mapping[str, int]) -> dict[str, Any]:
-        return self.resolve(spec, dtype, shape)[0]
-
     def take(self) -> dict[str, Any] | None:
         """The counts since the last call (a test's share, sent to the controller), or None."""
         if not self.counts and not self.stale and not self.tuning_benchmarks:
@@ -258,11 +243,11 @@ def active() -> Lookup | None:
     return _active
 
 
-def config_for(spec: KernelSpec, dtype: str, shape: Mapping[str, int], backend: Any) -> dict[str, Any]:
+def choose_config(spec: KernelSpec, dtype: str, shape: Mapping[str, int], backend: Any) -> dict[str, Any]:
     """The config a normal run uses: the cache's (counted) where a cache is active, else the family default."""
     if _active is not None:
-        return _active.config_for(spec, dtype, shape)
-    return spec.config_for(backend.family)
+        return _active.resolve(spec, dtype, shape)[0]
+    return spec.default_config_for(backend.family)
 
 
 # --- counting every do_bench call: a normal run must time nothing -------------------------------
@@ -308,7 +293,7 @@ def count_do_bench() -> None:
 def candidates(spec: KernelSpec, family: str) -> list[dict[str, Any]]:
     """The family's config space with the default first; a config carrying the other vendor's
     options is refused (it would raise at launch)."""
-    default = spec.config_for(family)
+    default = spec.default_config_for(family)
     out = [default] if default else []
     for cfg in spec.configs.get(family, ()):
         if dict(cfg) not in out:
@@ -330,7 +315,7 @@ def prune_reason(record: Mapping[str, Any]) -> str | None:
     return None
 
 
-def fingerprint(backend: Any) -> dict[str, Any]:
+def tuning_run_record(backend: Any) -> dict[str, Any]:
     import platform
 
     import torch
@@ -356,7 +341,7 @@ def retune(specs: Iterable[KernelSpec], backend: Any, cache: Cache, *,
         raise CacheError(f"refusing to overwrite the unreadable cache {cache.path}: {cache.error}; move it away first")
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     run_id = f"{stamp}-{backend.arch}"
-    cache.tuning_runs[run_id] = {**fingerprint(backend), "tuned_at": stamp}
+    cache.tuning_runs[run_id] = {**tuning_run_record(backend), "tuned_at": stamp}
     work = [(spec, dtype, dict(shape)) for spec in specs for dtype in spec.dtypes if backend.supports(dtype)
             for shape in spec.benchmark_shapes]
     new: list[dict[str, Any]] = []

@@ -326,7 +326,7 @@ def compile_kernel(spec: KernelSpec, target: Target, selection: str | None = Non
     return [compile_one(spec, d, cfg, target, default=is_default) for d, cfg, is_default in plan(spec, target, selection)]
 
 
-def summary_rows(records: Iterable[Mapping[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+def compile_summary_rows(records: Iterable[Mapping[str, Any]]) -> tuple[list[str], list[list[Any]]]:
     """Kernel x target: ok, failed by class, skipped, max registers, any spills, min occupancy."""
     table: dict[tuple[str, str], dict] = defaultdict(lambda: {"ok": 0, "failed": defaultdict(int), "skipped": 0,
                                                                "regs": [], "spills": False, "occ": []})

@@ -26,6 +26,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 # Exit codes of a worker that ends itself; the controller's crash report says which.
 EXIT_POISONED = 75
 EXIT_TIMEOUT = 76
@@ -89,11 +91,9 @@ class Journal:
         self.nodeid, self.repro_prefix, self.case = nodeid, repro_prefix, None
         self._write(None)
 
-    def repro(self, spec_string: str) -> str:
-        return " ".join(shlex.quote(p) for p in [*self.repro_prefix, f"--repro={spec_string}"])
-
-    def start_case(self, case: Any) -> None:
-        self.case = {**case.as_record(), "repro": self.repro(case.spec_string()), "started": time.time()}
+    def start_case(self, case: Any, extra_args: Sequence[str] = ()) -> None:
+        repro = " ".join(shlex.quote(p) for p in [*self.repro_prefix, *extra_args, f"--repro={case.spec_string()}"])
+        self.case = {**case.as_record(), "repro": repro, "started": time.time()}
         self._write(None)
 
     def end_test(self) -> None:
@@ -125,24 +125,43 @@ def read_journal(directory: str | None, worker_id: str) -> dict[str, Any] | None
     return data
 
 
-journal = Journal(None, "main")
-poisoned: str | None = None  # why this process's GPU context is unusable, once it is
-timeout_s: float = 0.0
-on_timeout: Callable[[str], None] | None = None  # single-process runs: record before exiting
+class Process:
+    """This process's part in crash isolation, in one place: the in-flight journal, the case timeout,
+    whether the GPU context is poisoned, and (single-process runs) who records a hung case and how the
+    user is told before the process ends."""
+
+    def __init__(self) -> None:
+        self.journal = Journal(None, "main")
+        self.poisoned: str | None = None  # why this process's GPU context is unusable, once it is
+        self.timeout_s: float = 0.0
+        self.on_timeout: Callable[[str], None] | None = None
+        self.announce: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)
+
+
+process = Process()
+
+
+def pin_worker(workerinput: dict[str, Any]) -> None:
+    """Worker: see only the GPU the controller gave it, before the GPU runtime starts; keep a journal."""
+    gpu = workerinput.get("suite_gpu")
+    if gpu is not None:
+        os.environ[workerinput["suite_gpu_variable"]] = gpu
+    process.journal = Journal(workerinput.get("suite_journal_dir"), workerinput["workerid"])
 
 
 class watchdog:
     """``with watchdog(case):`` ends the process if the case outlives ``timeout_s``: a hung GPU
     kernel cannot be interrupted any other way. The journal says which case it was."""
 
-    def __init__(self, case: Any) -> None:
+    def __init__(self, case: Any, repro_args: Sequence[str] = ()) -> None:
         self.case = case
+        self.repro_args = repro_args
         self.timer: threading.Timer | None = None
 
     def __enter__(self) -> None:
-        journal.start_case(self.case)
-        if timeout_s > 0:
-            self.timer = threading.Timer(timeout_s, self._fire)
+        process.journal.start_case(self.case, self.repro_args)
+        if process.timeout_s > 0:
+            self.timer = threading.Timer(process.timeout_s, self._fire)
             self.timer.daemon = True
             self.timer.start()
 
@@ -151,15 +170,18 @@ class watchdog:
             self.timer.cancel()
 
     def _fire(self) -> None:
-        message = (f"timeout: case {self.case} ran longer than --case-timeout={timeout_s:g} s "
+        message = (f"timeout: case {self.case} ran longer than --case-timeout={process.timeout_s:g} s "
                    f"(a hung kernel); the process was ended")
-        journal.mark(message)
-        print(f"\nsuite: {message}", file=sys.stderr, flush=True)
-        if on_timeout is not None:
+        process.journal.mark(message)
+        if process.on_timeout is not None:
             try:
-                on_timeout(message)
+                process.on_timeout(message)
             except Exception:  # noqa: BLE001 - exiting matters more than recording here
                 pass
+        try:
+            process.announce(f"\nsuite: {message} (exit code {EXIT_TIMEOUT})")
+        except Exception:  # noqa: BLE001
+            pass
         os._exit(EXIT_TIMEOUT)
 
 
@@ -199,9 +221,125 @@ def free_memory(device: str) -> None:
 def note_launch_error(exc: BaseException, device: str, case: Any) -> str | None:
     """Classify a failed launch (see :func:`classify`) and mark a poisoned context; the caller drops
     its tensors and calls :func:`free_memory` after an OOM."""
-    global poisoned
     failure = classify(exc, device)
     if failure == "fault":
         detail = f"{type(exc).__name__}: {exc}".strip()
-        poisoned = f"{case}: {detail[:300]}"
+        process.poisoned = f"{case}: {detail[:300]}"
     return failure
+
+
+# --- the pytest hooks of crash isolation ----------------------------------------------------------
+# Worker side: journal each test, hand a poisoned context to the controller, end the worker after its
+# reports went out. Controller side: pin each worker to a GPU, free the GPU of a worker that ended,
+# and turn a dead worker's journal into the record of the case it was running (see lost_case).
+
+POISONED_PROPERTY = "suite_worker_replaced"
+
+
+def _context(config: Any) -> Any:
+    from suite import context
+
+    return config.stash.get(context.CONTEXT, None)
+
+
+def pytest_configure(config: Any) -> None:
+    process.config = config  # for the hooks below that pytest calls without it
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: Any) -> None:
+    """A GPU fault ends its worker by design, and xdist stops replacing workers after 4 crashes per worker:
+    unless --max-worker-restart is given, allow many (a run cut short is marked incomplete anyway)."""
+    if hasattr(config.option, "maxworkerrestart") and config.option.maxworkerrestart is None:
+        config.option.maxworkerrestart = "1000"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Controller: pin each worker to one GPU and tell it where to keep its in-flight journal."""
+    ctx = _context(node.config)
+    if ctx is None:
+        return
+    gpu = assign(ctx.gpus, list(ctx.assigned.values()))
+    if gpu is not None:
+        ctx.assigned[node.gateway.id] = gpu
+    node.workerinput["suite_gpu"] = gpu
+    node.workerinput["suite_gpu_variable"] = ctx.gpu_variable
+    node.workerinput["suite_journal_dir"] = ctx.journal_dir
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """Controller: a worker ended (or died): its GPU is free for the worker that replaces it."""
+    ctx = _context(node.config)
+    if ctx is not None:
+        ctx.assigned.pop(node.gateway.id, None)
+
+
+def pytest_runtest_setup(item: Any) -> None:
+    ctx = _context(item.config)
+    if ctx is not None:
+        from suite.options import repro_prefix
+
+        process.journal.start_test(item.nodeid, repro_prefix(ctx, item.nodeid))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: Any, call: Any):
+    """Worker side: a poisoned GPU context goes to the controller with the test's report."""
+    if call.when == "call" and process.poisoned:
+        item.user_properties.append((POISONED_PROPERTY, process.poisoned))
+    return (yield)
+
+
+def pytest_runtest_logfinish(nodeid: str, location: Any) -> None:
+    """After a test's reports went out: a worker whose GPU context is poisoned ends itself (xdist starts a
+    fresh one for the rest); a single process stops the run, since every later test would fail."""
+    process.journal.end_test()
+    if not process.poisoned:
+        return
+    config = getattr(process, "config", None)
+    if config is not None and hasattr(config, "workerinput"):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_POISONED)
+    ctx = _context(config) if config is not None else None
+    if ctx is not None and ctx.session is not None:
+        ctx.session.shouldstop = (f"GPU context poisoned by {process.poisoned}; every later test would fail: run "
+                                  f"with -n 1 (or -n auto) so a fresh worker process takes over")
+
+
+def pytest_unconfigure(config: Any) -> None:
+    """Controller: the workers' in-flight journals are read; remove their directory."""
+    ctx = _context(config)
+    if ctx is not None and ctx.journal_dir and not hasattr(config, "workerinput"):
+        import shutil
+
+        shutil.rmtree(ctx.journal_dir, ignore_errors=True)
+
+
+def lost_case(journal_dir: str | None, worker: str | None) -> tuple[str, str, dict | None]:
+    """Controller, for a test whose worker died without reporting it: (kind, what happened, the case it was
+    running, from the worker's journal). kind is 'timeout' when the watchdog ended it, else 'crash'."""
+    entry = read_journal(journal_dir, worker) if worker else None
+    entry = entry or {}
+    failure = entry.get("failure") or (f"worker {worker} died during this test with no report (a segfault, an "
+                                       f"abort, or killed); see the worker's output above")
+    return ("timeout" if failure.startswith("timeout") else "crash"), failure, entry.get("case")
+
+
+def announce_past_capture(config: Any) -> Callable[[str], None]:
+    """A writer to the real stderr even while pytest captures output (a line printed from the watchdog thread
+    just before ``os._exit`` would otherwise vanish with the capture buffer)."""
+
+    def announce(line: str) -> None:
+        capman = config.pluginmanager.getplugin("capturemanager")
+        if capman is not None:
+            try:
+                capman.suspend_global_capture(in_=False)
+            except Exception:  # noqa: BLE001 - best effort: the process is about to end
+                pass
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    return announce

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -9,20 +10,43 @@ from typing import Any
 import torch
 
 from kernels.spec import Case, KernelSpec
-from suite import autotune, crash
+from suite import autotune, crash, options
 from suite.results import json_number
-from suite.tolerance import DOT_OPERAND_ROUNDOFF, Comparison, compare
+from suite.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output
 
 INT_POISON = -94  # fits every integer dtype, int8 masks included
+# Every float output starts as a NaN with a payload no arithmetic produces (canonical NaNs have none), so an
+# element the kernel never wrote is told apart from a NaN it wrote, also where the reference is NaN. The fp8
+# formats with one or two NaN codes (e4m3fn, the FNUZ pair) have no such room: see unwritten().
+_POISON_BITS = {torch.float64: 0x7FFCA5A5A5A5A5A5, torch.float32: 0x7FE5A5A5, torch.float16: 0x7E5A,
+                torch.bfloat16: 0x7FE5, torch.float8_e5m2: 0x7D}
+_INT_VIEW = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 def poison(outputs: dict[str, torch.Tensor]) -> None:
     """Fill outputs so that an element the kernel never wrote cannot pass."""
     for t in outputs.values():
-        if t.dtype.is_floating_point:
+        bits = _POISON_BITS.get(t.dtype)
+        if bits is not None:
+            t.view(_INT_VIEW[t.element_size()]).fill_(bits)
+        elif t.dtype.is_floating_point:
             t.fill_(float("nan"))
         else:
             t.fill_(INT_POISON)
+
+
+def has_distinct_poison(dtype: torch.dtype) -> bool:
+    return dtype in _POISON_BITS or not dtype.is_floating_point
+
+
+def unwritten(t: torch.Tensor) -> torch.Tensor:
+    """Where ``t`` still holds the poison. For fp8 formats without a distinct NaN this is every NaN."""
+    bits = _POISON_BITS.get(t.dtype)
+    if bits is not None:
+        return t.view(_INT_VIEW[t.element_size()]) == bits
+    if t.dtype.is_floating_point:
+        return torch.isnan(t)
+    return t == INT_POISON
 
 
 GUARD_ELEMENTS = 4096
@@ -46,7 +70,7 @@ def guard_violations(guards: dict[str, tuple[torch.Tensor, int]]) -> list[str]:
     problems = []
     for name, (buf, n) in guards.items():
         for where, region in (("before", buf[:GUARD_ELEMENTS]), ("past the end of", buf[GUARD_ELEMENTS + n:])):
-            touched = ~torch.isnan(region) if region.dtype.is_floating_point else region != INT_POISON
+            touched = ~unwritten(region)
             if touched.any():
                 problems.append(f"{int(touched.sum())} elements written {where} output {name!r} (out-of-bounds store)")
     return problems
@@ -62,15 +86,20 @@ class CaseResult:
     case: Case
     passed: bool
     error_ratio: float
-    comparisons: list[Comparison] = field(default_factory=list)
+    checks: list[OutputCheck] = field(default_factory=list)
     error: str | None = None
     duration_s: float = 0.0
-    failure: str | None = None  # fault | oom, where the launch itself broke
+    failure: str | None = None  # fault | oom | spec: where the launch or the spec broke, not a value
+    config: dict[str, Any] = field(default_factory=dict)
 
     def message(self) -> str:
         if self.error:
             return self.error
-        return "; ".join(c.detail for c in self.comparisons if not c.passed) or "ok"
+        return "; ".join(c.detail for c in self.checks if not c.passed) or "ok"
+
+
+class BrokenSpec(Exception):  # noqa: N818 - it names the finding
+    """The kernel's spec, not the kernel, is wrong: the case fails with failure "spec"."""
 
 
 def operand_roundoff(spec: KernelSpec, backend: Any) -> float:
@@ -79,28 +108,79 @@ def operand_roundoff(spec: KernelSpec, backend: Any) -> float:
     return 0.0
 
 
+def _tensors(values: dict[str, Any]) -> dict[str, torch.Tensor]:
+    return {k: v for k, v in values.items() if isinstance(v, torch.Tensor)}
+
+
+def declared_outputs(spec: KernelSpec, outputs: Any, what: str) -> dict[str, torch.Tensor]:
+    """``outputs`` (from make_outputs or the reference) holds exactly the spec's declared outputs, as tensors."""
+    if not isinstance(outputs, dict):
+        raise BrokenSpec(f"{what} returned {type(outputs).__name__}, not a dict of the declared outputs "
+                         f"{list(spec.outputs)}")
+    got, declared = list(outputs), list(spec.outputs)
+    if set(got) != set(declared):
+        missing = [o for o in declared if o not in outputs]
+        extra = [o for o in got if o not in spec.outputs]
+        raise BrokenSpec(f"{what} returned outputs {got}, the spec declares {declared}"
+                         + (f" (missing {missing}: they would never be compared)" if missing else "")
+                         + (f" (undeclared {extra})" if extra else ""))
+    if bad := [k for k, v in outputs.items() if not isinstance(v, torch.Tensor)]:
+        raise BrokenSpec(f"{what} returned non-tensor outputs {bad}")
+    return outputs
+
+
+def check_reference(spec: KernelSpec, case: Case, inputs: dict, outputs: dict[str, torch.Tensor],
+                    ref: Any) -> dict[str, torch.Tensor]:
+    """The reference is one the outputs can be held to: exactly the declared outputs, of the outputs' shapes, in
+    float64/float32 for float outputs, and finite where the inputs are (unless the value class expects otherwise)."""
+    ref = declared_outputs(spec, ref, "the reference")
+    for name in spec.outputs:
+        r, o = ref[name], outputs[name]
+        if tuple(r.shape) != tuple(o.shape):
+            raise BrokenSpec(f"the reference's {name!r} has shape {tuple(r.shape)}, the output {tuple(o.shape)}")
+        if o.dtype.is_floating_point and r.dtype not in (torch.float64, torch.float32):
+            raise BrokenSpec(f"the reference's {name!r} is {r.dtype}; compute it in float64 (or float32) so that the "
+                             f"tolerance measures the kernel, not the reference")
+    floats = [t for t in _tensors(inputs).values() if t.dtype.is_floating_point and t.numel()]
+    if case.values not in spec.nonfinite_reference and all(bool(torch.isfinite(t).all()) for t in floats):
+        for name in spec.outputs:
+            r = ref[name]
+            if r.dtype.is_floating_point and not bool(torch.isfinite(r).all()):
+                bad = ~torch.isfinite(r)
+                first = tuple(int(i) for i in bad.nonzero()[0])
+                raise BrokenSpec(
+                    f"the reference's {name!r} holds {int(bad.sum())} NaN/inf (first at {first}: "
+                    f"{r[first].item()}) although every input is finite (value class {case.values!r}); a NaN "
+                    f"reference lets any output pass. Fix the reference, or list {case.values!r} in the spec's "
+                    f"nonfinite_reference if the kernel must reproduce it")
+    return ref
+
+
 def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = None,
              inputs: dict[str, torch.Tensor] | None = None) -> CaseResult:
     """Run one case; ``inputs`` when the caller has already built them for this case."""
     start = time.perf_counter()
     if config is None:
-        config = autotune.config_for(spec, case.dtype, case.shape, backend)
+        config = autotune.choose_config(spec, case.dtype, case.shape, backend)
+
+    def result(passed: bool, ratio: float, checks=(), error=None, failure=None) -> CaseResult:
+        return CaseResult(case, passed, ratio, list(checks), error, time.perf_counter() - start, failure, dict(config))
+
     try:
-        with crash.watchdog(case):
+        with crash.watchdog(case, options.config_args(spec, config, backend.family)):
             if inputs is None:
                 inputs = spec.make_inputs(case, backend.device)
-            outputs = spec.make_outputs(inputs, case)
+            outputs = declared_outputs(spec, spec.make_outputs(inputs, case), "make_outputs")
             guards = guard(outputs)
             poison(outputs)
             spec.run(inputs, outputs, config)
             synchronize(backend.device)
+    except BrokenSpec as exc:
+        return result(False, math.inf, error=f"broken spec: {exc}", failure="spec")
     except Exception as exc:  # a compile or launch failure is a result, not a harness crash
         error = f"{type(exc).__name__}: {exc}".strip()[:2000]
         failure = crash.note_launch_error(exc, backend.device, case)
         exc.__traceback__ = None  # its frames hold the case's tensors
-    else:
-        error = None
-    if error is not None:
         if failure == "fault":
             error = (f"GPU fault: {error} (the GPU context of this process is unusable; the rest of the run goes "
                      f"on in a fresh worker process)")
@@ -108,31 +188,55 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
             inputs = outputs = guards = None
             crash.free_memory(backend.device)
             error = f"out of memory: {error}"
-        return CaseResult(case, False, float("inf"), error=error, duration_s=time.perf_counter() - start,
-                          failure=failure)
+        return result(False, math.inf, error=error, failure=failure)
     out_of_bounds = guard_violations(guards)
     if out_of_bounds:
-        return CaseResult(case, False, float("inf"), error="; ".join(out_of_bounds),
-                          duration_s=time.perf_counter() - start)
+        return result(False, math.inf, error="; ".join(out_of_bounds))
     try:
-        ref = spec.reference(inputs, case)
+        ref = check_reference(spec, case, inputs, outputs, spec.reference(inputs, case))
         mags = spec.tolerance.magnitude(inputs, ref) if spec.tolerance.magnitude else {}
     except torch.OutOfMemoryError as exc:
         error = f"out of memory computing the float64 reference: {exc}"[:2000]
         exc.__traceback__ = None
         inputs = outputs = guards = None
         crash.free_memory(backend.device)
-        return CaseResult(case, False, float("inf"), error=error, duration_s=time.perf_counter() - start, failure="oom")
+        return result(False, math.inf, error=error, failure="oom")
+    except BrokenSpec as exc:
+        return result(False, math.inf, error=f"broken spec: {exc}", failure="spec")
+    except Exception as exc:  # noqa: BLE001 - the spec's own code failed: a broken spec, recorded as such
+        exc.__traceback__ = None
+        return result(False, math.inf, error=f"broken spec: the reference raised {type(exc).__name__}: {exc}"[:2000],
+                      failure="spec")
+    never_written = {name: _never_written(spec, inputs, case, config, name, outputs[name], ref[name])
+                     for name in spec.outputs}
     # An fp32 dot rounds its operands to TF32/XF32 where the arch does so by default.
     operand_u = operand_roundoff(spec, backend) if case.dtype == "fp32" else 0.0
-    comparisons = [
-        compare(name, outputs[name], ref[name], mags.get(name), reduction_length=spec.tolerance.reduction(case),
-                safety=spec.tolerance.safety, operand_u=operand_u, accumulator=spec.tolerance.accumulator)
-        for name in ref
+    checks = [
+        check_output(name, outputs[name], ref[name], mags.get(name), reduction_length=spec.tolerance.reduction(case),
+                     safety=spec.tolerance.safety, operand_u=operand_u, accumulator=spec.tolerance.accumulator,
+                     unwritten=never_written[name])
+        for name in spec.outputs
     ]
-    ratio = max((c.error_ratio for c in comparisons), default=0.0)
-    return CaseResult(case, all(c.passed for c in comparisons), ratio, comparisons,
-                      duration_s=time.perf_counter() - start)
+    ratio = max((c.error_ratio for c in checks), default=0.0)
+    return result(all(c.passed for c in checks), ratio, checks)
+
+
+def _never_written(spec: KernelSpec, inputs: dict, case: Case, config: dict, name: str, out: torch.Tensor,
+                   ref: torch.Tensor) -> torch.Tensor:
+    """Elements of output ``name`` the kernel did not write. Where the dtype has no distinct poison (e4m3fn,
+    FNUZ fp8) and the reference is NaN, a NaN output is ambiguous: the kernel runs again on outputs poisoned
+    with zeros, and what is still zero there was not written either."""
+    mask = unwritten(out)
+    if not out.dtype.is_floating_point:  # an integer the reference itself expects to be INT_POISON was written
+        return mask & (ref.to(out.device) != INT_POISON)
+    if has_distinct_poison(out.dtype) or not bool((mask & torch.isnan(ref.to(out.device))).any()):
+        return mask
+    again = spec.make_outputs(inputs, case)
+    for t in again.values():
+        t.zero_()
+    spec.run(inputs, again, config)
+    synchronize(str(out.device))
+    return mask & (again[name] == 0)
 
 
 def record(result: CaseResult, nodeid: str, repro: str) -> dict[str, Any]:
@@ -141,7 +245,7 @@ def record(result: CaseResult, nodeid: str, repro: str) -> dict[str, Any]:
         "outcome": "passed" if result.passed else "failed",
         "error_ratio": json_number(result.error_ratio),
         "outputs": {c.output: {"error_ratio": json_number(c.error_ratio), "max_abs_error": json_number(c.max_abs_error)}
-                    for c in result.comparisons},
+                    for c in result.checks},
         "message": None if result.passed else result.message()[:2000],
         **({"failure": result.failure} if result.failure else {}),
         "duration_s": round(result.duration_s, 4),

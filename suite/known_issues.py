@@ -18,6 +18,7 @@ DEFAULT_PATH = Path(__file__).resolve().parent / "known_issues.json"
 FIELDS = {"id": str, "backend": str, "arch": str, "triton": str, "kernel": str, "dtype": str, "reason": str, "link": str}
 # Optional: which test functions the entry applies to (glob); the reference test by default.
 OPTIONAL = {"test": "test_matches_reference"}
+BACKENDS = ("interpret", "cuda", "rocm")
 
 
 class KnownIssueError(ValueError):
@@ -57,7 +58,7 @@ def load(path: Path | str = DEFAULT_PATH) -> list[KnownIssue]:
     entries = data.get("known_issues") if isinstance(data, dict) else None
     if not isinstance(entries, list):
         raise KnownIssueError(f"{path}: expected an object with a list 'known_issues'")
-    issues, seen = [], set()
+    issues, seen = [], {}
     for i, entry in enumerate(entries):
         where = f"{path}: known_issues[{i}]"
         if not isinstance(entry, dict):
@@ -74,12 +75,31 @@ def load(path: Path | str = DEFAULT_PATH) -> list[KnownIssue]:
         try:
             SpecifierSet(entry["triton"])
         except InvalidSpecifier:
-            raise KnownIssueError(f"{where}: field 'triton' is not a version specifier: {entry['triton']!r}") from None
+            raise KnownIssueError(f"{where}: field 'triton' is not a version specifier: {entry['triton']!r} (write "
+                                  f"e.g. '>=3.0,<4', or '' for every version)") from None
+        if not entry["id"].strip():
+            raise KnownIssueError(f"{where}: field 'id' is empty; give the entry a unique name")
         if entry["id"] in seen:
-            raise KnownIssueError(f"{where}: duplicate id {entry['id']!r}")
-        seen.add(entry["id"])
+            raise KnownIssueError(f"{where}: duplicate id {entry['id']!r} (also known_issues[{seen[entry['id']]}]); "
+                                  f"ids must be unique")
+        if not fnmatch.filter(BACKENDS, entry["backend"]):
+            raise KnownIssueError(f"{where}: field 'backend' {entry['backend']!r} matches none of "
+                                  f"{', '.join(BACKENDS)} (a name or a glob such as '*')")
+        seen[entry["id"]] = i
         issues.append(KnownIssue(**entry))
     return issues
+
+
+def check_kernels(issues: list[KnownIssue], kernels: list[str], dtypes: list[str], path: Path | str) -> None:
+    """Every entry's kernel and dtype patterns match something registered: an entry that names no kernel (a typo,
+    a renamed kernel) would silently expect nothing."""
+    for i, issue in enumerate(issues):
+        where = f"{path}: known_issues[{i}] ({issue.id!r})"
+        if not fnmatch.filter(kernels, issue.kernel):
+            raise KnownIssueError(f"{where}: field 'kernel' {issue.kernel!r} matches no registered kernel; registered: "
+                                  f"{', '.join(sorted(kernels))}")
+        if not fnmatch.filter(dtypes, issue.dtype):
+            raise KnownIssueError(f"{where}: field 'dtype' {issue.dtype!r} matches no dtype; dtypes: {', '.join(dtypes)}")
 
 
 def find(issues: list[KnownIssue], backend: str, arch: str, triton_version: str, kernel: str,

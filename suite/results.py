@@ -49,7 +49,7 @@ def new_run_id(backend: str, arch: str) -> str:
     return f"{stamp}-{backend}-{arch}-{secrets.token_hex(3)}"
 
 
-def fingerprint(backend: Any, hypothesis_profile: str, hypothesis_seed: str | int | None) -> dict[str, Any]:
+def environment_fingerprint(backend: Any, hypothesis_profile: str, hypothesis_seed: str | int | None) -> dict[str, Any]:
     import hypothesis
     import torch
     import triton
@@ -76,19 +76,32 @@ def fingerprint(backend: Any, hypothesis_profile: str, hypothesis_seed: str | in
     }
 
 
-def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename: a crash leaves the old file or the new
+    one, never a part. The file gets the usual permissions (0666 less the umask), not mkstemp's 0600, so that
+    another user (a CI uploader) can read it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1, allow_nan=False)
-            f.write("\n")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    write_atomic(path, json.dumps(data, indent=1, allow_nan=False) + "\n")
 
 
 class RunFile:
@@ -117,10 +130,22 @@ class RunFile:
 
     def start(self) -> None:
         """Write the file (status incomplete) on the first suite report: a session that
-        runs none of the suite's tests leaves no run file behind."""
-        if not self.started:
-            self.started = True
-            self.flush()
+        runs none of the suite's tests leaves no run file behind. The path is claimed with an
+        exclusive create, so a run that started since (with the same id) is never overwritten:
+        this run takes a fresh id instead."""
+        if self.started:
+            return
+        for _ in range(100):
+            try:
+                os.close(os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+                break
+            except FileExistsError:
+                self.data["run_id"] = f"{self.data['run_id'].rsplit('-', 1)[0]}-{secrets.token_hex(3)}"
+                self.path = self.path.with_name(f"run-{self.data['run_id']}.json")
+        else:
+            raise FileExistsError(f"{self.path}: cannot claim a run file name in {self.path.parent}")
+        self.started = True
+        self.flush()
 
     def add_report(self, nodeid: str, outcome: str, duration: float, message: str | None,
                    records: list[dict[str, Any]], known_issue: dict | None,

@@ -102,7 +102,7 @@ def test_offline_registers_match_the_loaded_kernel(kernel: str, request: pytest.
     import subprocess
     import sys
 
-    from suite.plugin import BACKEND
+    from suite.context import BACKEND
 
     backend = request.config.stash[BACKEND]
     if backend.name != "cuda":

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from suite import results
-from suite.plugin import BACKEND
+from suite.context import BACKEND
 
 ELEMENTS = 2**31 + 4099  # past the int32 range, not a multiple of any block
 

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import example, given, settings
 
 from kernels.spec import Case, KernelSpec
-from suite import autotune, crash
+from suite import autotune, crash, options
+from suite.context import CONTEXT
 from suite.harness import poison, synchronize
-from suite.plugin import BACKEND, STATE
 from suite.strategies import case_strategy
 from suite.test_kernels import repro_line
 
@@ -32,8 +32,8 @@ def same_bits(a, b) -> bool:
     return bool((a == b).all())
 
 
-def make_runner(spec: KernelSpec, case: Case, backend):
-    config = autotune.config_for(spec, case.dtype, case.shape, backend)
+def make_runner(spec: KernelSpec, case: Case, backend, config: dict | None = None):
+    config = config if config is not None else autotune.choose_config(spec, case.dtype, case.shape, backend)
 
     def run(inputs: dict) -> dict:
         outputs = spec.make_outputs(inputs, case)
@@ -55,19 +55,19 @@ def make_runner(spec: KernelSpec, case: Case, backend):
     return run
 
 
-def check_determinism(spec: KernelSpec, case: Case, backend) -> str | None:
+def check_determinism(spec: KernelSpec, case: Case, backend, config: dict | None = None) -> str | None:
     inputs = spec.make_inputs(case, backend.device)
-    run = make_runner(spec, case, backend)
+    run = make_runner(spec, case, backend, config)
     first, second = run(inputs), run(inputs)
     diff = [name for name in first if not same_bits(first[name], second[name])]
     return f"outputs {diff} differ bitwise between two runs on the same inputs" if diff else None
 
 
-def check_batch_invariance(spec: KernelSpec, case: Case, backend) -> str | None:
+def check_batch_invariance(spec: KernelSpec, case: Case, backend, config: dict | None = None) -> str | None:
     rows = case.shape[spec.batch_dim]
     part = max(1, rows // 2)
     inputs = spec.make_inputs(case, backend.device)
-    run = make_runner(spec, case, backend)
+    run = make_runner(spec, case, backend, config)
     full = run(inputs)
     sliced = {k: (v[:part] if k in spec.batch_inputs else v) for k, v in inputs.items()}
     small = run(sliced)
@@ -81,16 +81,16 @@ def checks_for(spec: KernelSpec):
     if spec.batch_dim:
         out.append(("batch_invariant", spec.batch_invariant, check_batch_invariance))
     for prop in spec.properties:
-        out.append((prop.name, True,
-                    lambda s, case, backend, prop=prop: prop.check(case, backend.device, make_runner(s, case, backend))))
+        out.append((prop.name, True, lambda s, case, backend, config=None, prop=prop:
+                    prop.check(case, backend.device, make_runner(s, case, backend, config))))
     return out
 
 
 def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
     spec, dtype, _ = kernel_dtype
     config = request.config
-    backend = config.stash[BACKEND]
-    state = config.stash[STATE]
+    ctx = config.stash[CONTEXT]
+    backend = ctx.backend
     findings: dict[str, dict] = {
         name: {"kernel": spec.name, "dtype": dtype, "backend": backend.name, "arch": backend.arch, "property": name,
                "claimed": claimed, "holds": True, "cases_checked": 0, "message": None, "repro": None}
@@ -101,26 +101,31 @@ def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
         if spec.batch_dim and case.shape.get(spec.batch_dim, 0) < 2:
             case = Case(case.kernel, case.dtype, {**case.shape, spec.batch_dim: 2}, case.layout, case.values, case.seed)
         for name, claimed, fn in checks_for(spec):
-            message = fn(spec, case, backend)
+            message = fn(spec, case, backend, ctx.options.config)
             finding = findings[name]
             finding["cases_checked"] += 1
             if message is None:
                 continue
-            line = repro_line(request, case)
+            config = ctx.options.config or autotune.choose_config(spec, case.dtype, case.shape, backend)
+            line = repro_line(request, case, options.config_args(spec, config, backend.family))
             if finding["holds"]:
                 finding.update(holds=False, message=f"{case}: {message}"[:2000], repro=line)
             if claimed:
                 pytest.fail(f"property {name!r} does not hold for {case}\n{message}\nreproduce with: {line}",
                             pytrace=False)
 
-    repro = config.getoption("--repro")
-    if repro:
-        check(Case.parse(spec.name, dtype, repro))
+    if ctx.options.repro:
+        case = Case.parse(spec.name, dtype, ctx.options.repro)
+        try:
+            spec.check_case(case)
+        except ValueError as exc:
+            pytest.fail(f"--repro={ctx.options.repro}: {exc}", pytrace=False)
+        check(case)
         return
     current = settings.default
     check._hypothesis_internal_add_digest = f"properties-{spec.name}-{dtype}".encode()
     run = settings(current, max_examples=max(2, current.max_examples // 2))(
-        given(case_strategy(spec, dtype, backend.name, large=state.large_shapes))(check))
+        given(case_strategy(spec, dtype, backend.name, large=ctx.large_shapes))(check))
     for ex in reversed(spec.examples):
         run = example(Case(kernel=spec.name, dtype=dtype, **ex))(run)
     run()

@@ -29,7 +29,7 @@ ACCUMULATOR_ROUNDOFF = {"fp32": 2.0**-24, "fp16": 2.0**-11, "fp64": 2.0**-53}
 
 
 @dataclass
-class Comparison:
+class OutputCheck:
     output: str
     passed: bool
     error_ratio: float  # max |out - ref| / bound over finite elements; inf when a special value is wrong
@@ -62,12 +62,18 @@ def bound(ref: torch.Tensor, mag: torch.Tensor, out_dtype: torch.dtype, reductio
     return safety * ((operand_u + math.sqrt(k) * u_acc) * mag.abs() + u_out * ref.abs()) + tiny
 
 
-def compare(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Tensor | None, *, reduction_length: int,
-            safety: float, operand_u: float = 0.0, accumulator: str = "fp32") -> Comparison:
-    """Compare one output. NaN passes only where the reference is NaN; infinities must match
-    exactly (a reference beyond the output dtype's range is expected to round to inf)."""
+def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Tensor | None, *, reduction_length: int,
+                 safety: float, operand_u: float = 0.0, accumulator: str = "fp32",
+                 unwritten: torch.Tensor | None = None) -> OutputCheck:
+    """Check one output against its reference. An element the kernel never wrote (``unwritten``: it still holds
+    the poison) fails; NaN passes only where the reference is NaN; infinities must match exactly (a reference
+    beyond the output dtype's range is expected to round to inf)."""
     if out.shape != ref.shape:
-        return Comparison(name, False, math.inf, math.inf, f"{name}: shape {tuple(out.shape)} != reference {tuple(ref.shape)}")
+        return OutputCheck(name, False, math.inf, math.inf, f"{name}: shape {tuple(out.shape)} != reference {tuple(ref.shape)}")
+    if unwritten is not None and bool(unwritten.any()):
+        return OutputCheck(name, False, math.inf, math.inf,
+                           f"{name}: {int(unwritten.sum())} of {out.numel()} elements never written (they still hold "
+                           f"the poison; first at {_first(unwritten)})")
     # Compared where the output lives: a benchmark's outputs have hundreds of millions of elements.
     device = out.device
     out64 = out.detach().to(device, torch.float64)
@@ -77,10 +83,10 @@ def compare(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Tensor |
         wrong = ~(out64 == ref64)
         if wrong.any():
             idx = _first(wrong)
-            return Comparison(name, False, math.inf, float((out64 - ref64).abs().nan_to_num(math.inf).max()),
+            return OutputCheck(name, False, math.inf, float((out64 - ref64).abs().nan_to_num(math.inf).max()),
                               f"{name}: {int(wrong.sum())} of {out.numel()} integers differ (first at {idx}: got "
                               f"{out64[idx].item():g}, expected {ref64[idx].item():g})")
-        return Comparison(name, True, 0.0, 0.0, f"{name}: ok, exact")
+        return OutputCheck(name, True, 0.0, 0.0, f"{name}: ok, exact")
     mag64 = ref64.abs() if mag is None else mag.detach().to(device, torch.float64)
     if out.dtype.is_floating_point and out.dtype != torch.float64:
         # What an exact result rounds to in the output dtype: overflow to inf is then expected.
@@ -121,8 +127,8 @@ def compare(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Tensor |
         ratio, max_abs = 0.0, 0.0
     if problems:
         ratio = math.inf if ratio <= 1.0 else ratio
-        return Comparison(name, False, ratio, max_abs, f"{name}: " + "; ".join(problems))
-    return Comparison(name, True, ratio, max_abs, f"{name}: ok, error ratio {ratio:.3g}")
+        return OutputCheck(name, False, ratio, max_abs, f"{name}: " + "; ".join(problems))
+    return OutputCheck(name, True, ratio, max_abs, f"{name}: ok, error ratio {ratio:.3g}")
 
 
 def _first(mask: torch.Tensor) -> tuple[int, ...]:

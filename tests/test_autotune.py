@@ -26,7 +26,7 @@ def entry(spec=VECTOR_ADD, dtype="fp32", shape=None, config=None, **over):
     shape = shape or {"N": 1 << 20}
     e = {"kernel": spec.name, "dtype": dtype, "bucket": autotune.bucket_of(spec, shape), "shape": shape,
          "source_hash": autotune.source_hash(spec), "arch": "sm_90", "sm_count": 132, "triton": triton.__version__,
-         "config": config or {"BLOCK_SIZE": 4096, "num_warps": 8}, "default_config": spec.config_for("nvidia"),
+         "config": config or {"BLOCK_SIZE": 4096, "num_warps": 8}, "default_config": spec.default_config_for("nvidia"),
          "tried": [], "tuning_run": "r1"}
     e.update(over)
     return e
@@ -66,7 +66,7 @@ def test_random_shapes_in_one_bucket_hit_one_entry(tmp_path):
 def test_hit_uses_the_cached_config(tmp_path):
     cache = cache_with(tmp_path, entry(shape={"N": 1 << 20}, config={"BLOCK_SIZE": 2048, "num_warps": 8}))
     lookup = autotune.Lookup(gpu(), cache)
-    assert lookup.config_for(VECTOR_ADD, "fp32", {"N": 1_000_000}) == {"BLOCK_SIZE": 2048, "num_warps": 8}
+    assert lookup.resolve(VECTOR_ADD, "fp32", {"N": 1_000_000})[0] == {"BLOCK_SIZE": 2048, "num_warps": 8}
     assert lookup.take()["lookups"] == {"hit": 1}
     assert lookup.take() is None  # counts are handed over once
 
@@ -85,14 +85,14 @@ def test_nearest_never_crosses_a_fixed_choice(tmp_path):
     lookup = autotune.Lookup(gpu(), cache_with(tmp_path, causal))
     assert lookup.choose(ATTENTION, "fp16", {"B": 1, "H": 2, "S": 30, "D": 128, "CAUSAL": 1})[1] == "nearest"
     config, how, _ = lookup.choose(ATTENTION, "fp16", {"B": 1, "H": 2, "S": 30, "D": 64, "CAUSAL": 1})
-    assert (config, how) == (ATTENTION.config_for("nvidia"), "miss")
+    assert (config, how) == (ATTENTION.default_config_for("nvidia"), "miss")
 
 
 def test_miss_falls_back_to_the_family_default(tmp_path):
     lookup = autotune.Lookup(gpu(), cache_with(tmp_path, entry(dtype="fp16")))
-    assert lookup.config_for(VECTOR_ADD, "fp32", {"N": 10}) == VECTOR_ADD.config_for("nvidia")
+    assert lookup.resolve(VECTOR_ADD, "fp32", {"N": 10})[0] == VECTOR_ADD.default_config_for("nvidia")
     amd = autotune.Lookup(gpu(family="amd"), autotune.load(tmp_path / "none.json", "sm_90"))
-    assert amd.config_for(VECTOR_ADD, "fp32", {"N": 10}) == VECTOR_ADD.config_for("amd")
+    assert amd.resolve(VECTOR_ADD, "fp32", {"N": 10})[0] == VECTOR_ADD.default_config_for("amd")
     assert amd.take()["lookups"] == {"miss": 1}
 
 
@@ -102,7 +102,7 @@ def test_miss_falls_back_to_the_family_default(tmp_path):
 def test_stale_entry_is_reported_and_not_used(tmp_path, change, why):
     cache = cache_with(tmp_path, entry(config={"BLOCK_SIZE": 4096, "num_warps": 8}, **change))
     lookup = autotune.Lookup(gpu(), cache)
-    assert lookup.config_for(VECTOR_ADD, "fp32", {"N": 1 << 20}) == VECTOR_ADD.config_for("nvidia")
+    assert lookup.resolve(VECTOR_ADD, "fp32", {"N": 1 << 20})[0] == VECTOR_ADD.default_config_for("nvidia")
     counts = lookup.take()
     assert counts["lookups"] == {"stale": 1}
     assert why in counts["stale_kernels"]["vector_add"]
@@ -134,7 +134,7 @@ def test_unreadable_file_is_named_and_never_overwritten(tmp_path, text, says):
     assert cache.status == "unreadable"
     assert str(path) in cache.error and says in cache.error
     lookup = autotune.Lookup(gpu(), cache)
-    assert lookup.config_for(VECTOR_ADD, "fp32", {"N": 8}) == VECTOR_ADD.config_for("nvidia")
+    assert lookup.resolve(VECTOR_ADD, "fp32", {"N": 8})[0] == VECTOR_ADD.default_config_for("nvidia")
     with pytest.raises(autotune.CacheError, match="refusing to overwrite"):
         autotune.write(cache)
     with pytest.raises(autotune.CacheError, match="refusing to overwrite"):
@@ -177,7 +177,7 @@ def test_retune_times_every_valid_config_and_keeps_the_fastest(tmp_path):
                                                        for s in VECTOR_ADD.benchmark_shapes]
     e = new[0]
     assert e["config"]["BLOCK_SIZE"] == 4096
-    assert e["default_config"] == VECTOR_ADD.config_for("nvidia")
+    assert e["default_config"] == VECTOR_ADD.default_config_for("nvidia")
     assert e["speedup_vs_default"] == pytest.approx(2.0, rel=0.01)  # default BLOCK_SIZE 1024 at 2.0 ms
     status = {json.dumps(t["config"], sort_keys=True): t["status"] for t in e["tried"]}
     assert status[json.dumps(pruned, sort_keys=True)] == "pruned"
@@ -205,7 +205,7 @@ def test_candidates_refuse_the_other_vendors_options():
     bad = dataclasses.replace(VECTOR_ADD, configs={"nvidia": ({"BLOCK_SIZE": 256, "num_warps": 4, "waves_per_eu": 2},)})
     with pytest.raises(ValueError, match="amd-only option"):
         autotune.candidates(bad, "nvidia")
-    assert autotune.candidates(VECTOR_ADD, "nvidia")[0] == VECTOR_ADD.config_for("nvidia")
+    assert autotune.candidates(VECTOR_ADD, "nvidia")[0] == VECTOR_ADD.default_config_for("nvidia")
 
 
 def test_do_bench_calls_are_counted_outside_declared_benchmarks(monkeypatch):

@@ -20,7 +20,7 @@ import triton.language as tl
 
 import hardware_profiles
 from kernels import matmul
-from kernels.spec import KernelSpec
+from kernels.spec import Dim, KernelSpec
 from suite import compile_matrix as cm
 from suite import lints
 
@@ -42,7 +42,8 @@ def _never(*args, **kwargs):
 
 # Not registered: the suite's kernel tests must not see them. The compile child finds them as globals of this file.
 TF32_PROBE = KernelSpec(
-    name="dot_tf32_probe", description="fp32 tl.dot with input_precision='tf32' (hazard 2)", dims=(), dtypes=("fp32",),
+    name="dot_tf32_probe", description="fp32 tl.dot with input_precision='tf32' (hazard 2)",
+    dims=(Dim("BLOCK", interpret_max=32, gpu_max=32),), dtypes=("fp32",), outputs=("c",),
     make_inputs=_never, make_outputs=_never, run=_never, reference=_never, jit_fn=dot_tf32_probe,
     compile_signature=lambda dtype, meta: ({"a_ptr": f"*{dtype}", "c_ptr": f"*{dtype}", "BLOCK": "constexpr"},
                                            {"BLOCK": meta.get("BLOCK", 32)}))
@@ -156,7 +157,7 @@ def test_summary_rows_counts_classes_registers_spills_occupancy() -> None:
                _rec("sm_90", "nvidia", "ok", registers=255, spills=True, occupancy=0.125),
                _rec("gfx942", "amd", "failed", "out_of_shared_memory"), _rec("gfx942", "amd", "skipped"),
                _rec("gfx942", "amd", "failed", "out_of_shared_memory", registers=100, occupancy=0.5)]
-    headers, rows = cm.summary_rows(records)
+    headers, rows = cm.compile_summary_rows(records)
     assert headers[:5] == ["kernel", "target", "ok", "failed", "skipped"]
     assert rows == [["k", "gfx942", 0, "2 out_of_shared_memory", 1, 100, "no", "0.50"],
                     ["k", "sm_90", 2, "0", 0, 255, "yes", "0.12"]]

@@ -94,12 +94,12 @@ def test_auto_worker_count_is_the_gpu_count(monkeypatch):
     from suite import plugin
 
     config = SimpleNamespace(getoption=lambda name: backend)
-    monkeypatch.setattr(plugin, "_gpu_count", lambda: 4)
+    monkeypatch.setattr(plugin.context, "_gpu_count", lambda: 4)
     backend = "cuda"
     assert plugin.pytest_xdist_auto_num_workers(config) == 4
     backend = "interpret"  # xdist's own default: one per CPU
     assert plugin.pytest_xdist_auto_num_workers(config) is None
-    monkeypatch.setattr(plugin, "_gpu_count", lambda: 0)
+    monkeypatch.setattr(plugin.context, "_gpu_count", lambda: 0)
     backend = "auto"
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     assert plugin.pytest_xdist_auto_num_workers(config) is None

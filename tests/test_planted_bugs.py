@@ -16,7 +16,8 @@ PLANTED = ("planted_softmax_max_identity_zero", "planted_vector_add_dropped_mask
 
 
 def test_planted_bugs_fail_with_working_reproduction_lines(run_suite):
-    run = run_suite("suite/test_kernels.py", "--kernel-module=tests/fixtures/planted_bugs.py", "-k", "planted")
+    run = run_suite("suite/test_kernels.py", "--kernel-module=tests/fixtures/planted_bugs.py",
+                    "--kernels=" + ",".join(PLANTED))
     assert run.returncode == 1, run.output[-3000:]
     data = run.run_data()
     failed = {c["kernel"]: c for c in data["cases"] if c["outcome"] == "failed"}

@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from suite.tolerance import bound, compare
+from suite.tolerance import bound, check_output
 
 
 def test_bound_grows_with_sqrt_of_reduction_length():
@@ -34,20 +34,20 @@ def test_tf32_operand_rounding_widens_the_bound():
 
 def test_error_ratio_and_pass_fail():
     ref = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
-    good = compare("y", ref.to(torch.float16), ref, None, reduction_length=1, safety=1.0)
+    good = check_output("y", ref.to(torch.float16), ref, None, reduction_length=1, safety=1.0)
     assert good.passed and good.error_ratio <= 1.0
     off = ref.clone()
     off[1] += 0.01
-    bad = compare("y", off.to(torch.float32), ref, None, reduction_length=1, safety=1.0)
+    bad = check_output("y", off.to(torch.float32), ref, None, reduction_length=1, safety=1.0)
     assert not bad.passed and bad.error_ratio > 1.0 and "at (1,)" in bad.detail
 
 
 def test_nan_passes_only_where_the_reference_has_nan():
     ref = torch.tensor([1.0, float("nan")], dtype=torch.float64)
-    assert compare("y", torch.tensor([1.0, float("nan")]), ref, None, reduction_length=1, safety=1.0).passed
-    poisoned = compare("y", torch.tensor([float("nan"), float("nan")]), ref, None, reduction_length=1, safety=1.0)
+    assert check_output("y", torch.tensor([1.0, float("nan")]), ref, None, reduction_length=1, safety=1.0).passed
+    poisoned = check_output("y", torch.tensor([float("nan"), float("nan")]), ref, None, reduction_length=1, safety=1.0)
     assert not poisoned.passed and "NaN where the reference is not" in poisoned.detail
-    missing = compare("y", torch.tensor([1.0, 0.0]), ref, None, reduction_length=1, safety=1.0)
+    missing = check_output("y", torch.tensor([1.0, 0.0]), ref, None, reduction_length=1, safety=1.0)
     assert not missing.passed and "reference is NaN" in missing.detail
 
 
@@ -55,14 +55,14 @@ def test_infinities_must_match_and_overflow_is_expected():
     ref = torch.tensor([float("inf"), 1e6], dtype=torch.float64)
     # 1e6 overflows fp16: the exact result rounds to inf in the output dtype.
     out = torch.tensor([float("inf"), float("inf")], dtype=torch.float16)
-    assert compare("y", out, ref, None, reduction_length=1, safety=1.0).passed
-    wrong = compare("y", torch.tensor([float("-inf"), 1e6]), ref, None, reduction_length=1, safety=1.0)
+    assert check_output("y", out, ref, None, reduction_length=1, safety=1.0).passed
+    wrong = check_output("y", torch.tensor([float("-inf"), 1e6]), ref, None, reduction_length=1, safety=1.0)
     assert not wrong.passed and "infinities differ" in wrong.detail
 
 
 def test_integer_outputs_match_exactly():
     ref = torch.tensor([0.0, 5000.0, 7.0], dtype=torch.float64)
-    assert compare("i", torch.tensor([0, 5000, 7]), ref, None, reduction_length=10**6, safety=4.0).passed
+    assert check_output("i", torch.tensor([0, 5000, 7]), ref, None, reduction_length=10**6, safety=4.0).passed
     for wrong in ([1, 5000, 7], [0, 5001, 7]):
-        result = compare("i", torch.tensor(wrong), ref, None, reduction_length=10**6, safety=4.0)
+        result = check_output("i", torch.tensor(wrong), ref, None, reduction_length=10**6, safety=4.0)
         assert not result.passed and "integers differ" in result.detail

@@ -161,8 +161,8 @@ def tox_env_names(words: list[str]) -> list[str]:
 
 
 def results_dir_default() -> str:
-    """The default of the suite's --results-dir option, read from suite/plugin.py without importing it."""
-    tree = ast.parse((ROOT / "suite" / "plugin.py").read_text(encoding="utf-8"))
+    """The default of the suite's --results-dir option, read from suite/options.py without importing it."""
+    tree = ast.parse((ROOT / "suite" / "options.py").read_text(encoding="utf-8"))
     for node in ast.walk(tree):
         if (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
                 and node.args[0].value == "--results-dir"):
@@ -170,7 +170,7 @@ def results_dir_default() -> str:
             if isinstance(default, ast.Call):  # os.environ.get("SUITE_RESULTS_DIR", "reports/runs")
                 default = default.args[1]
             return ast.literal_eval(default)
-    raise AssertionError("suite/plugin.py defines no --results-dir option; update tests/test_workflows.py")
+    raise AssertionError("suite/options.py defines no --results-dir option; update tests/test_workflows.py")
 
 
 def results_dirs(words: list[str]) -> list[str]:

@@ -1,0 +1,304 @@
+"""Checking a kernel spec when it is made: every field, with an error that says what would be right.
+
+``KernelSpec.__post_init__`` calls :func:`check_spec`, so a spec built by ``dataclasses.replace`` is
+checked too. The first mistake raises :class:`SpecError`, one line naming the module that made the
+spec, the spec, the field and the problem. The suite turns it into a usage error (exit 4) when a
+kernel module is loaded.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+_NAME = re.compile(r"[A-Za-z0-9_.]+")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_EXAMPLE_FIELDS = ("shape", "layout", "values", "seed")
+_BUILTIN_PROPERTIES = ("deterministic", "batch_invariant")
+
+
+class SpecError(ValueError):
+    """A kernel spec with a mistake in it; the message names the module, the spec, the field and the fix."""
+
+
+def defining_module() -> str:
+    """Where the spec being checked was made: the first frame outside the spec machinery and dataclasses."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        module = frame.f_globals.get("__name__", "")
+        if not (filename.startswith("<") or module in ("dataclasses", "kernels.spec", "kernels.validation",
+                                                       "kernels.registry")
+                or module.startswith("importlib")):
+            path = Path(filename)
+            try:
+                return str(path.resolve().relative_to(Path.cwd()))
+            except ValueError:
+                return str(path)
+        frame = frame.f_back
+    return "<unknown module>"
+
+
+def check_spec(spec: Any) -> None:
+    """Raise SpecError for the first mistake in ``spec`` (a KernelSpec)."""
+    where = defining_module()
+    label = spec.name if isinstance(spec.name, str) and spec.name else "<unnamed>"
+
+    def fail(field: str, problem: str) -> SpecError:
+        return SpecError(f"{where}: kernel spec {label!r}: field {field!r}: {problem}")
+
+    _check_names(spec, fail)
+    dim_names = _check_dims(spec.dims, fail)
+    _check_dtypes(spec.dtypes, fail)
+    outputs = _strings(spec.outputs, "outputs", fail, identifiers=True,
+                       empty="is empty: declare the names of the outputs make_outputs returns, e.g. outputs=('out',)")
+    for name in ("make_inputs", "make_outputs", "run", "reference", "flops", "min_bytes"):
+        if not callable(getattr(spec, name)):
+            raise fail(name, f"must be callable, got {type(getattr(spec, name)).__name__}")
+    for name in ("torch_baseline", "tune_bucket", "compile_signature"):
+        value = getattr(spec, name)
+        if value is not None and not callable(value):
+            raise fail(name, f"must be callable or None, got {type(value).__name__}")
+    _check_tolerance(spec.tolerance, "tolerance", fail)
+    layouts = _strings(spec.layouts, "layouts", fail, empty="is empty: name at least one layout, e.g. ('contiguous',)")
+    values = _strings(spec.value_classes, "value_classes", fail,
+                      empty="is empty: name at least one value class, e.g. ('normal',)")
+    nonfinite = _strings(spec.nonfinite_reference, "nonfinite_reference", fail)
+    if unknown := [v for v in nonfinite if v not in values]:
+        raise fail("nonfinite_reference", f"{unknown} are not among value_classes {list(values)}")
+    _check_configs(spec, fail)
+    for i, shape in enumerate(_tuple(spec.benchmark_shapes, "benchmark_shapes", fail)):
+        problems = _shape_problems(shape, dim_names, spec.dims, positive=True)
+        if problems:
+            raise fail("benchmark_shapes", f"[{i}] {shape!r}: {'; '.join(problems)}")
+    for i, example in enumerate(_tuple(spec.examples, "examples", fail)):
+        _check_example(spec, i, example, dim_names, layouts, values, fail)
+    _check_properties(spec.properties, fail)
+    if spec.batch_dim is not None:
+        if spec.batch_dim not in dim_names:
+            raise fail("batch_dim", f"{spec.batch_dim!r} is not a dim; dims: {list(dim_names)}")
+        _strings(spec.batch_inputs, "batch_inputs", fail, empty="is empty, but batch_dim is set: name the inputs "
+                 "whose dim 0 is the batch")
+        batch_outputs = _strings(spec.batch_outputs, "batch_outputs", fail,
+                                 empty="is empty, but batch_dim is set: name the outputs whose dim 0 is the batch")
+        if unknown := [o for o in batch_outputs if o not in outputs]:
+            raise fail("batch_outputs", f"{unknown} are not declared outputs {list(outputs)}")
+    elif spec.batch_inputs or spec.batch_outputs:
+        raise fail("batch_dim", "is None, but batch_inputs/batch_outputs are set: name the batch dim")
+    for name in ("deterministic", "batch_invariant"):
+        if not isinstance(getattr(spec, name), bool):
+            raise fail(name, f"must be True or False, got {getattr(spec, name)!r}")
+    if (spec.jit_fn is None) != (spec.compile_signature is None):
+        missing = "compile_signature" if spec.compile_signature is None else "jit_fn"
+        raise fail(missing, "is None while the other of jit_fn/compile_signature is set: give both (the compile "
+                            "matrix needs the @triton.jit function and its signature) or neither")
+    if spec.jit_fn is not None and not hasattr(spec.jit_fn, "arg_names"):
+        raise fail("jit_fn", f"must be a @triton.jit function, got {type(spec.jit_fn).__name__}")
+
+
+def _check_names(spec: Any, fail: Callable[[str, str], SpecError]) -> None:
+    if not isinstance(spec.name, str) or not _NAME.fullmatch(spec.name):
+        raise fail("name", f"{spec.name!r} is not a kernel name: use letters, digits, '_' and '.' (it becomes part "
+                           f"of test ids such as 'softmax-fp16')")
+    if not isinstance(spec.description, str) or not spec.description.strip():
+        raise fail("description", "is empty: say in one line what the kernel computes")
+
+
+def _tuple(value: Any, field: str, fail: Callable[[str, str], SpecError]) -> tuple:
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise fail(field, f"must be a tuple, got {type(value).__name__} {value!r}"
+                          + (f" (write ({value!r},) for one)" if isinstance(value, str) else ""))
+    return tuple(value)
+
+
+def _strings(value: Any, field: str, fail: Callable[[str, str], SpecError], identifiers: bool = False,
+             empty: str | None = None) -> tuple[str, ...]:
+    items = _tuple(value, field, fail)
+    if not items and empty:
+        raise fail(field, empty)
+    for item in items:
+        if not isinstance(item, str) or not item or (identifiers and not _IDENTIFIER.fullmatch(item)):
+            kind = "Python identifiers" if identifiers else "non-empty strings"
+            raise fail(field, f"{item!r} is not a name: entries must be {kind}")
+    if dup := sorted({i for i in items if items.count(i) > 1}):
+        raise fail(field, f"{dup} appear more than once")
+    return items
+
+
+def _check_dims(dims: Any, fail: Callable[[str, str], SpecError]) -> tuple[str, ...]:
+    from kernels.spec import Dim
+
+    items = _tuple(dims, "dims", fail)
+    if not items:
+        raise fail("dims", "is empty: a kernel has at least one dimension, e.g. (Dim('N', interpret_max=5000, "
+                           "gpu_max=1 << 20),)")
+    names = []
+    for dim in items:
+        if not isinstance(dim, Dim):
+            raise fail("dims", f"entries must be Dim(...), got {type(dim).__name__} {dim!r}")
+        if not isinstance(dim.name, str) or not _IDENTIFIER.fullmatch(dim.name):
+            raise fail("dims", f"dim name {dim.name!r} must be an identifier such as 'M'")
+        names.append(dim.name)
+        what = f"dim {dim.name!r}"
+        if dim.choices:
+            choices = _tuple(dim.choices, f"dims ({what} choices)", fail)
+            if not all(_is_int(c) and c >= 0 for c in choices):
+                raise fail("dims", f"{what}: choices must be non-negative integers, got {choices!r}")
+            continue
+        if not _is_int(dim.min) or dim.min < 0:
+            raise fail("dims", f"{what}: min must be a non-negative integer, got {dim.min!r}")
+        for bound in ("interpret_max", "gpu_max"):
+            value = getattr(dim, bound)
+            if not _is_int(value) or value < dim.min:
+                raise fail("dims", f"{what}: {bound} must be an integer >= min ({dim.min}), got {value!r}")
+        if dim.nightly_max is not None and (not _is_int(dim.nightly_max) or dim.nightly_max < dim.min):
+            raise fail("dims", f"{what}: nightly_max must be None or an integer >= min ({dim.min}), "
+                               f"got {dim.nightly_max!r}")
+        blocks = _tuple(dim.blocks, f"dims ({what} blocks)", fail)
+        if not all(_is_int(b) and b > 0 for b in blocks):
+            raise fail("dims", f"{what}: blocks must be positive integers, got {blocks!r}")
+    if dup := sorted({n for n in names if names.count(n) > 1}):
+        raise fail("dims", f"dim names {dup} appear more than once")
+    return tuple(names)
+
+
+def _check_dtypes(dtypes: Any, fail: Callable[[str, str], SpecError]) -> None:
+    from kernels.spec import DTYPES
+
+    items = _strings(dtypes, "dtypes", fail, empty=f"is empty: name at least one of {', '.join(DTYPES)}")
+    if unknown := [d for d in items if d not in DTYPES]:
+        raise fail("dtypes", f"{unknown} are not dtype names; use {', '.join(DTYPES)}")
+
+
+def _check_tolerance(tolerance: Any, field: str, fail: Callable[[str, str], SpecError]) -> None:
+    from kernels.spec import Tolerance
+
+    if not isinstance(tolerance, Tolerance):
+        raise fail(field, f"must be a Tolerance(...), got {type(tolerance).__name__}")
+    if not callable(tolerance.reduction):
+        raise fail(field, "reduction must be callable: case -> the reduction length K (1 for elementwise)")
+    if tolerance.magnitude is not None and not callable(tolerance.magnitude):
+        raise fail(field, "magnitude must be None or callable: (inputs, reference) -> {output: magnitude}")
+    if isinstance(tolerance.safety, bool) or not isinstance(tolerance.safety, (int, float)) \
+            or not math.isfinite(tolerance.safety) or tolerance.safety < 0:
+        raise fail(field, f"safety must be a finite number >= 0 (0: exact up to the dtype's smallest step), "
+                          f"got {tolerance.safety!r}")
+    if tolerance.accumulator not in ("fp32", "fp16", "fp64"):
+        raise fail(field, f"accumulator must be 'fp32', 'fp16' or 'fp64', got {tolerance.accumulator!r}")
+    if not isinstance(tolerance.uses_dot, bool):
+        raise fail(field, f"uses_dot must be True or False, got {tolerance.uses_dot!r}")
+
+
+def _check_configs(spec: Any, fail: Callable[[str, str], SpecError]) -> None:
+    from kernels.spec import FAMILIES
+
+    if not isinstance(spec.default_config, Mapping):
+        raise fail("default_config", f"must be a mapping family -> config, got {type(spec.default_config).__name__}")
+    if not isinstance(spec.configs, Mapping):
+        raise fail("configs", f"must be a mapping family -> tuple of configs, got {type(spec.configs).__name__}")
+    for field, families in (("default_config", spec.default_config), ("configs", spec.configs)):
+        if unknown := [f for f in families if f not in FAMILIES]:
+            raise fail(field, f"unknown vendor family {unknown}; use {', '.join(FAMILIES)}")
+    for family, config in spec.default_config.items():
+        _check_config(config, f"default_config[{family!r}]", fail)
+    for family, configs in spec.configs.items():
+        for i, config in enumerate(_tuple(configs, f"configs[{family!r}]", fail)):
+            _check_config(config, f"configs[{family!r}][{i}]", fail)
+
+
+def _check_config(config: Any, field: str, fail: Callable[[str, str], SpecError]) -> None:
+    if not isinstance(config, Mapping):
+        raise fail(field, f"must be a mapping of meta-parameters and launch options, got {type(config).__name__}")
+    for key, value in config.items():
+        if not isinstance(key, str) or not _IDENTIFIER.fullmatch(key):
+            raise fail(field, f"key {key!r} is not a parameter name")
+        if not isinstance(value, (bool, int, float, str)):
+            raise fail(field, f"{key}={value!r}: values must be numbers, booleans or strings")
+    warps = config.get("num_warps")
+    if warps is not None and (not _is_int(warps) or warps < 1 or warps & (warps - 1)):
+        raise fail(field, f"num_warps={warps!r} must be a power of two (1, 2, 4, ... 32)")
+    stages = config.get("num_stages")
+    if stages is not None and (not _is_int(stages) or stages < 0):
+        raise fail(field, f"num_stages={stages!r} must be a non-negative integer")
+
+
+def _check_example(spec: Any, i: int, example: Any, dim_names: tuple[str, ...], layouts: tuple[str, ...],
+                   values: tuple[str, ...], fail: Callable[[str, str], SpecError]) -> None:
+    where = f"[{i}]"
+    if not isinstance(example, Mapping):
+        raise fail("examples", f"{where} must be a mapping with {', '.join(_EXAMPLE_FIELDS)}, got {example!r}")
+    if unknown := sorted(set(example) - set(_EXAMPLE_FIELDS)):
+        raise fail("examples", f"{where} has unknown field(s) {unknown}; allowed: {', '.join(_EXAMPLE_FIELDS)}")
+    if "shape" not in example:
+        raise fail("examples", f"{where} has no 'shape'")
+    seed = example.get("seed", 0)
+    if not _is_int(seed) or seed < 0:
+        raise fail("examples", f"{where} seed {seed!r} must be a non-negative integer")
+    problems = case_problems(spec, example["shape"], example.get("layout", "contiguous"),
+                             example.get("values", "normal"), dim_names=dim_names, layouts=layouts, values=values)
+    if problems:
+        raise fail("examples", f"{where} {dict(example)!r}: {'; '.join(problems)}")
+
+
+def _check_properties(properties: Any, fail: Callable[[str, str], SpecError]) -> None:
+    from kernels.spec import Property
+
+    names = []
+    for prop in _tuple(properties, "properties", fail):
+        if not isinstance(prop, Property):
+            raise fail("properties", f"entries must be Property(...), got {type(prop).__name__}")
+        if not isinstance(prop.name, str) or not _IDENTIFIER.fullmatch(prop.name):
+            raise fail("properties", f"property name {prop.name!r} must be an identifier")
+        if prop.name in _BUILTIN_PROPERTIES:
+            raise fail("properties", f"{prop.name!r} is a property the suite checks itself; name yours otherwise")
+        if not callable(prop.check):
+            raise fail("properties", f"property {prop.name!r}: check must be callable (case, device, run) -> "
+                                     f"message or None")
+        names.append(prop.name)
+    if dup := sorted({n for n in names if names.count(n) > 1}):
+        raise fail("properties", f"property names {dup} appear more than once")
+
+
+def _shape_problems(shape: Any, dim_names: tuple[str, ...], dims: Iterable[Any], positive: bool = False) -> list[str]:
+    if not isinstance(shape, Mapping):
+        return [f"a shape is a mapping {{dim: size}} over {list(dim_names)}, got {shape!r}"]
+    problems = []
+    if set(shape) != set(dim_names):
+        missing, extra = [d for d in dim_names if d not in shape], [d for d in shape if d not in dim_names]
+        problems.append(f"dims are {list(dim_names)}" + (f"; missing {missing}" if missing else "")
+                        + (f"; unknown {extra}" if extra else ""))
+    for dim in dims:
+        value = shape.get(dim.name)
+        if value is None:
+            continue
+        if not _is_int(value):
+            problems.append(f"{dim.name}={value!r} is not an integer")
+        elif dim.choices:
+            if value not in dim.choices:
+                problems.append(f"{dim.name}={value} is not one of its choices {tuple(dim.choices)}")
+        elif value < (max(1, dim.min) if positive else dim.min):
+            problems.append(f"{dim.name}={value} is below its minimum {max(1, dim.min) if positive else dim.min}")
+    return problems
+
+
+def case_problems(spec: Any, shape: Any, layout: Any, value_class: Any, *, dim_names: tuple[str, ...] | None = None,
+                  layouts: tuple[str, ...] | None = None, values: tuple[str, ...] | None = None) -> list[str]:
+    """What does not fit ``spec`` in a case's shape, layout and value class (empty: it fits)."""
+    dim_names = dim_names if dim_names is not None else tuple(d.name for d in spec.dims)
+    layouts = layouts if layouts is not None else tuple(spec.layouts)
+    values = values if values is not None else tuple(spec.value_classes)
+    problems = _shape_problems(shape, dim_names, spec.dims)
+    if layout not in layouts:
+        problems.append(f"layout {layout!r} is not one of {list(layouts)}")
+    if value_class not in values:
+        problems.append(f"value class {value_class!r} is not one of {list(values)}")
+    return problems
+
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -1,0 +1,164 @@
+"""The session context: what the plugin's hooks and the tests share, built once in ``pytest_configure``
+and kept in pytest's stash (``config.stash[CONTEXT]``), never in module globals.
+
+Building it is where a run starts or refuses to: the options are validated, the backend is chosen
+(before any kernel module is imported, since Triton reads TRITON_INTERPRET when ``@triton.jit``
+runs), kernel modules and the known-issue registry are loaded and checked against each other, the
+autotune cache is read and the run file is prepared. Every mistake is a usage error (exit 4) naming
+what is wrong, raised before the first test.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from suite import autotune, crash, options, results
+from suite import backend as backend_mod
+from suite import known_issues as known_mod
+from suite.strategies import LARGE_SHAPE_PROFILES, VALIDATION_SEED
+
+DEFAULT_PROFILE = "ci"
+CONTEXT = pytest.StashKey["SuiteContext"]()
+BACKEND = pytest.StashKey()  # the chosen Backend (also context.backend), read by tests
+
+
+@dataclass
+class SuiteContext:
+    options: options.Options
+    backend: Any  # suite.backend.Backend
+    profile: str  # the Hypothesis profile
+    known: list[known_mod.KnownIssue]
+    run_file: results.RunFile | None
+    cache: autotune.Cache | None = None
+    notes: list[str] = field(default_factory=list)  # extra session-header lines
+    retuned: list[dict] = field(default_factory=list)
+    session: pytest.Session | None = None
+    # Controller only: the GPUs workers are pinned to, which worker has which, and where workers keep their
+    # in-flight journals (crash isolation).
+    gpus: list[str] = field(default_factory=list)
+    assigned: dict[str, str] = field(default_factory=dict)
+    gpu_variable: str = ""
+    journal_dir: str | None = None
+
+    @property
+    def large_shapes(self) -> bool:
+        return self.profile in LARGE_SHAPE_PROFILES
+
+
+def get(config: pytest.Config) -> SuiteContext:
+    return config.stash[CONTEXT]
+
+
+def is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def xdist_on(config: pytest.Config) -> bool:
+    return bool(getattr(config.option, "numprocesses", None)) and config.getoption("dist", "no") != "no"
+
+
+def _hypothesis_database(opts: options.Options, profile: str) -> str | None:
+    from hypothesis import settings
+    from hypothesis.database import DirectoryBasedExampleDatabase
+
+    if opts.hypothesis_db is None:
+        return None
+    path = opts.hypothesis_db
+    if settings.get_profile(profile).database is None and profile in ("ci", "validation"):
+        return f"hypothesis database {path} not used: the {profile} profile is derandomized and keeps no examples"
+    settings.register_profile(profile, settings.get_profile(profile), database=DirectoryBasedExampleDatabase(path))
+    return f"hypothesis database: {path} (failing examples are saved there and replayed first)"
+
+
+def _load_kernels(opts: options.Options) -> list:
+    from kernels import registry
+
+    try:
+        registry.load_builtin()
+        for target in opts.kernel_modules:
+            registry.load_module(target)
+    except registry.KernelModuleError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    specs = registry.all_specs()
+    options.check_against_registry(opts, specs)
+    return specs
+
+
+def build(config: pytest.Config) -> SuiteContext:
+    """Validate, choose the backend, load kernels and known issues, prepare the cache and run file."""
+    from hypothesis import settings
+
+    controller = not is_worker(config)
+    opts = options.read(config, controller)
+    profile = config.getoption("--hypothesis-profile", default=None) or DEFAULT_PROFILE
+    db_note = _hypothesis_database(opts, profile)
+    settings.load_profile(profile)
+    if not controller:
+        crash.pin_worker(config.workerinput)
+    try:
+        backend = backend_mod.resolve(opts.backend)
+    except backend_mod.BackendUnavailable as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[BACKEND] = backend
+    specs = _load_kernels(opts)  # only now: after TRITON_INTERPRET is settled
+    try:
+        known = known_mod.load(opts.known_issues)
+        from kernels.spec import DTYPES
+
+        known_mod.check_kernels(known, [s.name for s in specs], list(DTYPES), opts.known_issues)
+    except known_mod.KnownIssueError as exc:
+        raise pytest.UsageError(f"--known-issues: {exc}") from None
+    crash.process.timeout_s = opts.case_timeout
+    cache = None
+    # The interpreter reads a cache only from an explicit --autotune-dir (the harness's own tests of the cache).
+    if backend.name != "interpret" or opts.autotune_dir:
+        cache = autotune.load(autotune.cache_path(backend.arch, opts.autotune_dir), backend.arch)
+        autotune.activate(autotune.Lookup(backend, cache))
+        autotune.count_do_bench()
+    if opts.retune and controller:
+        if backend.name == "interpret":
+            raise pytest.UsageError("--retune times configs on a GPU; the CPU interpreter's timings mean nothing "
+                                    "(use --backend=cuda or --backend=rocm on a GPU runner)")
+        if cache.status == "unreadable":
+            raise pytest.UsageError(f"--retune: {cache.error}. The file is left as it is: move it away (or fix it), "
+                                    f"then retune")
+    run_file = None
+    if controller and opts.write_results:
+        seed = "derandomized" if settings.default.derandomize else config.getoption("--hypothesis-seed", None)
+        if profile == "validation":
+            seed = VALIDATION_SEED
+        env = results.environment_fingerprint(backend, profile, seed)
+        run_file = results.RunFile(opts.results_dir, results.new_run_id(backend.name, backend.arch), env,
+                                   results.command_line())
+        run_file.data["known_issues"] = [k.as_record() for k in known]
+    ctx = SuiteContext(options=opts, backend=backend, profile=profile, known=known, run_file=run_file, cache=cache)
+    if db_note:
+        ctx.notes.append(db_note)
+    if cache is not None and cache.status == "unreadable":
+        ctx.notes.append(f"autotune: {cache.error}; running with the default configs (the file is left as it is)")
+    if backend.profile_note:
+        ctx.notes.insert(0, backend.profile_note)
+    import hardware_profiles
+
+    for why in hardware_profiles.skipped().values():
+        ctx.notes.append(f"hardware profile file left out: {why}")
+    if controller:
+        if backend.name != "interpret":
+            ctx.gpu_variable = crash.visibility_variable(backend.family)
+            ctx.gpus = crash.visible_gpus(_gpu_count(), ctx.gpu_variable)
+        if xdist_on(config):
+            ctx.journal_dir = tempfile.mkdtemp(prefix="suite-inflight-")
+    return ctx
+
+
+def _gpu_count() -> int:
+    try:
+        import torch
+
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    except Exception:  # noqa: BLE001 - no usable GPU runtime: no GPU workers
+        return 0

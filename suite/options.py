@@ -1,0 +1,241 @@
+"""The suite's command-line options, and their validation.
+
+Every value is checked in ``pytest_configure``, before any test runs: a bad value is a usage error
+(pytest's exit code 4) that names the option, the value and what would be right. What needs the
+kernel registry (kernel names, ``--repro`` against a kernel's dims, ``--config`` keys) is checked as
+soon as the registry is loaded, still before the first test.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from suite import backend as backend_mod
+from suite import known_issues as known_mod
+
+DEFAULT_CASE_TIMEOUT_S = 300.0
+DEFAULT_RESULTS_DIR = "reports/runs"
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("portability", "Triton portability suite")
+    group.addoption("--backend", default="auto", choices=backend_mod.BACKENDS,
+                    help="where kernels run: auto (default: a GPU if torch sees one, else the CPU interpreter), "
+                         "interpret, cuda, rocm")
+    group.addoption("--results-dir", default=os.environ.get("SUITE_RESULTS_DIR", "reports/runs"),
+                    help="directory for the run's result file (default reports/runs; env SUITE_RESULTS_DIR)")
+    group.addoption("--no-results", action="store_true", help="write no result file")
+    group.addoption("--repro", default=None, metavar="CASE",
+                    help="run exactly one case instead of Hypothesis examples, as printed in a failure's "
+                         "reproduction line (e.g. 'M=3,N=17;layout=contiguous;values=normal;seed=1')")
+    group.addoption("--config", default=None, metavar="JSON",
+                    help="run every case with this config (meta-parameters and launch options, a JSON object) "
+                         "instead of the autotune cache's or the default; reproduction lines carry it")
+    group.addoption("--kernel-module", action="append", default=[], metavar="MODULE",
+                    help="also register kernels from this module (dotted name or path to a .py file); repeatable")
+    group.addoption("--kernels", default=None, metavar="NAMES",
+                    help="run only these registered kernels: comma-separated names or glob patterns "
+                         "(e.g. 'softmax,liger_*'); filters every test")
+    group.addoption("--known-issues", default=str(known_mod.DEFAULT_PATH), metavar="FILE",
+                    help="known-issue registry (JSON)")
+    group.addoption("--retune", nargs="?", const="*", default=None, metavar="KERNELS",
+                    help="before the tests, time every valid config of these kernels (comma-separated; all when "
+                         "no value is given) on the benchmark shapes and rewrite this arch's autotune cache")
+    group.addoption("--autotune-dir", default=None, metavar="DIR",
+                    help="directory of the per-arch autotune caches (default hardware_profiles/autotune; "
+                         "env SUITE_AUTOTUNE_DIR)")
+    group.addoption("--case-timeout", default=None, metavar="SECONDS",
+                    help=f"end a case (and its worker process) that runs longer than this: a hung kernel "
+                         f"(default {DEFAULT_CASE_TIMEOUT_S:g}; 0: no limit; env SUITE_CASE_TIMEOUT)")
+    group.addoption("--hypothesis-db", default=os.environ.get("SUITE_HYPOTHESIS_DB"), metavar="DIR",
+                    help="Hypothesis example database shared across runs (env SUITE_HYPOTHESIS_DB): failing "
+                         "examples are saved there and replayed first; used by the dev and nightly profiles")
+
+
+@dataclass(frozen=True)
+class Options:
+    """The validated option values."""
+
+    backend: str
+    results_dir: Path
+    write_results: bool
+    repro: str | None
+    config: dict[str, Any] | None
+    kernel_modules: tuple[str, ...]
+    kernels: tuple[str, ...] | None  # names or glob patterns
+    known_issues: Path
+    retune: tuple[str, ...] | None  # ("*",) for all
+    autotune_dir: Path | None
+    case_timeout: float
+    case_timeout_given: bool
+    hypothesis_db: Path | None
+
+    def selects(self, kernel: str) -> bool:
+        return self.kernels is None or any(fnmatch.fnmatchcase(kernel, p) for p in self.kernels)
+
+
+def usage(option: str, value: Any, problem: str) -> pytest.UsageError:
+    return pytest.UsageError(f"{option}={value}: {problem}")
+
+
+def _non_empty(option: str, value: str | None, example: str) -> str | None:
+    if value is not None and not value.strip():
+        raise usage(option, "", f"empty value; give {example}, or leave the option out")
+    return value.strip() if value is not None else None
+
+
+def _names(option: str, value: str | None, example: str) -> tuple[str, ...] | None:
+    value = _non_empty(option, value, example)
+    if value is None:
+        return None
+    names = tuple(n.strip() for n in value.split(","))
+    if not all(names):
+        raise usage(option, value, f"an empty name between commas; give {example}")
+    return names
+
+
+def case_timeout(raw: str | None) -> tuple[float, bool]:
+    """(seconds, given): from --case-timeout, else SUITE_CASE_TIMEOUT, else the default; 0 means no limit."""
+    source = "--case-timeout"
+    if raw is None:
+        raw, source = os.environ.get("SUITE_CASE_TIMEOUT"), "SUITE_CASE_TIMEOUT"
+        if raw is None:
+            return DEFAULT_CASE_TIMEOUT_S, False
+    try:
+        value = float(raw)
+    except ValueError:
+        raise usage(source, raw, "not a number of seconds (e.g. 300; 0 for no limit)") from None
+    if not math.isfinite(value) or value < 0:
+        raise usage(source, raw, "must be a finite number of seconds >= 0 (0 for no limit); a negative, NaN or "
+                                 "infinite value would silently disable the hang watchdog")
+    return value, True
+
+
+def writable_directory(option: str, path: Path) -> None:
+    """Create ``path`` if needed and prove a file can be written there, now rather than at the end of the run."""
+    if path.exists() and not path.is_dir():
+        raise usage(option, path, "exists and is not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".suite-probe-", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise usage(option, path, f"cannot write there: {exc.strerror or exc}") from None
+
+
+def parse_config(raw: str | None) -> dict[str, Any] | None:
+    raw = _non_empty("--config", raw, 'a JSON object such as \'{"BLOCK_SIZE": 256, "num_warps": 4}\'')
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise usage("--config", raw, f"not JSON ({exc.msg} at column {exc.colno}); give an object such as "
+                                     f"'{{\"BLOCK_SIZE\": 256}}'") from None
+    if not isinstance(value, dict) or not value:
+        raise usage("--config", raw, "must be a non-empty JSON object of meta-parameters and launch options")
+    bad = [k for k, v in value.items() if not isinstance(v, (bool, int, float, str))]
+    if bad:
+        raise usage("--config", raw, f"values of {bad} must be numbers, booleans or strings")
+    return value
+
+
+def read(config: pytest.Config, controller: bool) -> Options:
+    """Validate every option; pytest.UsageError for the first bad one. ``controller``: this process writes the run
+    file and prepares directories (xdist workers only read)."""
+    get = config.getoption
+    results_dir = _non_empty("--results-dir", get("--results-dir"), "a directory for the run file")
+    write_results = not get("--no-results") and not config.option.collectonly
+    if controller and write_results:
+        writable_directory("--results-dir", Path(results_dir))
+    repro = _non_empty("--repro", get("--repro"), "a case as printed in a reproduction line")
+    if repro is not None:
+        from kernels.spec import Case
+
+        try:
+            Case.parse("?", "?", repro)  # the syntax; the fit to a kernel is checked per test at collection
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    modules = tuple(get("--kernel-module"))
+    if any(not m.strip() for m in modules):
+        raise usage("--kernel-module", "", "empty value; give a dotted module name or a path to a .py file")
+    known = _non_empty("--known-issues", get("--known-issues"), "a known-issue JSON file")
+    retune = _names("--retune", get("--retune"), "kernel names, or --retune alone for every kernel")
+    autotune_dir = _non_empty("--autotune-dir", get("--autotune-dir"), "a directory of per-arch autotune caches")
+    if autotune_dir is not None:
+        path = Path(autotune_dir)
+        if path.exists() and not path.is_dir():
+            raise usage("--autotune-dir", autotune_dir, "exists and is not a directory")
+        if not path.exists() and not retune:
+            raise usage("--autotune-dir", autotune_dir, "no such directory (a typo would silently run every "
+                                                        "kernel with its default config); --retune creates one")
+    db = _non_empty("--hypothesis-db", get("--hypothesis-db"), "a directory for the example database")
+    if db is not None and Path(db).exists() and not Path(db).is_dir():
+        raise usage("--hypothesis-db", db, "exists and is not a directory (Hypothesis keeps one file per example "
+                                           "in a directory)")
+    timeout, given = case_timeout(get("--case-timeout"))
+    return Options(
+        backend=get("--backend"), results_dir=Path(results_dir), write_results=write_results, repro=repro,
+        config=parse_config(get("--config")), kernel_modules=modules,
+        kernels=_names("--kernels", get("--kernels"), "comma-separated kernel names or patterns, e.g. "
+                                                      "--kernels='softmax,matmul*'"),
+        known_issues=Path(known), retune=retune, autotune_dir=Path(autotune_dir) if autotune_dir else None,
+        case_timeout=timeout, case_timeout_given=given, hypothesis_db=Path(db) if db else None)
+
+
+def check_against_registry(options: Options, specs: list[Any]) -> None:
+    """Kernel names and patterns, --retune names and --config keys, once the registry is loaded."""
+    names = sorted(s.name for s in specs)
+    registered = ", ".join(names)
+    for pattern in options.kernels or ():
+        if not fnmatch.filter(names, pattern):
+            raise usage("--kernels", ",".join(options.kernels), f"{pattern!r} matches no registered kernel; "
+                                                                f"registered: {registered}")
+    for name in options.retune or ():
+        if name != "*" and name not in names:
+            raise usage("--retune", ",".join(options.retune), f"no kernel named {name!r}; registered: {registered}")
+
+
+def config_problem(spec: Any, config: dict[str, Any]) -> str | None:
+    """Why ``--config`` cannot apply to ``spec`` (a parameter its configs never use), or None."""
+    from kernels.spec import LAUNCH_OPTIONS
+
+    known = set(LAUNCH_OPTIONS)
+    for family_configs in [*spec.configs.values(), tuple(spec.default_config.values())]:
+        for cfg in family_configs:
+            known |= set(cfg)
+    if unknown := sorted(set(config) - known):
+        return f"kernel {spec.name!r} has no parameter(s) {unknown}; its configs use {sorted(known)}"
+    return None
+
+
+def repro_prefix(ctx: Any, nodeid: str) -> list[str]:
+    """The command that reruns one test alone, with every option that changes what a case does; ``--repro=CASE``
+    (and ``--config`` where the case ran a config other than the default) completes it."""
+    opts = ctx.options
+    parts = ["pytest", nodeid, f"--backend={ctx.backend.name}"]
+    parts += [f"--kernel-module={m}" for m in opts.kernel_modules]
+    if opts.autotune_dir is not None:
+        parts.append(f"--autotune-dir={opts.autotune_dir}")
+    if opts.case_timeout_given:
+        parts.append(f"--case-timeout={opts.case_timeout:g}")
+    if opts.known_issues.resolve() != known_mod.DEFAULT_PATH.resolve():
+        parts.append(f"--known-issues={opts.known_issues}")
+    return parts
+
+
+def config_args(spec: Any, config: dict[str, Any], family: str) -> list[str]:
+    """``--config=JSON`` when ``config`` is not the family's default (from the autotune cache or --config)."""
+    if dict(config) == spec.default_config_for(family):
+        return []
+    return [f"--config={json.dumps(dict(config), sort_keys=True, separators=(',', ':'))}"]

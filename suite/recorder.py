@@ -1,0 +1,141 @@
+"""The result recorder: the controller turns test reports into the run file.
+
+Workers attach their case records, findings, compile and benchmark records to each test report as
+``user_properties``; the recorder (registered on the controller only) adds them to the run file,
+which it rewrites after every test. Tests whose worker died are recorded from the worker's in-flight
+journal (:func:`suite.crash.lost_case`); a run cut short is ``incomplete``, one stopped with Ctrl-C
+``interrupted``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from suite import crash, results
+from suite.context import SuiteContext
+
+KNOWN_PROPERTY = "suite_known_issue"
+AUTOTUNE_PROPERTY = "suite_autotune"
+
+
+class RunRecorder:
+    """Registered on the controller only: turns test reports (with the case records that
+    workers attach as user_properties) into the run file."""
+
+    def __init__(self, run_file: results.RunFile, ctx: SuiteContext | None = None) -> None:
+        self.run_file = run_file
+        self.ctx = ctx
+        self.expected: set[str] = set()  # the suite's tests this run should record
+        self.interrupted = False
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.expected |= {item.nodeid for item in session.items if item.nodeid.startswith("suite/")}
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids: list[str]) -> None:
+        self.expected |= {i for i in ids if i.startswith("suite/")}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "???":  # xdist: the worker process died during this test
+            if report.nodeid.startswith("suite/"):
+                self._worker_died(report)
+            return
+        if not (report.when == "call" or (report.when == "setup" and report.outcome != "passed")):
+            return
+        if not report.nodeid.startswith("suite/"):
+            return
+        props = dict(report.user_properties)
+        outcome = report.outcome
+        if hasattr(report, "wasxfail"):
+            outcome = "xfailed" if report.skipped else "xpassed"
+        elif report.failed and "XPASS(strict)" in str(report.longrepr):
+            outcome = "xpassed-strict"
+        message = None
+        if report.failed:
+            message = str(report.longrepr)[-2000:]
+        elif report.skipped and isinstance(report.longrepr, tuple):
+            message = str(report.longrepr[2])
+        extra = {key: props[prop] for prop, key in results.RECORD_PROPERTIES.items() if prop in props}
+        self._count_autotune(props.get(AUTOTUNE_PROPERTY))
+        if props.get(crash.POISONED_PROPERTY):
+            self.run_file.data.setdefault("incidents", []).append(
+                {"kind": "fault", "nodeid": report.nodeid, "worker": _worker_id(report),
+                 "message": f"GPU context poisoned by {props[crash.POISONED_PROPERTY]}"[:2000]})
+        self.run_file.add_report(report.nodeid, outcome, report.duration, message,
+                                 props.get(results.CASES_PROPERTY, []), props.get(KNOWN_PROPERTY), extra)
+
+    def _count_autotune(self, delta: dict | None) -> None:
+        record = self.run_file.data.get("autotune")
+        if not delta or record is None:
+            return
+        names = {"hit": "hits", "nearest": "nearest", "miss": "misses", "stale": "stale"}
+        for how, n in delta["lookups"].items():
+            record[names[how]] += n
+        record["stale_kernels"].update(delta["stale_kernels"])
+        record["tuning_benchmarks"] += delta["tuning_benchmarks"]
+
+    def _worker_died(self, report: pytest.TestReport) -> None:
+        """A worker ended during a test: a fault it announced (the test is already recorded), a hung case
+        its watchdog ended, or a hard crash. The journal says which case was running."""
+        worker = _worker_id(report)
+        data = self.run_file.data
+        seen = next((t for t in data["tests"] if t["nodeid"] == report.nodeid), None)
+        if seen is not None:  # the fault path: recorded, then the worker replaced itself
+            seen["message"] = ((seen["message"] or "") + f"\n[worker {worker} replaced after this test]")[-2000:]
+            self.run_file.flush()
+            return
+        kind, failure, case = crash.lost_case(self.ctx.journal_dir if self.ctx else None, worker)
+        self._record_lost(report.nodeid, kind, failure, case, worker)
+
+    def _record_lost(self, nodeid: str, kind: str, failure: str, case: dict | None, worker: str | None) -> None:
+        data = self.run_file.data
+        data.setdefault("incidents", []).append({"kind": kind, "nodeid": nodeid, "worker": worker,
+                                                 "message": failure[:2000]})
+        records = []
+        if case:
+            repro = case.get("repro")
+            failure_text = f"{failure}\nreproduce with: {repro}" if repro else failure
+            records.append({**{k: case[k] for k in ("kernel", "dtype", "shape", "layout", "values", "seed")},
+                            "outcome": "failed", "error_ratio": "inf", "outputs": {}, "message": failure_text[:2000],
+                            "duration_s": round(max(0.0, time.time() - case.get("started", time.time())), 4),
+                            "nodeid": nodeid, "repro": repro, "failure": kind})
+        self.run_file.add_report(nodeid, "failed", 0.0, failure[:2000], records, None)
+
+    def record_timeout(self, message: str) -> None:
+        """Single-process run, from the watchdog thread just before the process ends."""
+        j = crash.process.journal
+        if j.nodeid:
+            self._record_lost(j.nodeid, "timeout", message, j.case, None)
+        self.run_file.finish("incomplete")
+
+    def pytest_keyboard_interrupt(self, excinfo) -> None:
+        # Ctrl-C, not the harness stopping the session itself (Session.Interrupted after a GPU fault).
+        self.interrupted = not isinstance(excinfo.value, pytest.Session.Interrupted)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if not self.run_file.started:
+            return
+        if self.interrupted:  # Ctrl-C: what finished is kept, and the file says the run was stopped on purpose
+            self.run_file.finish("interrupted")
+            return
+        done = exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED)
+        missing = sorted(self.expected - {t["nodeid"] for t in self.run_file.data["tests"]})
+        if missing:  # e.g. xdist gave up replacing crashed workers
+            done = False
+            self.run_file.data.setdefault("incidents", []).append(
+                {"kind": "crash", "nodeid": missing[0], "worker": None,
+                 "message": f"{len(missing)} test(s) never reported (first: {missing[0]}); the run was cut short"})
+        self.run_file.finish("complete" if done else "incomplete")
+
+def _worker_id(report: pytest.TestReport) -> str | None:
+    node = getattr(report, "node", None)
+    gateway = getattr(node, "gateway", None)
+    if gateway is not None:
+        return gateway.id
+    return getattr(report, "worker_id", None) or (node.workerinput.get("workerid") if hasattr(node, "workerinput")
+                                                  else None)
+
+

@@ -1,0 +1,94 @@
+"""The portability summary printed at the end of a run: kernel x dtype outcomes and worst error ratios,
+property findings, the compile matrix, autotune lookups, incidents and the failing cases'
+reproduction lines."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+
+def write_summary(tr, data: dict, path: Path) -> None:
+    """The portability summary at the end of a run, from the run file's data."""
+    from tabulate import tabulate
+
+    rows = case_summary_rows(data["cases"], data["tests"])
+    tr.section("portability summary")
+    env = data["environment"]
+    tr.write_line(f"{env['backend']} on {env['device_name']} ({env['arch']}), torch {env['torch']}, "
+                  f"triton {env['triton']}, hypothesis profile {env['hypothesis_profile']}")
+    if rows:
+        tr.write_line(tabulate(rows, headers=["kernel", "dtype", "passed", "failed", "xfailed",
+                                              "worst error/bound"], tablefmt="github"))
+    if data["findings"]:
+        tr.write_line("")
+        tr.write_line(tabulate(findings_rows(data["findings"]), headers=["kernel", "dtype", "property findings"],
+                               tablefmt="github"))
+    if data["compiles"]:
+        from suite.compile_matrix import compile_summary_rows as compile_rows
+
+        headers, rows = compile_rows(data["compiles"])
+        tr.write_line("")
+        tr.write_line(tabulate(rows, headers=headers, tablefmt="github"))
+    auto = data.get("autotune")
+    if auto:
+        tr.write_line("")
+        tr.write_line(f"autotune: cache {auto['cache']} ({auto['cache_status']}, {auto['cache_entries']} entries); "
+                      f"lookups: {auto['hits']} hits, {auto['nearest']} nearest-bucket, {auto['misses']} misses "
+                      f"(default config), {auto['stale']} stale (default config); tuning benchmarks run: "
+                      f"{auto['tuning_benchmarks']}")
+        if auto["cache_error"]:
+            tr.write_line(f"autotune: {auto['cache_error']}")
+        for kernel, why in sorted(auto["stale_kernels"].items()):
+            tr.write_line(f"autotune: stale entries for {kernel} ({why}): rerun with --retune={kernel}")
+    for inc in data.get("incidents", []):
+        tr.write_line(f"INCIDENT {inc['kind']} in {inc['nodeid']} (worker {inc['worker']}): "
+                      f"{inc['message'].splitlines()[0][:300]}")
+    broken = {(c["kernel"], c["dtype"]): c for c in data["cases"] if c.get("failure") == "spec"}
+    for (kernel, dtype), c in sorted(broken.items()):
+        tr.write_line(f"BROKEN SPEC {kernel}[{dtype}]: {(c['message'] or '').splitlines()[0][:300]}")
+    failing = [c for c in data["cases"] if c["outcome"] in ("failed", "xfailed")]
+    for c in failing[:20]:
+        tr.write_line(f"{c['outcome'].upper()} case {c['kernel']}[{c['dtype']}]: reproduce with: {c['repro']}")
+    if len(failing) > 20:
+        tr.write_line(f"... and {len(failing) - 20} more failing cases in the result file")
+    tr.write_line(f"result file ({data['status']}): {path}")
+
+
+
+
+def case_summary_rows(cases: list[dict], tests: list[dict]) -> list[list]:
+    """Kernel x dtype: case counts by outcome and the worst error ratio; skipped tests too."""
+    table: dict[tuple[str, str], dict] = defaultdict(lambda: {"passed": 0, "failed": 0, "xfailed": 0, "worst": None})
+    for c in cases:
+        row = table[(c["kernel"], c["dtype"])]
+        row[c["outcome"]] = row.get(c["outcome"], 0) + 1
+        r = c["error_ratio"]
+        r = float(r) if r is not None else None
+        if r is not None and (row["worst"] is None or r > row["worst"]):
+            row["worst"] = r
+    rows = []
+    for (kernel, dtype), row in sorted(table.items()):
+        worst = "-" if row["worst"] is None else f"{row['worst']:.3g}"
+        rows.append([kernel, dtype, row["passed"], row["failed"], row["xfailed"], worst])
+    for t in tests:
+        if t["outcome"] == "skipped" and "::test_matches_reference[" in t["nodeid"]:
+            kernel, _, dtype = t["nodeid"].rsplit("[", 1)[1].rstrip("]").rpartition("-")
+            if (kernel, dtype) not in table:
+                rows.append([kernel, dtype, "-", "-", "-", f"skipped: {t['message'] or ''}"[:60]])
+    return sorted(rows, key=lambda r: (r[0], r[1]))
+
+
+def findings_rows(findings: list[dict]) -> list[list]:
+    """Kernel x dtype: each property as 'name' (holds), 'name: NO' (broken claim), 'name: no' (finding) or
+    'name: unchecked' (the test ended before any case was checked)."""
+    table: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for f in findings:
+        if not f.get("cases_checked"):
+            text = f"{f['property']}: unchecked"
+        elif f["holds"]:
+            text = f["property"]
+        else:
+            text = f"{f['property']}: {'NO' if f['claimed'] else 'no'}"
+        table[(f["kernel"], f["dtype"])].append(text)
+    return [[k, d, ", ".join(v)] for (k, d), v in sorted(table.items())]

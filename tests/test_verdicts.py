@@ -1,0 +1,240 @@
+"""Verdicts that can be trusted: a mistaken spec never passes a broken kernel, a mistake by the person running
+the suite is one clear line (a usage error, exit 4, before work starts), and nothing written is lost.
+
+Each test here plants one mistake (fixtures in tests/fixtures/mistaken_specs.py and tests/fixtures/bad_modules/)
+and checks the suite's answer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from suite import results
+from tests.conftest import ROOT
+
+MISTAKEN = "--kernel-module=tests/fixtures/mistaken_specs.py"
+
+
+def no_internal_error(run) -> None:
+    assert "INTERNALERROR" not in run.output and "Traceback" not in run.output, run.output[-3000:]
+
+
+# --- specs ------------------------------------------------------------------------------------------------------
+
+def test_mistaken_specs_fail_as_broken_specs_naming_the_mistake(run_suite):
+    run = run_suite("suite/test_kernels.py", MISTAKEN, "--kernels=mistaken_*")
+    assert run.returncode == 1, run.output[-3000:]
+    no_internal_error(run)
+    data = run.run_data()
+    cases = {c["kernel"]: c for c in data["cases"]}
+    assert set(cases) == {"mistaken_no_reference_outputs", "mistaken_reference_omits_output",
+                          "mistaken_nan_reference", "mistaken_raising_reference"}
+    assert all(c["outcome"] == "failed" and c["failure"] == "spec" for c in cases.values()), cases
+    expected = {
+        "mistaken_no_reference_outputs": "the reference returned outputs [], the spec declares ['out']",
+        "mistaken_reference_omits_output": "missing ['extra']",
+        "mistaken_nan_reference": "NaN/inf",
+        "mistaken_raising_reference": "the reference raised NameError",
+    }
+    for kernel, words in expected.items():
+        assert cases[kernel]["message"].startswith("broken spec: "), cases[kernel]["message"]
+        assert words in cases[kernel]["message"], cases[kernel]["message"]
+        assert f"BROKEN SPEC {kernel}[fp32]" in run.output
+
+
+@pytest.mark.parametrize("module, words", [
+    ("import_error.py", ["bad_modules/import_error.py", "ModuleNotFoundError", "kernels.no_such_helper",
+                         "import_error.py:3"]),
+    ("duplicate_name.py", ["bad_modules/duplicate_name.py", "'softmax' is already registered by kernels/softmax.py"]),
+    ("bad_spec.py", ["bad_modules/bad_spec.py", "kernel spec 'my_add'", "field 'dtypes'", "write ('fp32',)"]),
+    ("no_outputs.py", ["bad_modules/no_outputs.py", "field 'outputs'", "is empty"]),
+])
+def test_a_broken_kernel_module_is_a_usage_error_naming_it(run_suite, module, words):
+    run = run_suite("suite/test_kernels.py", f"--kernel-module=tests/fixtures/bad_modules/{module}", "-k", "fp32")
+    assert run.returncode == 4, run.output[-3000:]
+    no_internal_error(run)
+    for word in words:
+        assert word in run.output, run.output[-3000:]
+    assert not run.run_files()
+
+
+def test_poison_left_in_an_output_fails_even_where_the_reference_is_nan(run_suite):
+    """A kernel that writes nothing passes against a NaN reference unless the poison itself is recognised: the
+    special value class puts NaN in the reference, and the planted no-write kernel must still fail."""
+    run = run_suite("suite/test_kernels.py", "--kernel-module=tests/fixtures/planted_bugs.py",
+                    "--kernels=planted_vector_add_skips_nan_lanes")
+    assert run.returncode == 1, run.output[-3000:]
+    failed = [c for c in run.run_data()["cases"] if c["outcome"] == "failed"]
+    assert failed and "never written" in failed[0]["message"], failed
+
+
+# --- options ----------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, words", [
+    (["--case-timeout=-1"], ["--case-timeout=-1", "finite number of seconds >= 0"]),
+    (["--case-timeout=nan"], ["--case-timeout=nan", "finite"]),
+    (["--case-timeout=inf"], ["--case-timeout=inf", "finite"]),
+    (["--case-timeout=soon"], ["--case-timeout=soon", "not a number"]),
+    (["--kernels="], ["--kernels=", "empty value"]),
+    (["--kernels=softmax,"], ["--kernels=softmax,", "empty name"]),
+    (["--kernels=sofmax"], ["'sofmax' matches no registered kernel", "softmax"]),
+    (["--kernel-module="], ["--kernel-module=", "empty value"]),
+    (["--results-dir="], ["--results-dir=", "empty value"]),
+    (["--repro="], ["--repro=", "empty value"]),
+    (["--repro=N=7;colour=red"], ["unknown field(s) ['colour']"]),
+    (["--repro=N=seven"], ["dimension N='seven' is not an integer"]),
+    (["--repro=N=7;seed=x"], ["seed='x' is not an integer"]),
+    (["--repro=N=-3"], ["N=-3 is negative"]),
+    (["--config={BLOCK"], ["--config={BLOCK", "not JSON"]),
+    (["--config=[1]"], ["non-empty JSON object"]),
+    (["--config={\"BLOCK_M\": 32}"], ["kernel 'vector_add' has no parameter(s) ['BLOCK_M']"]),
+    (["--autotune-dir=no/such/dir"], ["--autotune-dir=no/such/dir", "no such directory"]),
+    (["--retune=sofmax"], ["no kernel named 'sofmax'"]),
+])
+def test_bad_option_values_are_usage_errors(run_suite, args, words):
+    run = run_suite("suite/test_kernels.py", "-k", "vector_add-fp32", *args)
+    assert run.returncode == 4, run.output[-3000:]
+    no_internal_error(run)
+    for word in words:
+        assert word in run.output, run.output[-3000:]
+    assert not run.run_files()
+
+
+def test_bad_environment_timeout_is_a_usage_error(run_suite):
+    run = run_suite("suite/test_kernels.py", "-k", "vector_add-fp32", env={"SUITE_CASE_TIMEOUT": "forever"})
+    assert run.returncode == 4 and "SUITE_CASE_TIMEOUT=forever" in run.output, run.output[-3000:]
+
+
+def test_a_repro_of_another_kernel_is_refused_before_it_runs(run_suite):
+    run = run_suite("suite/test_kernels.py::test_matches_reference[softmax-fp32]", "--repro=N=7;seed=1")
+    assert run.returncode == 4, run.output[-3000:]
+    assert "not a case of kernel 'softmax'" in run.output and "missing ['M']" in run.output
+
+
+def test_unwritable_results_and_bad_database_paths_are_found_at_the_start(run_suite, tmp_path):
+    a_file = tmp_path / "plain-file"
+    a_file.write_text("x")
+    for args, words in ((["--results-dir", str(a_file / "runs")], ["--results-dir", "cannot write there"]),
+                        (["--results-dir", str(a_file)], ["exists and is not a directory"]),
+                        (["--hypothesis-db", str(a_file)], ["--hypothesis-db", "is not a directory"]),
+                        (["--autotune-dir", str(a_file)], ["--autotune-dir", "is not a directory"])):
+        run = run_suite("suite/test_kernels.py", "-k", "vector_add-fp32", *args,
+                        results_dir=tmp_path / "runs" if args[0] != "--results-dir" else None)
+        assert run.returncode == 4, (args, run.output[-3000:])
+        no_internal_error(run)
+        for word in words:
+            assert word in run.output, (args, run.output[-3000:])
+
+
+# --- known issues -----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("change, words", [
+    ({"kernel": "sofmax"}, ["'sofmax' matches no registered kernel"]),
+    ({"dtype": "float32"}, ["'float32' matches no dtype"]),
+    ({"triton": "three"}, ["not a version specifier", ">=3.0,<4"]),
+    ({"backend": "metal"}, ["'metal' matches none of interpret, cuda, rocm"]),
+])
+def test_known_issue_mistakes_name_the_entry(run_suite, tmp_path, change, words):
+    entry = {"id": "x", "backend": "interpret", "arch": "*", "triton": ">=3.0", "kernel": "matmul", "dtype": "bf16",
+             "reason": "r", "link": "https://example.invalid/1", **change}
+    path = tmp_path / "known.json"
+    path.write_text(json.dumps({"known_issues": [entry]}))
+    run = run_suite("suite/test_kernels.py", "-k", "vector_add-fp32", f"--known-issues={path}")
+    assert run.returncode == 4, run.output[-3000:]
+    no_internal_error(run)
+    for word in [str(path), "known_issues[0]", *words]:
+        assert word in run.output, run.output[-3000:]
+
+
+def test_duplicate_known_issue_ids_name_both_entries(run_suite, tmp_path):
+    entry = {"id": "x", "backend": "interpret", "arch": "*", "triton": ">=3.0", "kernel": "matmul", "dtype": "bf16",
+             "reason": "r", "link": "https://example.invalid/1"}
+    path = tmp_path / "known.json"
+    path.write_text(json.dumps({"known_issues": [entry, entry]}))
+    run = run_suite("suite/test_kernels.py", "-k", "vector_add-fp32", f"--known-issues={path}")
+    assert run.returncode == 4 and "duplicate id 'x' (also known_issues[0])" in run.output, run.output[-3000:]
+
+
+# --- reproduction lines -----------------------------------------------------------------------------------------
+
+def test_reproduction_lines_carry_every_option_that_changes_the_case(run_suite, tmp_path):
+    cache_dir = tmp_path / "autotune"
+    cache_dir.mkdir()
+    run = run_suite("suite/test_kernels.py", "--kernel-module=tests/fixtures/planted_bugs.py",
+                    "--kernels=planted_vector_add_dropped_mask", f"--autotune-dir={cache_dir}", "--case-timeout=77",
+                    '--config={"BLOCK_SIZE": 64}')
+    assert run.returncode == 1, run.output[-3000:]
+    [case] = [c for c in run.run_data()["cases"] if c["outcome"] == "failed"]
+    argv = shlex.split(case["repro"])
+    for word in (f"--autotune-dir={cache_dir}", "--case-timeout=77", "--kernel-module=tests/fixtures/planted_bugs.py",
+                 '--config={"BLOCK_SIZE":64}'):
+        assert word in argv, argv
+    proc = subprocess.run([sys.executable, "-m", *argv, "-p", "no:cacheprovider", "--no-results"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300,
+                          env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+    assert proc.returncode == 1 and "1 failed" in proc.stdout, proc.stdout[-3000:]
+
+
+# --- nothing lost -----------------------------------------------------------------------------------------------
+
+def test_a_single_process_timeout_says_why_it_ended(run_suite):
+    run = run_suite("suite/test_kernels.py", "--kernel-module=tests/fixtures/faulting_kernels.py", "--kernels=zz_hang",
+                    "-k", "fp32", "--case-timeout=5")
+    assert run.returncode == 76, run.output[-3000:]
+    assert "ran longer than --case-timeout=5 s" in run.output and "exit code 76" in run.output
+    assert run.run_data()["status"] == "incomplete"
+
+
+def test_run_files_are_readable_by_others_and_claimed_exclusively(tmp_path):
+    env = {"backend": "interpret"}
+    first = results.RunFile(tmp_path, "same-id-000000", env, ["pytest"])
+    second = results.RunFile(tmp_path, "same-id-000000", env, ["pytest"])  # both made before either wrote
+    first.start()
+    second.start()
+    assert first.path != second.path and first.path.exists() and second.path.exists()
+    assert json.loads(first.path.read_text())["run_id"] == "same-id-000000"
+    assert json.loads(second.path.read_text())["run_id"] != "same-id-000000"
+    mask = os.umask(0)
+    os.umask(mask)
+    assert first.path.stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+def test_no_temporary_files_are_left_behind(run_suite, tmp_path):
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    run = run_suite("suite/test_kernels.py", "-n", "1", "-p", "xdist", "-k", "vector_add-fp32",
+                    "--basetemp", str(tmp_path / "basetemp"), env={"TMPDIR": str(scratch)})
+    assert run.returncode == 0, run.output[-3000:]
+    assert list(scratch.iterdir()) == []
+
+
+def test_ctrl_c_leaves_an_interrupted_run_with_what_finished(tmp_path):
+    """SIGINT while the second test runs: the first test's record stays and the status says 'interrupted'."""
+    runs = tmp_path / "runs"
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--results-dir={runs}", "suite/test_kernels.py",
+           "--kernel-module=tests/fixtures/faulting_kernels.py", "--kernels=vector_add,zz_hang", "-k", "fp32",
+           "--case-timeout=60"]
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:  # the file appears after the first (vector_add) test reported
+        files = list(runs.glob("run-*.json"))
+        if files and json.loads(files[0].read_text())["tests"]:
+            break
+        time.sleep(0.5)
+    time.sleep(2)  # zz_hang is spinning now
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=120)
+    [path] = runs.glob("run-*.json")
+    data = json.loads(path.read_text())
+    assert data["status"] == "interrupted", output[-3000:]
+    assert [t["outcome"] for t in data["tests"]] == ["passed"]
+    assert data["tests"][0]["nodeid"].endswith("[vector_add-fp32]")

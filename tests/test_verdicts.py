@@ -78,28 +78,67 @@ def test_poison_left_in_an_output_fails_even_where_the_reference_is_nan(run_suit
 
 # --- options ----------------------------------------------------------------------------------------------------
 
+DEFAULTS = {"--backend": "auto", "--results-dir": "reports/runs", "--no-results": False, "--repro": None,
+            "--config": None, "--kernel-module": [], "--kernels": None, "--known-issues": "suite/known_issues.json",
+            "--retune": None, "--autotune-dir": None, "--case-timeout": None, "--hypothesis-db": None}
+
+
+def read_options(monkeypatch, controller=False, **given):
+    """suite.options.read on a stand-in config holding these option values (no subprocess: fast)."""
+    from types import SimpleNamespace
+
+    from suite import options
+
+    values = {**DEFAULTS, **{"--" + k.replace("_", "-"): v for k, v in given.items()}}
+    config = SimpleNamespace(getoption=values.__getitem__, option=SimpleNamespace(collectonly=False))
+    monkeypatch.delenv("SUITE_CASE_TIMEOUT", raising=False)
+    return options.read(config, controller=controller)
+
+
+@pytest.mark.parametrize("given, words", [
+    ({"case_timeout": "-1"}, ["--case-timeout=-1", "finite number of seconds >= 0"]),
+    ({"case_timeout": "nan"}, ["--case-timeout=nan", "finite"]),
+    ({"case_timeout": "inf"}, ["--case-timeout=inf", "finite"]),
+    ({"case_timeout": "soon"}, ["--case-timeout=soon", "not a number"]),
+    ({"kernels": ""}, ["--kernels=", "empty value"]),
+    ({"kernels": "softmax,"}, ["--kernels=softmax,", "empty name"]),
+    ({"kernel_module": [""]}, ["--kernel-module=", "empty value"]),
+    ({"results_dir": " "}, ["--results-dir=", "empty value"]),
+    ({"repro": ""}, ["--repro=", "empty value"]),
+    ({"repro": "N=7;colour=red"}, ["unknown field(s) ['colour']"]),
+    ({"repro": "N=seven"}, ["dimension N='seven' is not an integer"]),
+    ({"repro": "N=7;seed=x"}, ["seed='x' is not an integer"]),
+    ({"repro": "N=-3"}, ["N=-3 is negative"]),
+    ({"repro": "N=3,N=4"}, ["'N' is given twice"]),
+    ({"config": "{BLOCK"}, ["--config={BLOCK", "not JSON"]),
+    ({"config": "[1]"}, ["non-empty JSON object"]),
+    ({"autotune_dir": "no/such/dir"}, ["--autotune-dir=no/such/dir", "no such directory"]),
+    ({"retune": ""}, ["--retune=", "empty value"]),
+    ({"known_issues": ""}, ["--known-issues=", "empty value"]),
+])
+def test_bad_option_values_are_refused(monkeypatch, given, words):
+    with pytest.raises(pytest.UsageError) as err:
+        read_options(monkeypatch, **given)
+    for word in words:
+        assert word in str(err.value), str(err.value)
+
+
+def test_good_option_values_are_read(monkeypatch):
+    opts = read_options(monkeypatch, case_timeout="0", kernels="soft*, matmul", config='{"BLOCK_SIZE": 64}',
+                        repro="N=7;seed=3")
+    assert (opts.case_timeout, opts.case_timeout_given) == (0.0, True)
+    assert opts.selects("softmax_online") and opts.selects("matmul") and not opts.selects("vector_add")
+    assert opts.config == {"BLOCK_SIZE": 64}
+
+
 @pytest.mark.parametrize("args, words", [
     (["--case-timeout=-1"], ["--case-timeout=-1", "finite number of seconds >= 0"]),
-    (["--case-timeout=nan"], ["--case-timeout=nan", "finite"]),
-    (["--case-timeout=inf"], ["--case-timeout=inf", "finite"]),
-    (["--case-timeout=soon"], ["--case-timeout=soon", "not a number"]),
-    (["--kernels="], ["--kernels=", "empty value"]),
-    (["--kernels=softmax,"], ["--kernels=softmax,", "empty name"]),
     (["--kernels=sofmax"], ["'sofmax' matches no registered kernel", "softmax"]),
-    (["--kernel-module="], ["--kernel-module=", "empty value"]),
-    (["--results-dir="], ["--results-dir=", "empty value"]),
-    (["--repro="], ["--repro=", "empty value"]),
-    (["--repro=N=7;colour=red"], ["unknown field(s) ['colour']"]),
-    (["--repro=N=seven"], ["dimension N='seven' is not an integer"]),
-    (["--repro=N=7;seed=x"], ["seed='x' is not an integer"]),
-    (["--repro=N=-3"], ["N=-3 is negative"]),
-    (["--config={BLOCK"], ["--config={BLOCK", "not JSON"]),
-    (["--config=[1]"], ["non-empty JSON object"]),
     (["--config={\"BLOCK_M\": 32}"], ["kernel 'vector_add' has no parameter(s) ['BLOCK_M']"]),
-    (["--autotune-dir=no/such/dir"], ["--autotune-dir=no/such/dir", "no such directory"]),
     (["--retune=sofmax"], ["no kernel named 'sofmax'"]),
 ])
 def test_bad_option_values_are_usage_errors(run_suite, args, words):
+    """End to end: exit 4, one clear line, no traceback, no run file."""
     run = run_suite("suite/test_kernels.py", "-k", "vector_add-fp32", *args)
     assert run.returncode == 4, run.output[-3000:]
     no_internal_error(run)
@@ -119,22 +158,24 @@ def test_a_repro_of_another_kernel_is_refused_before_it_runs(run_suite):
     assert "not a case of kernel 'softmax'" in run.output and "missing ['M']" in run.output
 
 
-def test_unwritable_results_and_bad_database_paths_are_found_at_the_start(run_suite, tmp_path):
+def test_unwritable_results_and_bad_database_paths_are_found_at_the_start(monkeypatch, tmp_path):
     a_file = tmp_path / "plain-file"
     a_file.write_text("x")
-    for args, words in ((["--results-dir", str(a_file / "runs")], ["--results-dir", "cannot write there"]),
-                        (["--results-dir", str(a_file)], ["exists and is not a directory"]),
-                        (["--hypothesis-db", str(a_file)], ["--hypothesis-db", "is not a directory"]),
-                        (["--autotune-dir", str(a_file)], ["--autotune-dir", "is not a directory"])):
-        run = run_suite("suite/test_kernels.py", "-k", "vector_add-fp32", *args,
-                        results_dir=tmp_path / "runs" if args[0] != "--results-dir" else None)
-        assert run.returncode == 4, (args, run.output[-3000:])
-        no_internal_error(run)
+    for given, words in (({"results_dir": str(a_file / "runs")}, ["--results-dir", "cannot write there"]),
+                         ({"results_dir": str(a_file)}, ["exists and is not a directory"]),
+                         ({"hypothesis_db": str(a_file)}, ["--hypothesis-db", "is not a directory"]),
+                         ({"autotune_dir": str(a_file)}, ["--autotune-dir", "is not a directory"])):
+        with pytest.raises(pytest.UsageError) as err:
+            read_options(monkeypatch, controller=True, **{"results_dir": str(tmp_path / "runs"), **given})
         for word in words:
-            assert word in run.output, (args, run.output[-3000:])
+            assert word in str(err.value), (given, str(err.value))
 
 
 # --- known issues -----------------------------------------------------------------------------------------------
+
+ENTRY = {"id": "x", "backend": "interpret", "arch": "*", "triton": ">=3.0", "kernel": "matmul", "dtype": "bf16",
+         "reason": "r", "link": "https://example.invalid/1"}
+
 
 @pytest.mark.parametrize("change, words", [
     ({"kernel": "sofmax"}, ["'sofmax' matches no registered kernel"]),
@@ -142,23 +183,21 @@ def test_unwritable_results_and_bad_database_paths_are_found_at_the_start(run_su
     ({"triton": "three"}, ["not a version specifier", ">=3.0,<4"]),
     ({"backend": "metal"}, ["'metal' matches none of interpret, cuda, rocm"]),
 ])
-def test_known_issue_mistakes_name_the_entry(run_suite, tmp_path, change, words):
-    entry = {"id": "x", "backend": "interpret", "arch": "*", "triton": ">=3.0", "kernel": "matmul", "dtype": "bf16",
-             "reason": "r", "link": "https://example.invalid/1", **change}
+def test_known_issue_mistakes_name_the_entry(tmp_path, change, words):
+    from kernels.spec import DTYPES
+    from suite import known_issues
+
     path = tmp_path / "known.json"
-    path.write_text(json.dumps({"known_issues": [entry]}))
-    run = run_suite("suite/test_kernels.py", "-k", "vector_add-fp32", f"--known-issues={path}")
-    assert run.returncode == 4, run.output[-3000:]
-    no_internal_error(run)
+    path.write_text(json.dumps({"known_issues": [{**ENTRY, **change}]}))
+    with pytest.raises(known_issues.KnownIssueError) as err:
+        known_issues.check_kernels(known_issues.load(path), ["matmul", "softmax"], list(DTYPES), path)
     for word in [str(path), "known_issues[0]", *words]:
-        assert word in run.output, run.output[-3000:]
+        assert word in str(err.value), str(err.value)
 
 
-def test_duplicate_known_issue_ids_name_both_entries(run_suite, tmp_path):
-    entry = {"id": "x", "backend": "interpret", "arch": "*", "triton": ">=3.0", "kernel": "matmul", "dtype": "bf16",
-             "reason": "r", "link": "https://example.invalid/1"}
+def test_known_issue_mistakes_are_usage_errors(run_suite, tmp_path):
     path = tmp_path / "known.json"
-    path.write_text(json.dumps({"known_issues": [entry, entry]}))
+    path.write_text(json.dumps({"known_issues": [ENTRY, ENTRY]}))
     run = run_suite("suite/test_kernels.py", "-k", "vector_add-fp32", f"--known-issues={path}")
     assert run.returncode == 4 and "duplicate id 'x' (also known_issues[0])" in run.output, run.output[-3000:]
 

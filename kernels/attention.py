@@ -15,9 +15,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _inputs
+from kernels import _inputs, paths
 from kernels.registry import register
-from kernels.spec import DTYPES, Case, Dim, KernelSpec, Property, Tolerance, amd_options, signature
+from kernels.spec import DTYPES, Case, CodePath, Dim, KernelSpec, Property, Tolerance, amd_options, cdiv, signature
 
 
 @triton.jit
@@ -210,7 +210,12 @@ SPEC = register(KernelSpec(
     torch_baseline=lambda inp: torch.nn.functional.scaled_dot_product_attention(inp["q"], inp["k"], inp["v"],
                                                                                 is_causal=bool(inp["causal"])),
     default_config=DEFAULTS,
+    paths=(*paths.block_loop("S", paths.meta("BLOCK_N", 32), "the loop over key blocks"),
+           CodePath("query_blocks", "S spans several query blocks (causal: blocks past the diagonal are skipped)",
+                    lambda case, cfg: cdiv(case.shape["S"], int(cfg.get("BLOCK_M", 64))) > 1)),
     configs={
+        "interpret": tuple({"BLOCK_M": m, "BLOCK_N": n, "num_warps": 4, "num_stages": 1} for m, n in ((16, 16), (32, 16),
+                                                                                                     (16, 32))),
         "nvidia": tuple({"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": w, "num_stages": s}
                         for bm, bn, w, s in ((64, 32, 4, 3), (64, 64, 4, 3), (128, 64, 8, 2), (64, 64, 4, 2),
                                              (128, 64, 8, 3), (128, 128, 8, 2), (128, 32, 4, 3), (64, 128, 4, 2))),

@@ -23,9 +23,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _inputs
+from kernels import _inputs, paths
 from kernels.registry import register
-from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, signature
+from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, next_power_of_2, signature
 
 IGNORE_INDEX = -100
 
@@ -175,7 +175,9 @@ SPEC = register(KernelSpec(
     min_bytes=lambda case: case.shape["M"] * (2.0 * case.shape["V"] * DTYPES[case.dtype].itemsize + 8 + 4 + 4 + 4),
     torch_baseline=_torch_baseline,
     default_config={"nvidia": {}, "amd": {"num_stages": 2}, "interpret": {"BLOCK_SIZE": 256}},
-    configs={"nvidia": _configs("nvidia"), "amd": _configs("amd")},
+    paths=paths.block_loop("V", lambda case, cfg: int(cfg.get("BLOCK_SIZE") or min(next_power_of_2(case.shape["V"]), 4096))),
+    configs={"interpret": tuple({"BLOCK_SIZE": b} for b in (64, 128, 512)), "nvidia": _configs("nvidia"),
+             "amd": _configs("amd")},
     benchmark_shapes=({"M": 4096, "V": 32768}, {"M": 4096, "V": 131072}, {"M": 1024, "V": 262144}),
     # "large" logits (spread ~1000) across many blocks, where a missing online rescale is off by far;
     # one column; -inf logits (an all -inf row, -inf targets) in ragged padded rows; NaN rows.

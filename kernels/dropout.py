@@ -25,7 +25,7 @@ import triton.language as tl
 
 from kernels import _inputs
 from kernels.registry import register
-from kernels.spec import DTYPES, Case, Dim, KernelSpec, Property, Tolerance, signature
+from kernels.spec import DTYPES, Case, CodePath, Dim, KernelSpec, Property, Tolerance, signature
 
 
 @triton.jit
@@ -199,7 +199,14 @@ SPEC = register(KernelSpec(
     torch_baseline=lambda inp: torch.nn.functional.dropout(inp["x"], float(inp["p"]), training=True),
     default_config={"nvidia": {"BLOCK_SIZE": 1024, "num_warps": 4}, "amd": {"BLOCK_SIZE": 1024, "num_warps": 4},
                     "interpret": {"BLOCK_SIZE": 1024, "num_warps": 4}},
-    configs={"nvidia": tuple({"BLOCK_SIZE": b, "num_warps": w} for b in (512, 1024, 2048, 4096) for w in (4, 8)),
+    paths=(CodePath("several_programs", "M * N spans more than one block",
+                    lambda case, cfg: case.shape["M"] * case.shape["N"] > int(cfg.get("BLOCK_SIZE", 1024))),
+           CodePath("block_spans_rows", "a block holds the end of one row and the start of the next",
+                    lambda case, cfg: case.shape["M"] > 1 and case.shape["N"] % int(cfg.get("BLOCK_SIZE", 1024)) != 0),
+           CodePath("masked_tail", "M * N is not a multiple of the block: the last block is masked",
+                    lambda case, cfg: case.shape["M"] * case.shape["N"] % int(cfg.get("BLOCK_SIZE", 1024)) != 0)),
+    configs={"interpret": tuple({"BLOCK_SIZE": b} for b in (64, 256, 512)),
+             "nvidia": tuple({"BLOCK_SIZE": b, "num_warps": w} for b in (512, 1024, 2048, 4096) for w in (4, 8)),
              "amd": tuple({"BLOCK_SIZE": b, "num_warps": w, "num_stages": 1} for b in (512, 1024, 2048, 4096)
                           for w in (4, 8))},
     benchmark_shapes=({"M": 8192, "N": 8192, "P": 10}, {"M": 16384, "N": 16384, "P": 50}),

@@ -17,7 +17,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _inputs
+from kernels import _inputs, paths
 from kernels.registry import register
 from kernels.spec import DTYPES, Case, Dim, KernelSpec, Property, Tolerance, signature
 
@@ -200,6 +200,7 @@ QUANT_SPEC = register(KernelSpec(
     default_config={"nvidia": {"BLOCK_K": 1024, "num_warps": 4}, "amd": {"BLOCK_K": 1024, "num_warps": 4},
                     "interpret": {"BLOCK_K": 64, "num_warps": 4}},
     configs={f: tuple({"BLOCK_K": b, "num_warps": w} for b in (512, 1024, 2048) for w in (4, 8)) for f in ("nvidia", "amd")},
+    paths=paths.block_loop("K", paths.meta("BLOCK_K", 1024)),
     benchmark_shapes=({"M": 8192, "K": 8192}, {"M": 16384, "K": 4096}),
     properties=(Property("dequantized_error", "q * scale within half an fp8 ulp of x; row amax maps to fp8 max",
                          _check_dequantized),),
@@ -276,6 +277,7 @@ MATMUL_SPEC = register(KernelSpec(
                             + case.shape["M"] * case.shape["N"] * DTYPES[_high_precision(case.layout)].itemsize),
     torch_baseline=_scaled_mm_baseline,
     default_config=MATMUL_DEFAULTS,
+    paths=(*paths.grouped_grid("M", paths.meta("BLOCK_M", 128)), *paths.block_loop("K", paths.meta("BLOCK_K", 128))),
     configs={
         "nvidia": tuple({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": w, "num_stages": s}
                         for bm, bn, bk, w, s in ((128, 128, 128, 8, 3), (128, 256, 128, 8, 3), (128, 128, 64, 4, 4),

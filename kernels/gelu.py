@@ -8,9 +8,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _inputs
+from kernels import _inputs, paths
 from kernels.registry import register
-from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, signature, split_config
+from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, next_power_of_2, signature, split_config
 
 
 @triton.jit
@@ -86,7 +86,10 @@ SPEC = register(KernelSpec(
     default_config={"nvidia": {"BLOCK_M": 4, "BLOCK_N": 1024, "num_warps": 4},
                     "amd": {"BLOCK_M": 4, "BLOCK_N": 1024, "num_warps": 4},
                     "interpret": {"BLOCK_M": 4, "BLOCK_N": 64}},
-    configs={"nvidia": tuple({"BLOCK_M": m, "BLOCK_N": n, "num_warps": w} for m, n in TILES for w in (4, 8)),
+    paths=(*paths.block_loop("N", lambda case, cfg: min(int(cfg.get("BLOCK_N", 1024)), next_power_of_2(case.shape["N"]))),
+           paths.block_loop("M", paths.meta("BLOCK_M", 4))[1]),
+    configs={"interpret": tuple({"BLOCK_M": m, "BLOCK_N": n} for m, n in ((1, 32), (2, 64), (8, 16))),
+             "nvidia": tuple({"BLOCK_M": m, "BLOCK_N": n, "num_warps": w} for m, n in TILES for w in (4, 8)),
              "amd": tuple({"BLOCK_M": m, "BLOCK_N": n, "num_warps": w} for m, n in TILES for w in (4, 8))},
     benchmark_shapes=({"M": 8192, "N": 8192}, {"M": 16384, "N": 16384}),
     # Tails where exp(-2z) overflows fp32 (x/inf must give -0, not NaN); one past a tile, padded rows.

@@ -6,9 +6,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _inputs
+from kernels import _inputs, paths
 from kernels.registry import register
-from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, signature
+from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, next_power_of_2, signature
 
 EPS = 1e-5
 
@@ -119,7 +119,10 @@ SPEC = register(KernelSpec(
     min_bytes=lambda case: (2.0 * case.shape["M"] * case.shape["N"] + 2 * case.shape["N"]) * DTYPES[case.dtype].itemsize,
     torch_baseline=lambda inp: torch.nn.functional.layer_norm(inp["x"], inp["x"].shape[-1:], inp["weight"], inp["bias"], EPS),
     default_config={"nvidia": {}, "amd": {}, "interpret": {"BLOCK_SIZE": 256}},
-    configs={"nvidia": tuple({"BLOCK_SIZE": b, "num_warps": w} for b in (1024, 2048, 4096) for w in (4, 8)),
+    paths=paths.block_loop("N", lambda case, cfg: int(cfg.get("BLOCK_SIZE") or min(
+        next_power_of_2(case.shape["N"]), 65536 // DTYPES[case.dtype].itemsize, 4096))),
+    configs={"interpret": tuple({"BLOCK_SIZE": b} for b in (32, 64, 512)),
+             "nvidia": tuple({"BLOCK_SIZE": b, "num_warps": w} for b in (1024, 2048, 4096) for w in (4, 8)),
              "amd": tuple({"BLOCK_SIZE": b, "num_warps": w} for b in (1024, 2048, 4096) for w in (4, 8))},
     benchmark_shapes=({"M": 4096, "N": 4096}, {"M": 8192, "N": 8192}),
     compile_signature=_signature,

@@ -12,9 +12,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _inputs
+from kernels import _inputs, paths
 from kernels.registry import register
-from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, signature, split_config
+from kernels.spec import DTYPES, Case, CodePath, Dim, KernelSpec, Tolerance, cdiv, next_power_of_2, signature, split_config
 
 EPS = 1e-5  # of the forward whose statistics the inputs stand for
 
@@ -156,6 +156,16 @@ def _torch_baseline(inp: dict[str, torch.Tensor]):
         inp["weight"], [True, True, True])
 
 
+def _block_n(case: Case, cfg: dict) -> int:
+    return min(int(cfg.get("BLOCK_N", 1024)), next_power_of_2(case.shape["N"]))
+
+
+def _row_groups(case: Case, cfg: dict) -> tuple[int, int]:
+    """(row groups, rows per group) as the launcher makes them."""
+    groups = min(int(cfg.get("ROW_GROUPS", 128)), case.shape["M"])
+    return groups, cdiv(case.shape["M"], groups)
+
+
 def _signature(dtype: str, meta: dict) -> tuple[dict, dict]:
     types = {"x_ptr": f"*{dtype}", "dy_ptr": f"*{dtype}", "dx_ptr": f"*{dtype}", "w_ptr": f"*{dtype}",
              **{p: "*fp32" for p in ("mean_ptr", "rstd_ptr", "c1_ptr", "c2_ptr", "dw_part_ptr", "db_part_ptr")},
@@ -190,7 +200,16 @@ SPEC = register(KernelSpec(
     default_config={"nvidia": {"BLOCK_N": 1024, "ROW_GROUPS": 128, "num_warps": 4},
                     "amd": {"BLOCK_N": 1024, "ROW_GROUPS": 304, "num_warps": 4, "num_stages": 2},
                     "interpret": {"BLOCK_N": 128, "ROW_GROUPS": 4}},
-    configs={"nvidia": tuple({"BLOCK_N": b, "ROW_GROUPS": g, "num_warps": w}
+    paths=(*paths.block_loop("N", _block_n),
+           CodePath("several_rows_per_group", "a row group sums more than one row's weight gradient",
+                    lambda case, cfg: _row_groups(case, cfg)[1] > 1),
+           CodePath("several_row_groups", "the final reduction adds more than one row group's partial sums",
+                    lambda case, cfg: _row_groups(case, cfg)[0] > 1),
+           CodePath("empty_row_group", "the rows run out before the last row group: it must contribute zeros",
+                    lambda case, cfg: _row_groups(case, cfg)[0] * _row_groups(case, cfg)[1] - case.shape["M"]
+                    >= _row_groups(case, cfg)[1])),
+    configs={"interpret": tuple({"BLOCK_N": b, "ROW_GROUPS": g} for b, g in ((16, 7), (32, 2), (64, 3))),
+             "nvidia": tuple({"BLOCK_N": b, "ROW_GROUPS": g, "num_warps": w}
                              for b in (1024, 2048) for g in (64, 128, 256) for w in (4, 8)),
              "amd": tuple({"BLOCK_N": b, "ROW_GROUPS": g, "num_warps": w, "num_stages": s}
                           for b in (512, 1024, 2048) for g in (64, 128, 304) for w in (4, 8) for s in (1, 2))},

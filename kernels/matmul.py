@@ -6,7 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _inputs
+from kernels import _inputs, paths
 from kernels.registry import register
 from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, amd_options, signature
 
@@ -107,6 +107,9 @@ SPEC = register(KernelSpec(
     torch_baseline=lambda inp: torch.matmul(inp["a"], inp["b"]),
     default_config=DEFAULTS,
     configs={
+        # Small tiles and groups, so that the interpreter's small shapes span several groups and K steps.
+        "interpret": tuple({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": g, "num_warps": 4, "num_stages": 1}
+                           for bm, bn, bk, g in ((16, 16, 16, 2), (16, 32, 8, 3), (32, 16, 16, 1))),
         "nvidia": tuple({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": w, "num_stages": s}
                         for bm, bn, bk, w, s in ((128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (64, 128, 32, 4, 4),
                                                  (128, 128, 32, 4, 4), (256, 128, 64, 8, 3), (128, 256, 64, 8, 4),
@@ -118,6 +121,8 @@ SPEC = register(KernelSpec(
                                                           (128, 128, 32, 4, 2, 2, 32, 1), (64, 128, 64, 4, 1, 0, 16, 2))),
     },
     benchmark_shapes=({"M": 4096, "N": 4096, "K": 4096}, {"M": 8192, "N": 8192, "K": 8192}),
+    paths=(*paths.grouped_grid("M", paths.meta("BLOCK_M", 128)), *paths.block_loop("K", paths.meta("BLOCK_K", 64)),
+           paths.block_loop("M", paths.meta("BLOCK_M", 128))[1], paths.block_loop("N", paths.meta("BLOCK_N", 128))[1]),
     compile_signature=_signature,
     batch_dim='M', batch_inputs=('a',), batch_outputs=('c',),
     jit_fn=matmul_kernel,

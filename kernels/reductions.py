@@ -27,9 +27,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _inputs
+from kernels import _inputs, paths
 from kernels.registry import register
-from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, signature
+from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, next_power_of_2, signature
 
 
 @triton.jit
@@ -169,7 +169,10 @@ def _spec(op: str, description: str, flops_per_element: float, torch_baseline) -
         min_bytes=lambda case: case.shape["M"] * (case.shape["N"] * DTYPES[case.dtype].itemsize + out_bytes(case)),
         torch_baseline=torch_baseline,
         default_config={"nvidia": {}, "amd": {"num_stages": 2}, "interpret": {"BLOCK_SIZE": 128}},
-        configs={"nvidia": _configs("nvidia"), "amd": _configs("amd")},
+        paths=paths.block_loop("N", lambda case, cfg: int(cfg.get("BLOCK_SIZE") or min(next_power_of_2(case.shape["N"]),
+                                                                                        4096))),
+        configs={"interpret": tuple({"BLOCK_SIZE": b} for b in (32, 64, 256)), "nvidia": _configs("nvidia"),
+                 "amd": _configs("amd")},
         benchmark_shapes=({"M": 4096, "N": 4096}, {"M": 16384, "N": 16384}, {"M": 256, "N": 262144}),
         # Ties, -inf rows, +inf twice and NaN twice in ragged multi-block padded rows; one column (rows
         # of a lone integer, -inf, +inf and NaN); inf/NaN scattered across block boundaries.

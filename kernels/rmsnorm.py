@@ -6,9 +6,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _inputs
+from kernels import _inputs, paths
 from kernels.registry import register
-from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, signature, split_config
+from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, next_power_of_2, signature, split_config
 
 EPS = 1e-5
 
@@ -101,7 +101,10 @@ SPEC = register(KernelSpec(
     default_config={"nvidia": {"BLOCK_SIZE": 4096, "num_warps": 8},
                     "amd": {"BLOCK_SIZE": 4096, "num_warps": 8, "num_stages": 2},
                     "interpret": {"BLOCK_SIZE": 256}},
-    configs={"nvidia": tuple({"BLOCK_SIZE": b, "num_warps": w} for b in (1024, 2048, 4096, 8192) for w in (4, 8, 16)),
+    paths=paths.block_loop("N", lambda case, cfg: min(int(cfg.get("BLOCK_SIZE", 4096)), next_power_of_2(case.shape["N"]),
+                                                       65536 // DTYPES[case.dtype].itemsize)),
+    configs={"interpret": tuple({"BLOCK_SIZE": b} for b in (32, 64, 512)),
+             "nvidia": tuple({"BLOCK_SIZE": b, "num_warps": w} for b in (1024, 2048, 4096, 8192) for w in (4, 8, 16)),
              "amd": tuple({"BLOCK_SIZE": b, "num_warps": w, "num_stages": s}
                           for b in (1024, 2048, 4096) for w in (4, 8, 16) for s in (1, 2))},
     benchmark_shapes=({"M": 8192, "N": 8192}, {"M": 4096, "N": 4096}, {"M": 16384, "N": 2048}),

@@ -9,7 +9,7 @@ import triton.language as tl
 from kernels import _inputs
 from kernels.registry import register
 from kernels.softmax_online import exp_magnitude, rows_sum_to_one, shift_invariant
-from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, signature
+from kernels.spec import DTYPES, Case, CodePath, Dim, KernelSpec, Tolerance, signature
 
 
 @triton.jit
@@ -79,6 +79,8 @@ SPEC = register(KernelSpec(
     # Padding lanes beside an all-negative row; a row whose outputs underflow below fp32's normals.
     examples=({"shape": {"M": 3, "N": 33}, "values": "negative", "seed": 1},
               {"shape": {"M": 1, "N": 126}, "values": "large", "seed": 0}),
+    paths=(CodePath("masked_tail", "N is not a power of two: the row's block has masked lanes",
+                    lambda case, cfg: case.shape["N"] & (case.shape["N"] - 1) != 0),),
     compile_signature=_signature,
     properties=(rows_sum_to_one(_make_inputs), shift_invariant(_make_inputs)),
     batch_dim='M', batch_inputs=('x',), batch_outputs=('out',),

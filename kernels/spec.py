@@ -190,6 +190,26 @@ class Property:
 
 
 @dataclass(frozen=True)
+class CodePath:
+    """A path through the kernel that only some shapes and configs take: a loop that runs more than once, a
+    masked tail, a grid that spans several groups. ``taken(case, config)`` says whether a case run with a config
+    takes it, mirroring the launcher's arithmetic. The suite shows that every declared path was exercised in a
+    run, and where the drawn cases missed one it finds a case and config that take it and runs that too."""
+
+    name: str
+    description: str
+    taken: Callable[[Case, Mapping[str, Any]], bool]
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def next_power_of_2(n: int) -> int:
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+@dataclass(frozen=True)
 class KernelSpec:
     """A kernel as the suite sees it: declared as data next to the kernel, checked when it is made.
 
@@ -232,6 +252,8 @@ class KernelSpec:
     # Case fields without kernel and dtype: known edge cases and regressions.
     examples: tuple[Mapping[str, Any], ...] = ()
     properties: tuple[Property, ...] = ()
+    # Paths that only some shapes and configs take; the suite makes sure each is exercised (see CodePath).
+    paths: tuple[CodePath, ...] = ()
     # Batch invariance: the Dim that indexes independent rows, and the inputs and
     # outputs whose dim 0 it is. None: the kernel has no batch dimension.
     batch_dim: str | None = None

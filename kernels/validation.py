@@ -78,6 +78,7 @@ def check_spec(spec: Any) -> None:
     for i, example in enumerate(_tuple(spec.examples, "examples", fail)):
         _check_example(spec, i, example, dim_names, layouts, values, fail)
     _check_properties(spec.properties, fail)
+    _check_paths(spec.paths, fail)
     if spec.batch_dim is not None:
         if spec.batch_dim not in dim_names:
             raise fail("batch_dim", f"{spec.batch_dim!r} is not a dim; dims: {list(dim_names)}")
@@ -261,6 +262,22 @@ def _check_properties(properties: Any, fail: Callable[[str, str], SpecError]) ->
         names.append(prop.name)
     if dup := sorted({n for n in names if names.count(n) > 1}):
         raise fail("properties", f"property names {dup} appear more than once")
+
+
+def _check_paths(paths: Any, fail: Callable[[str, str], SpecError]) -> None:
+    from kernels.spec import CodePath
+
+    names = []
+    for path in _tuple(paths, "paths", fail):
+        if not isinstance(path, CodePath):
+            raise fail("paths", f"entries must be CodePath(...), got {type(path).__name__}")
+        if not isinstance(path.name, str) or not _IDENTIFIER.fullmatch(path.name):
+            raise fail("paths", f"path name {path.name!r} must be an identifier")
+        if not callable(path.taken):
+            raise fail("paths", f"path {path.name!r}: taken must be callable (case, config) -> bool")
+        names.append(path.name)
+    if dup := sorted({n for n in names if names.count(n) > 1}):
+        raise fail("paths", f"path names {dup} appear more than once")
 
 
 def _shape_problems(shape: Any, dim_names: tuple[str, ...], dims: Iterable[Any], positive: bool = False) -> list[str]:

@@ -6,7 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _inputs
+from kernels import _inputs, paths
 from kernels.registry import register
 from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, signature
 
@@ -68,9 +68,11 @@ SPEC = register(KernelSpec(
     default_config={"nvidia": {"BLOCK_SIZE": 1024, "num_warps": 4},
                     "amd": {"BLOCK_SIZE": 1024, "num_warps": 4},
                     "interpret": {"BLOCK_SIZE": 128, "num_warps": 4}},
-    configs={"nvidia": tuple({"BLOCK_SIZE": b, "num_warps": w} for b in (512, 1024, 2048, 4096) for w in (4, 8)),
+    configs={"interpret": tuple({"BLOCK_SIZE": b} for b in (32, 64, 256)),
+             "nvidia": tuple({"BLOCK_SIZE": b, "num_warps": w} for b in (512, 1024, 2048, 4096) for w in (4, 8)),
              "amd": tuple({"BLOCK_SIZE": b, "num_warps": w} for b in (512, 1024, 2048, 4096) for w in (4, 8))},
     benchmark_shapes=({"N": 1 << 24}, {"N": 1 << 28}),
+    paths=paths.block_loop("N", paths.meta("BLOCK_SIZE", 1024), "the grid of programs"),
     compile_signature=_signature,
     batch_dim='N', batch_inputs=('x', 'y'), batch_outputs=('out',),
     jit_fn=vector_add_kernel,

@@ -43,6 +43,7 @@ class SuiteContext:
     assigned: dict[str, str] = field(default_factory=dict)
     gpu_variable: str = ""
     journal_dir: str | None = None
+    memcheck: str = "off"  # interpreter | compute-sanitizer | asan | off
 
     @property
     def large_shapes(self) -> bool:
@@ -104,6 +105,7 @@ def build(config: pytest.Config) -> SuiteContext:
     except backend_mod.BackendUnavailable as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[BACKEND] = backend
+    memcheck_mode = _memcheck(config, opts, backend, controller)
     specs = _load_kernels(opts)  # only now: after TRITON_INTERPRET is settled
     try:
         known = known_mod.load(opts.known_issues)
@@ -135,7 +137,8 @@ def build(config: pytest.Config) -> SuiteContext:
         run_file = results.RunFile(opts.results_dir, results.new_run_id(backend.name, backend.arch), env,
                                    results.command_line())
         run_file.data["known_issues"] = [k.as_record() for k in known]
-    ctx = SuiteContext(options=opts, backend=backend, profile=profile, known=known, run_file=run_file, cache=cache)
+    ctx = SuiteContext(options=opts, backend=backend, profile=profile, known=known, run_file=run_file, cache=cache,
+                       memcheck=memcheck_mode)
     if db_note:
         ctx.notes.append(db_note)
     if cache is not None and cache.status == "unreadable":
@@ -153,6 +156,27 @@ def build(config: pytest.Config) -> SuiteContext:
         if xdist_on(config):
             ctx.journal_dir = tempfile.mkdtemp(prefix="suite-inflight-")
     return ctx
+
+
+def _memcheck(config: pytest.Config, opts: options.Options, backend: Any, controller: bool) -> str:
+    """Which memory checker watches this run; a GPU run with --memcheck re-executes itself under the vendor's."""
+    import os
+
+    from suite import memcheck
+
+    if backend.name == "interpret":
+        if opts.no_memcheck:
+            return "off"
+        memcheck.install()
+        return "interpreter"
+    if os.environ.get(memcheck.SANITIZER_ENV):
+        return "compute-sanitizer" if backend.family == "nvidia" else "asan"
+    if opts.memcheck and controller:
+        try:
+            memcheck.reexec(backend.family, list(config.invocation_params.args))
+        except FileNotFoundError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    return "off"
 
 
 def _gpu_count() -> int:

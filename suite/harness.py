@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from kernels.spec import Case, KernelSpec
-from suite import autotune, crash, options
+from suite import autotune, crash, memcheck, options
 from suite.results import json_number
 from suite.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output
 
@@ -90,7 +92,8 @@ class CaseResult:
     error: str | None = None
     duration_s: float = 0.0
     failure: str | None = None  # fault | oom | spec: where the launch or the spec broke, not a value
-    config: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)  # the config the outcome is about (the failing one)
+    configs_run: int = 1
 
     def message(self) -> str:
         if self.error:
@@ -156,69 +159,108 @@ def check_reference(spec: KernelSpec, case: Case, inputs: dict, outputs: dict[st
     return ref
 
 
+class _Stop(Exception):  # noqa: N818 - control flow inside run_case
+    def __init__(self, result: CaseResult) -> None:
+        self.result = result
+
+
 def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = None,
-             inputs: dict[str, torch.Tensor] | None = None) -> CaseResult:
-    """Run one case; ``inputs`` when the caller has already built them for this case."""
+             inputs: dict[str, torch.Tensor] | None = None, extra_configs: Sequence[dict] = ()) -> CaseResult:
+    """Run one case with ``config`` (the autotune cache's or the family default when None), then with each of
+    ``extra_configs`` on the same inputs against the same reference: every config must agree with it, and the
+    result names the first that does not. ``inputs`` when the caller has already built them for this case."""
     start = time.perf_counter()
     if config is None:
         config = autotune.choose_config(spec, case.dtype, case.shape, backend)
+    configs = [dict(config), *(dict(c) for c in extra_configs)]
+    state: dict[str, Any] = {"inputs": inputs, "ref": None, "mags": None}
+    current = configs[0]
 
     def result(passed: bool, ratio: float, checks=(), error=None, failure=None) -> CaseResult:
-        return CaseResult(case, passed, ratio, list(checks), error, time.perf_counter() - start, failure, dict(config))
+        if error is not None and len(configs) > 1:
+            error = f"with config {json.dumps(current, sort_keys=True)}: {error}"
+        return CaseResult(case, passed, ratio, list(checks), error, time.perf_counter() - start, failure,
+                          dict(current), configs_run=configs.index(current) + 1)
 
+    worst: CaseResult | None = None
     try:
-        with crash.watchdog(case, options.config_args(spec, config, backend.family)):
-            if inputs is None:
-                inputs = spec.make_inputs(case, backend.device)
+        for current in configs:
+            checks = _run_config(spec, case, backend, current, state, result)
+            ratio = max((c.error_ratio for c in checks), default=0.0)
+            outcome = result(all(c.passed for c in checks), ratio, checks)
+            if not outcome.passed:
+                if len(configs) > 1:
+                    outcome.error = f"with config {json.dumps(current, sort_keys=True)}: {outcome.message()}"
+                return outcome
+            if worst is None or outcome.error_ratio > worst.error_ratio:
+                worst = outcome
+    except _Stop as stop:
+        return stop.result
+    worst.configs_run, worst.duration_s = len(configs), time.perf_counter() - start
+    return worst
+
+
+def _run_config(spec: KernelSpec, case: Case, backend: Any, config: dict, state: dict, result) -> list[OutputCheck]:
+    """Launch one config on fresh poisoned, guarded outputs and check them; _Stop with the result where the case
+    ends early (a launch that broke, a broken spec, an out-of-bounds access)."""
+    try:
+        with crash.watchdog(case, options.config_args(spec, config, backend.family)), memcheck.scope(spec.name):
+            if state["inputs"] is None:
+                state["inputs"] = spec.make_inputs(case, backend.device)
+            inputs = state["inputs"]
             outputs = declared_outputs(spec, spec.make_outputs(inputs, case), "make_outputs")
             guards = guard(outputs)
             poison(outputs)
             spec.run(inputs, outputs, config)
             synchronize(backend.device)
     except BrokenSpec as exc:
-        return result(False, math.inf, error=f"broken spec: {exc}", failure="spec")
+        raise _Stop(result(False, math.inf, error=f"broken spec: {exc}", failure="spec")) from None
     except Exception as exc:  # a compile or launch failure is a result, not a harness crash
+        if violation := memcheck.violation_in(exc):
+            exc.__traceback__ = None
+            raise _Stop(result(False, math.inf, error=str(violation), failure="memory")) from None
         error = f"{type(exc).__name__}: {exc}".strip()[:2000]
         failure = crash.note_launch_error(exc, backend.device, case)
         exc.__traceback__ = None  # its frames hold the case's tensors
+        found = memcheck.sanitizer_report()
         if failure == "fault":
             error = (f"GPU fault: {error} (the GPU context of this process is unusable; the rest of the run goes "
                      f"on in a fresh worker process)")
+            if found:
+                error, failure = f"{found}\n{error}", "memory"
         elif failure == "oom":
-            inputs = outputs = guards = None
+            state.clear()
             crash.free_memory(backend.device)
             error = f"out of memory: {error}"
-        return result(False, math.inf, error=error, failure=failure)
+        raise _Stop(result(False, math.inf, error=error, failure=failure)) from None
+    if found := memcheck.sanitizer_report():
+        raise _Stop(result(False, math.inf, error=found, failure="memory"))
     out_of_bounds = guard_violations(guards)
     if out_of_bounds:
-        return result(False, math.inf, error="; ".join(out_of_bounds))
-    try:
-        ref = check_reference(spec, case, inputs, outputs, spec.reference(inputs, case))
-        mags = spec.tolerance.magnitude(inputs, ref) if spec.tolerance.magnitude else {}
-    except torch.OutOfMemoryError as exc:
-        error = f"out of memory computing the float64 reference: {exc}"[:2000]
-        exc.__traceback__ = None
-        inputs = outputs = guards = None
-        crash.free_memory(backend.device)
-        return result(False, math.inf, error=error, failure="oom")
-    except BrokenSpec as exc:
-        return result(False, math.inf, error=f"broken spec: {exc}", failure="spec")
-    except Exception as exc:  # noqa: BLE001 - the spec's own code failed: a broken spec, recorded as such
-        exc.__traceback__ = None
-        return result(False, math.inf, error=f"broken spec: the reference raised {type(exc).__name__}: {exc}"[:2000],
-                      failure="spec")
-    never_written = {name: _never_written(spec, inputs, case, config, name, outputs[name], ref[name])
-                     for name in spec.outputs}
+        raise _Stop(result(False, math.inf, error="; ".join(out_of_bounds)))
+    if state["ref"] is None:
+        try:
+            state["ref"] = check_reference(spec, case, inputs, outputs, spec.reference(inputs, case))
+            state["mags"] = spec.tolerance.magnitude(inputs, state["ref"]) if spec.tolerance.magnitude else {}
+        except torch.OutOfMemoryError as exc:
+            error = f"out of memory computing the float64 reference: {exc}"[:2000]
+            exc.__traceback__ = None
+            state.clear()
+            crash.free_memory(backend.device)
+            raise _Stop(result(False, math.inf, error=error, failure="oom")) from None
+        except BrokenSpec as exc:
+            raise _Stop(result(False, math.inf, error=f"broken spec: {exc}", failure="spec")) from None
+        except Exception as exc:  # noqa: BLE001 - the spec's own code failed: a broken spec, recorded as such
+            exc.__traceback__ = None
+            raise _Stop(result(False, math.inf, error=f"broken spec: the reference raised {type(exc).__name__}: "
+                                                      f"{exc}"[:2000], failure="spec")) from None
+    ref, mags = state["ref"], state["mags"]
     # An fp32 dot rounds its operands to TF32/XF32 where the arch does so by default.
     operand_u = operand_roundoff(spec, backend) if case.dtype == "fp32" else 0.0
-    checks = [
-        check_output(name, outputs[name], ref[name], mags.get(name), reduction_length=spec.tolerance.reduction(case),
-                     safety=spec.tolerance.safety, operand_u=operand_u, accumulator=spec.tolerance.accumulator,
-                     unwritten=never_written[name])
-        for name in spec.outputs
-    ]
-    ratio = max((c.error_ratio for c in checks), default=0.0)
-    return result(all(c.passed for c in checks), ratio, checks)
+    return [check_output(name, outputs[name], ref[name], mags.get(name), reduction_length=spec.tolerance.reduction(case),
+                         safety=spec.tolerance.safety, operand_u=operand_u, accumulator=spec.tolerance.accumulator,
+                         unwritten=_never_written(spec, inputs, case, config, name, outputs[name], ref[name]))
+            for name in spec.outputs]
 
 
 def _never_written(spec: KernelSpec, inputs: dict, case: Case, config: dict, name: str, out: torch.Tensor,
@@ -248,6 +290,8 @@ def record(result: CaseResult, nodeid: str, repro: str) -> dict[str, Any]:
                     for c in result.checks},
         "message": None if result.passed else result.message()[:2000],
         **({"failure": result.failure} if result.failure else {}),
+        "config": result.config,
+        "configs_run": result.configs_run,
         "duration_s": round(result.duration_s, 4),
         "nodeid": nodeid,
         "repro": repro,

@@ -56,6 +56,11 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--case-timeout", default=None, metavar="SECONDS",
                     help=f"end a case (and its worker process) that runs longer than this: a hung kernel "
                          f"(default {DEFAULT_CASE_TIMEOUT_S:g}; 0: no limit; env SUITE_CASE_TIMEOUT)")
+    group.addoption("--memcheck", action="store_true",
+                    help="GPU backends: rerun this run under the vendor's memory checker (compute-sanitizer memcheck on "
+                         "NVIDIA, Triton's AddressSanitizer build on AMD); the interpreter checks every case anyway")
+    group.addoption("--no-memcheck", action="store_true",
+                    help="interpreter: do not check each load and store against the launch's tensors (timing only)")
     group.addoption("--hypothesis-db", default=os.environ.get("SUITE_HYPOTHESIS_DB"), metavar="DIR",
                     help="Hypothesis example database shared across runs (env SUITE_HYPOTHESIS_DB): failing "
                          "examples are saved there and replayed first; used by the dev and nightly profiles")
@@ -78,6 +83,8 @@ class Options:
     case_timeout: float
     case_timeout_given: bool
     hypothesis_db: Path | None
+    memcheck: bool = False
+    no_memcheck: bool = False
 
     def selects(self, kernel: str) -> bool:
         return self.kernels is None or any(fnmatch.fnmatchcase(kernel, p) for p in self.kernels)
@@ -184,13 +191,17 @@ def read(config: pytest.Config, controller: bool) -> Options:
         raise usage("--hypothesis-db", db, "exists and is not a directory (Hypothesis keeps one file per example "
                                            "in a directory)")
     timeout, given = case_timeout(get("--case-timeout"))
+    if get("--memcheck") and get("--no-memcheck"):
+        raise pytest.UsageError("--memcheck and --no-memcheck: give one (--memcheck checks a GPU run under the vendor's "
+                                "checker; --no-memcheck turns the interpreter's check off)")
     return Options(
         backend=get("--backend"), results_dir=Path(results_dir), write_results=write_results, repro=repro,
         config=parse_config(get("--config")), kernel_modules=modules,
         kernels=_names("--kernels", get("--kernels"), "comma-separated kernel names or patterns, e.g. "
                                                       "--kernels='softmax,matmul*'"),
         known_issues=Path(known), retune=retune, autotune_dir=Path(autotune_dir) if autotune_dir else None,
-        case_timeout=timeout, case_timeout_given=given, hypothesis_db=Path(db) if db else None)
+        case_timeout=timeout, case_timeout_given=given, hypothesis_db=Path(db) if db else None,
+        memcheck=bool(get("--memcheck")), no_memcheck=bool(get("--no-memcheck")))
 
 
 def check_against_registry(options: Options, specs: list[Any]) -> None:

@@ -15,9 +15,9 @@ import os
 
 import pytest
 
-from suite import autotune, context, crash, options, summary
+from suite import autotune, context, crash, memcheck, options, summary
 from suite.context import BACKEND, CONTEXT
-from suite.recorder import AUTOTUNE_PROPERTY, KNOWN_PROPERTY, RunRecorder
+from suite.recorder import AUTOTUNE_PROPERTY, KNOWN_PROPERTY, MEMCHECK_PROPERTY, RunRecorder
 from suite.strategies import register_profiles
 
 __all__ = ["BACKEND", "CONTEXT", "KNOWN_PROPERTY", "repro_prefix"]
@@ -38,6 +38,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[CONTEXT] = ctx
     if ctx.run_file is not None:
         ctx.run_file.data["autotune"] = autotune_record(ctx)
+        ctx.run_file.data["memcheck"] = {"mode": ctx.memcheck, "kernels": {}, "unchecked": {}}
         recorder = RunRecorder(ctx.run_file, ctx)
         config.pluginmanager.register(recorder, "suite-run-recorder")
         config.pluginmanager.register(SummaryPrinter(ctx), "suite-summary")
@@ -118,12 +119,15 @@ def _retune(config: pytest.Config, ctx: context.SuiteContext) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
-    """Worker side: hand this test's autotune counts to the controller."""
+    """Worker side: hand this test's autotune and memory-check counts to the controller."""
     if call.when == "call":
         lookup = autotune.active()
         delta = lookup.take() if lookup else None
         if delta:
             item.user_properties.append((AUTOTUNE_PROPERTY, delta))
+        counts = memcheck.take_counts()
+        if counts:
+            item.user_properties.append((MEMCHECK_PROPERTY, counts))
     return (yield)
 
 
@@ -144,6 +148,12 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         lines.append(f"portability: autotune cache {c.path} ({c.status}, {len(c.entries)} entries)")
     if ctx.options.config is not None:
         lines.append(f"portability: every case runs --config={ctx.options.config}")
+    lines.append("portability: memory check: " + {
+        "interpreter": "every load, store and atomic of every launch, against the launch's tensors (interpreter)",
+        "compute-sanitizer": "compute-sanitizer memcheck (PYTORCH_NO_CUDA_MEMORY_CACHING=1)",
+        "asan": "Triton's AddressSanitizer build (TRITON_ENABLE_ASAN=1, xnack+)",
+        "off": "off" + (" (--no-memcheck)" if b.name == "interpret" else " (--memcheck runs under the vendor's checker)"),
+    }[ctx.memcheck])
     if ctx.gpus and context.xdist_on(config):
         workers = int(config.option.numprocesses)
         lines.append(f"portability: {workers} xdist worker(s), each pinned ({ctx.gpu_variable}) to one of "

@@ -18,6 +18,7 @@ from suite.context import SuiteContext
 
 KNOWN_PROPERTY = "suite_known_issue"
 AUTOTUNE_PROPERTY = "suite_autotune"
+MEMCHECK_PROPERTY = "suite_memcheck"
 
 
 class RunRecorder:
@@ -59,6 +60,7 @@ class RunRecorder:
             message = str(report.longrepr[2])
         extra = {key: props[prop] for prop, key in results.RECORD_PROPERTIES.items() if prop in props}
         self._count_autotune(props.get(AUTOTUNE_PROPERTY))
+        self._count_memcheck(props.get(MEMCHECK_PROPERTY))
         if props.get(crash.POISONED_PROPERTY):
             self.run_file.data.setdefault("incidents", []).append(
                 {"kind": "fault", "nodeid": report.nodeid, "worker": _worker_id(report),
@@ -75,6 +77,29 @@ class RunRecorder:
             record[names[how]] += n
         record["stale_kernels"].update(delta["stale_kernels"])
         record["tuning_benchmarks"] += delta["tuning_benchmarks"]
+
+    def _count_memcheck(self, counts: dict | None) -> None:
+        record = self.run_file.data.get("memcheck")
+        if not counts or record is None:
+            return
+        for kernel, n in counts.items():
+            mine = record["kernels"].setdefault(kernel, {"launches": 0, "memory_ops": 0})
+            mine["launches"] += n["launches"]
+            mine["memory_ops"] += n["memory_ops"]
+
+    def _mark_unchecked(self) -> None:
+        """Kernels whose cases ran but that no memory checker checked: never counted as checked."""
+        record = self.run_file.data.get("memcheck")
+        if record is None:
+            return
+        ran = {c["kernel"] for c in self.run_file.data["cases"]}
+        if record["mode"] in ("compute-sanitizer", "asan"):
+            for c in self.run_file.data["cases"]:  # every launch runs under the checker; launches are not counted
+                record["kernels"].setdefault(c["kernel"], {"launches": 0, "memory_ops": 0})
+        why = {"interpreter": "its cases launched no kernel through the interpreter",
+               "off": "memory checking is off in this run"}.get(record["mode"], "no case of it ran under the checker")
+        record["unchecked"] = {k: why for k in sorted(ran)
+                               if record["mode"] == "off" or k not in record["kernels"]}
 
     def _worker_died(self, report: pytest.TestReport) -> None:
         """A worker ended during a test: a fault it announced (the test is already recorded), a hung case
@@ -118,6 +143,7 @@ class RunRecorder:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if not self.run_file.started:
             return
+        self._mark_unchecked()
         if self.interrupted:  # Ctrl-C: what finished is kept, and the file says the run was stopped on purpose
             self.run_file.finish("interrupted")
             return

@@ -29,6 +29,7 @@ RECORD_PROPERTIES = {
     "suite_compile_records": "compiles",
     "suite_benchmark_records": "benchmarks",
     "suite_finding_records": "findings",
+    "suite_coverage_records": "coverage",
     CEILINGS_PROPERTY: "ceilings",
 }
 
@@ -124,6 +125,7 @@ class RunFile:
             "compiles": [],
             "benchmarks": [],
             "findings": [],
+            "coverage": [],
             "known_issues": [],
         }
         self.started = False

@@ -41,6 +41,14 @@ def write_summary(tr, data: dict, path: Path) -> None:
             tr.write_line(f"autotune: {auto['cache_error']}")
         for kernel, why in sorted(auto["stale_kernels"].items()):
             tr.write_line(f"autotune: stale entries for {kernel} ({why}): rerun with --retune={kernel}")
+    mem = data.get("memcheck")
+    if mem and mem["mode"] != "off":
+        launches = sum(k["launches"] for k in mem["kernels"].values())
+        ops = sum(k["memory_ops"] for k in mem["kernels"].values())
+        counted = f": {launches} launches, {ops} loads/stores/atomics checked" if mem["mode"] == "interpreter" else ""
+        tr.write_line("")
+        tr.write_line(f"memory check ({mem['mode']}): {len(mem['kernels'])} kernel(s){counted}; unchecked: "
+                      + (", ".join(f"{k} ({why})" for k, why in mem["unchecked"].items()) or "none"))
     for inc in data.get("incidents", []):
         tr.write_line(f"INCIDENT {inc['kind']} in {inc['nodeid']} (worker {inc['worker']}): "
                       f"{inc['message'].splitlines()[0][:300]}")

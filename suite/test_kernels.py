@@ -7,12 +7,13 @@ kernel is adding a module under kernels/, not editing this file.
 from __future__ import annotations
 
 import shlex
+import time
 
 import pytest
 from hypothesis import example, given, seed
 
 from kernels.spec import Case
-from suite import crash, options, results
+from suite import autotune, crash, options, reach, results
 from suite.context import CONTEXT
 from suite.harness import CaseResult, record, run_case
 from suite.recorder import KNOWN_PROPERTY
@@ -34,9 +35,44 @@ def forced_config(request: pytest.FixtureRequest) -> dict | None:
     return request.config.stash[CONTEXT].options.config
 
 
+# How long Hypothesis may shrink a failing case, per profile: past it the smallest failing case found so far is
+# reported (with the first one), instead of minutes of interpreted launches.
+SHRINK_SECONDS = {"dev": 30.0, "ci": 30.0, "validation": 30.0, "nightly": 120.0}
+
+
+class ShrinkBudget:
+    """After the first failure, shrinking may go on for ``seconds``; past that, every case but the smallest
+    failing one passes untested, so Hypothesis stops and replays that one."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.started: float | None = None
+        self.first: str | None = None  # the first failing case's reproduction line
+        self.best: Case | None = None
+        self.config: dict | None = None
+
+    def failed(self, case: Case, config: dict, repro: str) -> None:
+        if self.started is None:
+            self.started, self.first = time.monotonic(), repro
+        self.best, self.config = case, dict(config)
+
+    def expired(self) -> bool:
+        return self.started is not None and time.monotonic() - self.started > self.seconds
+
+    def skip(self, case: Case) -> bool:
+        return self.expired() and case != self.best
+
+    def note(self) -> str:
+        if not self.expired():
+            return ""
+        return (f"\n(shrinking stopped after {self.seconds:g} s; this is the smallest failing case found by then. The "
+                f"first failing case: {self.first})")
+
+
 def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None:
-    """The kernel's outputs lie within the tolerance rule's bound of the float64 reference,
-    every output element was written, and NaN/inf appear exactly where the reference has them."""
+    """The kernel's outputs lie within the tolerance rule's bound of the float64 reference, under its own config
+    and the others each case samples; every output element was written; NaN/inf appear exactly where the
+    reference has them; every declared code path was exercised."""
     spec, dtype, known_issue = kernel_dtype
     ctx = request.config.stash[CONTEXT]
     backend = ctx.backend
@@ -44,23 +80,37 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
     request.node.user_properties.append((results.CASES_PROPERTY, records))
     if known_issue:
         request.node.user_properties.append((KNOWN_PROPERTY, known_issue.as_record()))
+    coverage = reach.Coverage(spec, dtype)
+    request.node.user_properties.append((reach.COVERAGE_PROPERTY, [coverage.record()]))
     last_failure: list[dict] = []
-    config = forced_config(request)
-    if config is not None and (problem := options.config_problem(spec, config)):
+    forced = forced_config(request)
+    if forced is not None and (problem := options.config_problem(spec, forced)):
         pytest.fail(f"--config: {problem}", pytrace=False)
+    every_config = ctx.large_shapes and backend.name != "interpret"  # nightly on a GPU: the whole config space
+    shrink = ShrinkBudget(SHRINK_SECONDS.get(ctx.profile, 60.0))
 
-    def check(case: Case) -> None:
-        result = run_case(spec, case, backend, config)
+    def check(case: Case, configs: list[dict] | None = None) -> None:
+        if shrink.skip(case):
+            return
+        if configs is None:
+            primary = forced or autotune.choose_config(spec, case.dtype, case.shape, backend)
+            configs = [primary] + ([] if forced else reach.extra_configs(spec, case, backend.family, primary,
+                                                                          every_config))
+            if shrink.config is not None and shrink.config not in configs:  # keep testing the config that failed
+                configs.append(shrink.config)
+        result = run_case(spec, case, backend, configs[0], extra_configs=configs[1:])
         line = case_repro(request, spec, result)
         rec = record(result, request.node.nodeid, line)
         if result.passed:
             if not last_failure:  # passes seen while shrinking a failure are not cases of the run
                 records.append(rec)
+                coverage.add(case, configs[:result.configs_run])
             return
         last_failure[:] = [rec]
+        shrink.failed(case, result.config, line)
         if result.failure in ("fault", "oom", "spec"):  # shrinking would only repeat it
             raise crash.CaseAborted(f"{case}\n{result.message()}\nreproduce with: {line}")
-        pytest.fail(f"{case}\n{result.message()}\nreproduce with: {line}", pytrace=False)
+        pytest.fail(f"{case}\n{result.message()}\nreproduce with: {line}{shrink.note()}", pytrace=False)
 
     try:
         if ctx.options.repro:
@@ -69,16 +119,41 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
                 spec.check_case(case)
             except ValueError as exc:
                 pytest.fail(f"--repro={ctx.options.repro}: {exc}", pytrace=False)
-            check(case)
+            check(case, [forced or autotune.choose_config(spec, case.dtype, case.shape, backend)])
             return
         strategy = case_strategy(spec, dtype, backend.name, large=ctx.large_shapes)
-        check._hypothesis_internal_add_digest = f"{spec.name}-{dtype}".encode()
-        run = given(strategy)(check)
+
+        def drawn(case: Case) -> None:
+            check(case)
+
+        drawn._hypothesis_internal_add_digest = f"{spec.name}-{dtype}".encode()
+        run = given(strategy)(drawn)
         for ex in reversed(spec.examples):
             run = example(Case(kernel=spec.name, dtype=dtype, **ex))(run)
         if ctx.profile == "validation":
             run = seed(VALIDATION_SEED)(run)
         run()
+        if forced is None:
+            reach_missing_paths(spec, backend, strategy, coverage, check)
     finally:
         # Hypothesis replays the minimal failing example last: record that one only.
         records.extend(last_failure)
+        request.node.user_properties[:] = [p for p in request.node.user_properties if p[0] != reach.COVERAGE_PROPERTY]
+        request.node.user_properties.append((reach.COVERAGE_PROPERTY, [coverage.record()]))
+
+
+def reach_missing_paths(spec, backend, strategy, coverage: reach.Coverage, check) -> None:
+    """Run a case for each declared path the drawn cases missed; fail for a path no allowed case reaches."""
+    pool = [spec.default_config_for(backend.family), *reach.config_space(spec, backend.family)]
+    for path in coverage.missing():
+        found = reach.find_case(strategy, path, pool)
+        if found is None:
+            coverage.unreachable.append(path.name)
+            continue
+        case, config = found
+        coverage.searched.append(path.name)
+        check(case, [config])
+    if coverage.unreachable:
+        pytest.fail(f"{spec.name}: declared path(s) {coverage.unreachable} are taken by no case the dims allow on "
+                    f"{backend.name} with any {backend.family} config; widen the dims, add a config, or drop the "
+                    f"path", pytrace=False)

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import example, given, settings
 
 from kernels.spec import Case, KernelSpec
-from suite import autotune, crash, options
+from suite import autotune, crash, memcheck, options
 from suite.context import CONTEXT
 from suite.harness import poison, synchronize
 from suite.strategies import case_strategy
-from suite.test_kernels import repro_line
+from suite.test_kernels import SHRINK_SECONDS, ShrinkBudget, repro_line
 
 FINDINGS = "suite_finding_records"
 
@@ -38,11 +38,13 @@ def make_runner(spec: KernelSpec, case: Case, backend, config: dict | None = Non
     def run(inputs: dict) -> dict:
         outputs = spec.make_outputs(inputs, case)
         poison(outputs)
-        with crash.watchdog(case):
+        with crash.watchdog(case), memcheck.scope(spec.name):
             try:
                 spec.run(inputs, outputs, config)
                 synchronize(backend.device)
             except Exception as exc:
+                if violation := memcheck.violation_in(exc):
+                    raise violation from None
                 failure = crash.note_launch_error(exc, backend.device, case)
                 if failure == "oom":
                     outputs.clear()
@@ -97,22 +99,34 @@ def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
         for name, claimed, _ in checks_for(spec)}
     request.node.user_properties.append((FINDINGS, list(findings.values())))
 
+    shrink = ShrinkBudget(SHRINK_SECONDS.get(ctx.profile, 60.0))
+
     def check(case: Case) -> None:
+        if shrink.skip(case):
+            return
         if spec.batch_dim and case.shape.get(spec.batch_dim, 0) < 2:
             case = Case(case.kernel, case.dtype, {**case.shape, spec.batch_dim: 2}, case.layout, case.values, case.seed)
         for name, claimed, fn in checks_for(spec):
-            message = fn(spec, case, backend, ctx.options.config)
+            try:
+                message = fn(spec, case, backend, ctx.options.config)
+            except memcheck.MemoryViolation as violation:
+                cfg = ctx.options.config or autotune.choose_config(spec, case.dtype, case.shape, backend)
+                line = repro_line(request, case, options.config_args(spec, cfg, backend.family))
+                shrink.failed(case, cfg, line)
+                pytest.fail(f"{case} (checking {name!r}): {violation}\nreproduce with: {line}{shrink.note()}",
+                            pytrace=False)
             finding = findings[name]
             finding["cases_checked"] += 1
             if message is None:
                 continue
-            config = ctx.options.config or autotune.choose_config(spec, case.dtype, case.shape, backend)
-            line = repro_line(request, case, options.config_args(spec, config, backend.family))
+            cfg = ctx.options.config or autotune.choose_config(spec, case.dtype, case.shape, backend)
+            line = repro_line(request, case, options.config_args(spec, cfg, backend.family))
             if finding["holds"]:
                 finding.update(holds=False, message=f"{case}: {message}"[:2000], repro=line)
             if claimed:
-                pytest.fail(f"property {name!r} does not hold for {case}\n{message}\nreproduce with: {line}",
-                            pytrace=False)
+                shrink.failed(case, cfg, line)
+                pytest.fail(f"property {name!r} does not hold for {case}\n{message}\nreproduce with: {line}"
+                            f"{shrink.note()}", pytrace=False)
 
     if ctx.options.repro:
         case = Case.parse(spec.name, dtype, ctx.options.repro)

@@ -1,0 +1,363 @@
+"""Memory checking: every lane a mask enables must address an element of the tensor its pointer came from.
+
+**On the CPU interpreter (every case, on by default).** The interpreter's loads and stores are host code, so
+the exact addresses of every launch can be checked before memory is touched. At each launch the checker notes
+the tensor arguments (their data pointers, shapes, strides and element sizes); before each load, store and
+atomic it takes the addresses of the lanes the mask enables and checks that they all lie on elements of one
+argument tensor (the one most of them lie in: "the tensor the pointer came from"). A lane outside it (past an
+end, before the start, in the padding between the rows of a strided tensor, or in another tensor) stops the
+launch with :class:`MemoryViolation`, which names the kernel, the operation, the argument, the lane, its element
+offset and the program, before the bad access happens. The value checks and output guard regions cannot see a
+masked-off lane that is loaded and masked again at the store; a GPU may fault on it, read another tensor, or
+(AMD buffer loads under pipelining) return memory instead of ``other``.
+
+A kernel whose tests made no interpreted launch (a GPU backend, or a spec whose ``run`` launches nothing) is
+counted as *unchecked*, never as checked.
+
+**On GPU runners (``--memcheck``).** The run re-executes itself under the vendor's checker:
+``compute-sanitizer --tool memcheck`` on NVIDIA (with ``PYTORCH_NO_CUDA_MEMORY_CACHING=1``, or a stray read lands
+inside torch's cached pool and goes unseen), Triton's AddressSanitizer build on AMD (``TRITON_ENABLE_ASAN=1``,
+xnack+). A finding ends the case like a GPU fault; its report is attached to the case from the checker's log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SANITIZER_ENV = "SUITE_MEMCHECK_LOG_DIR"  # set in a run re-executed under the GPU checker
+
+
+class MemoryViolation(Exception):  # noqa: N818 - it names the finding
+    """A lane enabled by its mask addresses memory outside the tensor its pointer came from."""
+
+
+@dataclass
+class Region:
+    """One tensor argument of a launch: where its elements are."""
+
+    name: str
+    base: int  # address of element 0
+    itemsize: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]  # in elements
+    numel: int
+    contiguous: bool
+
+    def describe(self) -> str:
+        layout = "" if self.contiguous else f", strides {self.strides}"
+        return f"argument {self.name!r} (shape {self.shape}{layout}, {self.itemsize}-byte elements)"
+
+    def contains(self, addrs: np.ndarray, size: int) -> np.ndarray:
+        """Whether each address (uint64) starts an access of ``size`` bytes that lies on one of the elements."""
+        rel = (addrs - np.uint64(self.base)).view(np.int64)  # addresses below base wrap to negative
+        if self.numel == 0:
+            return np.zeros(rel.shape, dtype=bool)
+        if size != self.itemsize:  # accessed as another type: the bytes must lie inside the tensor's extent
+            lo = sum(min(0, (n - 1) * s) for n, s in zip(self.shape, self.strides, strict=True)) * self.itemsize
+            hi = (sum(max(0, (n - 1) * s) for n, s in zip(self.shape, self.strides, strict=True)) + 1) * self.itemsize
+            return (rel >= lo) & (rel + size <= hi)
+        ok = (rel >= 0) & (rel % size == 0)
+        offset = rel // size
+        if self.contiguous:
+            return ok & (offset < self.numel)
+        # A strided tensor (padded rows, a transposed view): peel the offset into indices, largest stride first.
+        for n, s in sorted(((n, s) for n, s in zip(self.shape, self.strides, strict=True) if s > 0 and n > 1),
+                           key=lambda d: -d[1]):
+            index = offset // s
+            ok &= index < n
+            offset = offset - np.minimum(index, n - 1) * s
+        return ok & (offset == 0)
+
+    def offset_text(self, addr: int, size: int) -> str:
+        rel = addr - self.base
+        if rel < 0:
+            return f"{-rel / self.itemsize:g} element(s) before its start"
+        if rel % self.itemsize:
+            return f"misaligned: byte {rel} ({self.itemsize}-byte elements)"
+        element = rel // self.itemsize
+        if self.contiguous and element >= self.numel:
+            return f"element {element}, {element - self.numel + 1} past its last ({self.numel} elements)"
+        return f"element offset {element}, not an element of the tensor (padding or past the end)"
+
+
+@dataclass
+class Launch:
+    kernel: str
+    regions: list[Region]
+
+
+def _regions(arg_names: list[str], args: list[Any], kwargs: dict[str, Any]) -> list[Region]:
+    found: list[Region] = []
+
+    def add(name: str, value: Any) -> None:
+        if isinstance(value, tuple):
+            for i, v in enumerate(value):
+                add(f"{name}[{i}]", v)
+            return
+        base = getattr(value, "base", None)
+        if base is not None and hasattr(value, "block_shape") and hasattr(base, "data_ptr"):  # a TensorDescriptor
+            add(f"{name}.base", base)
+            return
+        if not hasattr(value, "data_ptr"):
+            return
+        tensor = getattr(value, "base", value) if type(value).__name__ == "TensorWrapper" else value
+        found.append(Region(name, int(tensor.data_ptr()), tensor.element_size(), tuple(tensor.shape),
+                            tuple(tensor.stride()), tensor.numel(), tensor.is_contiguous()))
+
+    for i, value in enumerate(args):
+        add(arg_names[i] if i < len(arg_names) else f"arg{i}", value)
+    for name, value in kwargs.items():
+        add(name, value)
+    return found
+
+
+class Checker:
+    """The interpreter's memory checker; one per process, installed by :func:`install`."""
+
+    def __init__(self) -> None:
+        self.launch: Launch | None = None
+        self.scope: str | None = None  # the kernel spec whose case is running
+        self.launches: Counter[str] = Counter()
+        self.memory_ops: Counter[str] = Counter()
+        self.grid_idx = lambda: None
+
+    def begin(self, kernel: str, arg_names: list[str], args: list[Any], kwargs: dict[str, Any]) -> None:
+        self.launch = Launch(kernel, _regions(arg_names, args, kwargs))
+        if self.scope is not None:
+            self.launches[self.scope] += 1
+
+    def end(self) -> None:
+        self.launch = None
+
+    def check(self, op: str, ptrs: Any, mask: Any) -> None:
+        launch = self.launch
+        if launch is None:
+            return
+        if self.scope is not None:
+            self.memory_ops[self.scope] += 1
+        addrs = np.asarray(ptrs.data)
+        if addrs.dtype != np.uint64:
+            addrs = addrs.astype(np.uint64)
+        enabled = addrs.reshape(-1)
+        lanes = None
+        if mask is not None:
+            m = np.asarray(mask.data)
+            if m.shape != addrs.shape:
+                m = np.broadcast_to(m, addrs.shape)
+            if not m.all():
+                lanes = np.flatnonzero(m)
+                enabled = enabled[lanes]
+        if enabled.size == 0:
+            return
+        element = ptrs.get_element_ty()
+        size = max(1, element.primitive_bitwidth // 8)
+        best, best_ok, best_count = None, None, -1
+        for i, region in enumerate(launch.regions):
+            ok = region.contains(enabled, size)
+            count = int(ok.sum())
+            if count == enabled.size:
+                if i:  # the next access most likely hits the same tensor: look there first
+                    launch.regions.insert(0, launch.regions.pop(i))
+                return
+            if count > best_count:
+                best, best_ok, best_count = region, ok, count
+        bad = np.flatnonzero(~best_ok) if best is not None and best_count > 0 else np.arange(enabled.size)
+        raise MemoryViolation(self._message(op, launch, addrs.shape, lanes, enabled, bad, size, best, best_count))
+
+    def _message(self, op: str, launch: Launch, shape: tuple[int, ...], lanes: np.ndarray | None,
+                 enabled: np.ndarray, bad: np.ndarray, size: int, home: Region | None, home_count: int) -> str:
+        first = int(bad[0])
+        lane = int(lanes[first]) if lanes is not None else first
+        index = tuple(int(i) for i in np.unravel_index(lane, shape)) if shape else ()
+        addr = int(enabled[first])
+        verb = {"load": "reads", "store": "writes", "atomic": "updates"}[op]
+        program = self.grid_idx()
+        where = f" in program {program}" if program is not None else ""
+        if home is None or home_count == 0:
+            nearest = min(launch.regions, key=lambda r: abs(addr - r.base), default=None)
+            target = (f"an address in no tensor argument (nearest: {nearest.describe()}, "
+                      f"{nearest.offset_text(addr, size)})") if nearest else "an address in no tensor argument"
+        else:
+            others = [r for r in launch.regions if r is not home and bool(r.contains(np.array([addr], np.uint64),
+                                                                                      size)[0])]
+            inside = f", inside {others[0].describe()} instead" if others else ""
+            target = f"{home.describe()} at {home.offset_text(addr, size)}{inside}"
+        enabled_by = "enabled by its mask" if lanes is not None else "every lane enabled"
+        return (f"out-of-bounds {op} in kernel {launch.kernel}{where}: lane {index} of block {tuple(shape)} "
+                f"({enabled_by}) {verb} {target}; {bad.size} of {enabled.size} enabled lanes are outside the tensor")
+
+
+_checker: Checker | None = None
+
+
+def active() -> Checker | None:
+    return _checker
+
+
+def install() -> Checker:
+    """Hook the interpreter (TRITON_INTERPRET=1): launches note their tensors, memory operations are checked."""
+    global _checker
+    if _checker is not None:
+        return _checker
+    from triton.runtime import interpreter as interp
+
+    checker = Checker()
+    builder_cls, executor = interp.InterpreterBuilder, interp.GridExecutor
+    checker.grid_idx = lambda: getattr(interp.interpreter_builder, "grid_idx", None)
+    load, store = builder_cls.create_masked_load, builder_cls.create_masked_store
+    rmw, cas = builder_cls.create_atomic_rmw, builder_cls.create_atomic_cas
+    init_args, call = executor._init_args_hst, executor.__call__
+
+    def create_masked_load(self, ptrs, mask, other, *rest):
+        checker.check("load", ptrs, mask)
+        return load(self, ptrs, mask, other, *rest)
+
+    def create_masked_store(self, ptrs, value, mask, *rest):
+        checker.check("store", ptrs, mask)
+        return store(self, ptrs, value, mask, *rest)
+
+    def create_atomic_rmw(self, op, ptr, val, mask, *rest):
+        checker.check("atomic", ptr, mask)
+        return rmw(self, op, ptr, val, mask, *rest)
+
+    def create_atomic_cas(self, ptr, cmp, val, *rest):
+        checker.check("atomic", ptr, None)
+        return cas(self, ptr, cmp, val, *rest)
+
+    def _init_args_hst(self, args_dev, kwargs):
+        args_hst, kwargs_hst = init_args(self, args_dev, kwargs)
+        checker.begin(getattr(self.fn, "__name__", "kernel"), list(self.arg_names), list(args_hst), kwargs_hst)
+        return args_hst, kwargs_hst
+
+    def __call__(self, *args, **kwargs):
+        try:
+            return call(self, *args, **kwargs)
+        finally:
+            checker.end()
+
+    builder_cls.create_masked_load, builder_cls.create_masked_store = create_masked_load, create_masked_store
+    builder_cls.create_atomic_rmw, builder_cls.create_atomic_cas = create_atomic_rmw, create_atomic_cas
+    executor._init_args_hst, executor.__call__ = _init_args_hst, __call__
+    _checker = checker
+    return checker
+
+
+@contextlib.contextmanager
+def scope(kernel: str) -> Iterator[None]:
+    """Count the launches and memory operations inside as kernel ``kernel``'s."""
+    checker = _checker
+    if checker is None:
+        yield
+        return
+    outer, checker.scope = checker.scope, kernel
+    try:
+        yield
+    finally:
+        checker.scope = outer
+
+
+def take_counts() -> dict[str, dict[str, int]] | None:
+    """Per kernel, the launches and memory operations checked since the last call (a test's share)."""
+    checker = _checker
+    if checker is None or not (checker.launches or checker.memory_ops):
+        return None
+    out = {k: {"launches": checker.launches[k], "memory_ops": checker.memory_ops[k]}
+           for k in set(checker.launches) | set(checker.memory_ops)}
+    checker.launches.clear()
+    checker.memory_ops.clear()
+    return out
+
+
+def violation_in(exc: BaseException) -> MemoryViolation | None:
+    """The MemoryViolation behind ``exc`` (the interpreter wraps what a kernel raises in InterpreterError)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, MemoryViolation):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+# --- GPU runners: the vendor's checker ------------------------------------------------------------------------
+
+def sanitizer_environment(family: str, log_dir: str) -> dict[str, str]:
+    """What a run under the vendor's memory checker needs in its environment."""
+    env = {SANITIZER_ENV: log_dir}
+    if family == "nvidia":
+        env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"
+    else:  # Triton's own AMD ASan test sets these
+        env.update(TRITON_ENABLE_ASAN="1", HSA_XNACK="1", HSA_DISABLE_FRAGMENT_ALLOCATOR="1",
+                   PYTORCH_NO_HIP_MEMORY_CACHING="1")
+    return env
+
+
+def find_compute_sanitizer() -> str | None:
+    found = shutil.which("compute-sanitizer")
+    if found:
+        return found
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root and Path(root, "bin", "compute-sanitizer").is_file():
+            return str(Path(root, "bin", "compute-sanitizer"))
+    return None
+
+
+def reexec_command(family: str, argv: list[str], log_dir: str) -> list[str]:
+    """The command that reruns this pytest invocation under the vendor's memory checker."""
+    python = [sys.executable, "-m", "pytest", *argv]
+    if family != "nvidia":
+        return python  # ASan is compiled into the kernels (TRITON_ENABLE_ASAN): no wrapper
+    sanitizer = find_compute_sanitizer()
+    if sanitizer is None:
+        raise FileNotFoundError("--memcheck on NVIDIA needs compute-sanitizer (CUDA toolkit): not on PATH nor in "
+                                "$CUDA_HOME/bin or /usr/local/cuda/bin")
+    return [sanitizer, "--tool", "memcheck", "--target-processes", "all", "--print-limit", "64",
+            "--log-file", str(Path(log_dir) / "memcheck.%p.log"), *python]
+
+
+def reexec(family: str, argv: list[str]) -> None:
+    """Replace this process with the same run under the vendor's memory checker (never returns)."""
+    log_dir = tempfile.mkdtemp(prefix="suite-memcheck-")
+    env = {**os.environ, **sanitizer_environment(family, log_dir)}
+    command = reexec_command(family, argv, log_dir)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execvpe(command[0], command, env)
+
+
+def sanitizer_report(offset: dict[str, int] | None = None) -> str | None:
+    """New findings in this process's compute-sanitizer log since the last call, or None."""
+    log_dir = os.environ.get(SANITIZER_ENV)
+    if not log_dir:
+        return None
+    path = Path(log_dir) / f"memcheck.{os.getpid()}.log"
+    offset = offset if offset is not None else _log_offset
+    try:
+        with path.open("r", encoding="utf-8", errors="replace") as f:
+            f.seek(offset.get(str(path), 0))
+            text = f.read()
+            offset[str(path)] = f.tell()
+    except OSError:
+        return None
+    lines = [ln.removeprefix("=========").strip() for ln in text.splitlines()]
+    starts = [i for i, ln in enumerate(lines) if ln.startswith(("Invalid", "Uninitialized", "Race", "Barrier",
+                                                                "Program hit", "Malloc/Free"))]
+    if not starts:
+        return None
+    shown = ["; ".join(ln for ln in lines[i:i + 5] if ln) for i in starts[:3]]
+    more = f" (and {len(starts) - 3} more reports)" if len(starts) > 3 else ""
+    return "compute-sanitizer: " + " | ".join(shown) + more
+
+
+_log_offset: dict[str, int] = {}

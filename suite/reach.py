@@ -1,0 +1,95 @@
+"""Reach: the configs each case runs under, and the declared code paths the cases take.
+
+**Config-differential runs.** A case runs with its own config (the autotune cache's, or the family default) and,
+on the same inputs and against the same reference, with other configs of the kernel's family: one more for every
+other case, picked from the family's config space by the case itself (so a run is reproducible), or all of them
+on a GPU in the nightly profile. Every config must agree with the reference; a case that fails names the config. On the
+interpreter the family's space is ``configs["interpret"]`` (small blocks, small groups), else NVIDIA's.
+
+**Paths.** A spec declares the paths that only some shapes and configs take (``KernelSpec.paths``). Each case run
+counts the paths it took; a path that the drawn cases missed is searched for (the smallest case the dims allow
+that takes it with one of the family's configs) and that case runs too. A path no allowed case and config takes
+fails the test: the spec promises a path the suite cannot reach.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kernels.spec import Case, CodePath, KernelSpec
+
+COVERAGE_PROPERTY = "suite_coverage_records"
+
+
+def config_space(spec: KernelSpec, family: str) -> list[dict[str, Any]]:
+    """The configs a case may also run under: the family's, the interpreter's own or else NVIDIA's."""
+    space = spec.configs.get(family) or (spec.configs.get("nvidia", ()) if family == "interpret" else ())
+    return [dict(c) for c in space]
+
+
+def extra_configs(spec: KernelSpec, case: Case, family: str, primary: Mapping[str, Any], every: bool) -> list[dict]:
+    """The other configs ``case`` runs under: all of the family's (``every``); else, for every other case (chosen by
+    the case itself, so a rerun runs the same), one config chosen by the case."""
+    pool = [c for c in config_space(spec, family) if c != dict(primary)]
+    if every or not pool:
+        return pool
+    pick = zlib.crc32(f"{case.dtype};{case.spec_string()}".encode())
+    return [pool[(pick >> 1) % len(pool)]] if pick % 2 == 0 else []
+
+
+def key(config: Mapping[str, Any]) -> str:
+    return json.dumps(dict(config), sort_keys=True, separators=(",", ":"))
+
+
+def taken(path: CodePath, case: Case, config: Mapping[str, Any]) -> bool:
+    try:
+        return bool(path.taken(case, config))
+    except (KeyError, ZeroDivisionError, TypeError, ValueError):  # a config without the path's parameter
+        return False
+
+
+class Coverage:
+    """The configs run and paths taken in one kernel x dtype test."""
+
+    def __init__(self, spec: KernelSpec, dtype: str) -> None:
+        self.spec, self.dtype = spec, dtype
+        self.configs: Counter[str] = Counter()
+        self.paths: Counter[str] = Counter({p.name: 0 for p in spec.paths})
+        self.searched: list[str] = []
+        self.unreachable: list[str] = []
+
+    def add(self, case: Case, configs: Sequence[Mapping[str, Any]]) -> None:
+        for config in configs:
+            self.configs[key(config)] += 1
+            for path in self.spec.paths:
+                if taken(path, case, config):
+                    self.paths[path.name] += 1
+
+    def missing(self) -> list[CodePath]:
+        return [p for p in self.spec.paths if not self.paths[p.name]]
+
+    def record(self) -> dict[str, Any]:
+        return {"kernel": self.spec.name, "dtype": self.dtype, "configs": dict(self.configs), "paths": dict(self.paths),
+                "covered_by_search": list(self.searched), "unexercised": [p.name for p in self.missing()]}
+
+
+def find_case(strategy: Any, path: CodePath, configs: Sequence[Mapping[str, Any]]) -> tuple[Case, dict] | None:
+    """The smallest case ``strategy`` allows that takes ``path`` with one of ``configs``, and that config."""
+    from hypothesis import HealthCheck, Phase, find, settings
+    from hypothesis.errors import NoSuchExample
+
+    def takes(case: Case) -> bool:
+        return any(taken(path, case, c) for c in configs)
+
+    quiet = settings(max_examples=1000, database=None, derandomize=True, deadline=None,
+                     phases=[Phase.generate, Phase.shrink],
+                     suppress_health_check=list(HealthCheck))
+    try:
+        case = find(strategy, takes, settings=quiet)
+    except NoSuchExample:
+        return None
+    return case, dict(next(c for c in configs if taken(path, case, c)))

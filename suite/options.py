@@ -191,6 +191,14 @@ def read(config: pytest.Config, controller: bool) -> Options:
         raise usage("--hypothesis-db", db, "exists and is not a directory (Hypothesis keeps one file per example "
                                            "in a directory)")
     timeout, given = case_timeout(get("--case-timeout"))
+    if (shrink := os.environ.get("SUITE_SHRINK_SECONDS")) is not None:
+        try:
+            ok = math.isfinite(float(shrink)) and float(shrink) >= 0
+        except ValueError:
+            ok = False
+        if not ok:
+            raise usage("SUITE_SHRINK_SECONDS", shrink, "must be a finite number of seconds >= 0 (how long Hypothesis may "
+                                                        "shrink a failing case)")
     if get("--memcheck") and get("--no-memcheck"):
         raise pytest.UsageError("--memcheck and --no-memcheck: give one (--memcheck checks a GPU run under the vendor's "
                                 "checker; --no-memcheck turns the interpreter's check off)")

@@ -6,6 +6,7 @@ kernel is adding a module under kernels/, not editing this file.
 
 from __future__ import annotations
 
+import os
 import shlex
 import time
 
@@ -35,9 +36,14 @@ def forced_config(request: pytest.FixtureRequest) -> dict | None:
     return request.config.stash[CONTEXT].options.config
 
 
-# How long Hypothesis may shrink a failing case, per profile: past it the smallest failing case found so far is
-# reported (with the first one), instead of minutes of interpreted launches.
+# How long Hypothesis may shrink a failing case, per profile (env SUITE_SHRINK_SECONDS overrides): past it the
+# smallest failing case found so far is reported (with the first one), instead of minutes of interpreted launches.
 SHRINK_SECONDS = {"dev": 30.0, "ci": 30.0, "validation": 30.0, "nightly": 120.0}
+
+
+def shrink_seconds(profile: str) -> float:
+    raw = os.environ.get("SUITE_SHRINK_SECONDS")
+    return float(raw) if raw else SHRINK_SECONDS.get(profile, 60.0)
 
 
 class ShrinkBudget:
@@ -87,7 +93,7 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
     if forced is not None and (problem := options.config_problem(spec, forced)):
         pytest.fail(f"--config: {problem}", pytrace=False)
     every_config = ctx.large_shapes and backend.name != "interpret"  # nightly on a GPU: the whole config space
-    shrink = ShrinkBudget(SHRINK_SECONDS.get(ctx.profile, 60.0))
+    shrink = ShrinkBudget(shrink_seconds(ctx.profile))
 
     def check(case: Case, configs: list[dict] | None = None) -> None:
         if shrink.skip(case):

@@ -15,7 +15,7 @@ from suite import autotune, crash, memcheck, options
 from suite.context import CONTEXT
 from suite.harness import poison, synchronize
 from suite.strategies import case_strategy
-from suite.test_kernels import SHRINK_SECONDS, ShrinkBudget, repro_line
+from suite.test_kernels import ShrinkBudget, repro_line, shrink_seconds
 
 FINDINGS = "suite_finding_records"
 
@@ -99,7 +99,7 @@ def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
         for name, claimed, _ in checks_for(spec)}
     request.node.user_properties.append((FINDINGS, list(findings.values())))
 
-    shrink = ShrinkBudget(SHRINK_SECONDS.get(ctx.profile, 60.0))
+    shrink = ShrinkBudget(shrink_seconds(ctx.profile))
 
     def check(case: Case) -> None:
         if shrink.skip(case):

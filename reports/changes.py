@@ -12,12 +12,11 @@ Two methods:
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from dataclasses import dataclass
 from typing import Any
-
-from scipy.stats import mannwhitneyu
 
 from reports import timing
 from reports.loading import Run
@@ -32,7 +31,29 @@ def key(record: dict[str, Any]) -> str:
     return f"{record['kernel']}|{record['dtype']}|{shape_key(record['shape'])}"
 
 
+EXACT_UP_TO = 20  # samples per side for the exact Mann-Whitney U distribution (rounds); beyond, scipy's
+
+
+@functools.cache
+def _u_counts(n: int, m: int) -> tuple[int, ...]:
+    """How many orderings of n + m distinct values give each U = 0..n*m: the largest value is either one of the n
+    (it beats all m: U grows by m) or one of the m."""
+    if n == 0 or m == 0:
+        return (1,)
+    beat, lost = _u_counts(n - 1, m), _u_counts(n, m - 1)
+    return tuple((beat[u - m] if 0 <= u - m < len(beat) else 0) + (lost[u] if u < len(lost) else 0)
+                 for u in range(n * m + 1))
+
+
 def mann_whitney(a: list[float], b: list[float]) -> float:
+    """Two-sided Mann-Whitney U p-value: exact for a few samples without ties (rounds), else scipy's."""
+    if len(a) <= EXACT_UP_TO and len(b) <= EXACT_UP_TO and len(set(a) | set(b)) == len(a) + len(b):
+        counts = _u_counts(len(a), len(b))
+        u = sum(1 for x in a for y in b if x > y)
+        total = sum(counts)
+        return min(1.0, 2 * min(sum(counts[: u + 1]), sum(counts[u:])) / total)
+    from scipy.stats import mannwhitneyu
+
     p = float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
     return 1.0 if math.isnan(p) else p
 

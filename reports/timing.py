@@ -21,9 +21,17 @@ def valid(x: Any) -> float | None:
     return v if v is not None and math.isfinite(v) and v > 0 else None
 
 
+_seen: dict[int, tuple[Any, list[float]]] = {}  # id(samples list) -> (the list, its valid samples): read once
+
+
 def samples(record: dict[str, Any] | None) -> list[float]:
     """The valid samples of a benchmark or baseline record."""
-    return [v for v in (valid(x) for x in (record or {}).get("samples_ms") or []) if v is not None]
+    raw = (record or {}).get("samples_ms") or []
+    hit = _seen.get(id(raw))
+    if hit is None or hit[0] is not raw:
+        hit = (raw, [v for v in (valid(x) for x in raw) if v is not None])
+        _seen[id(raw)] = hit
+    return hit[1]
 
 
 def invalid_samples(record: dict[str, Any] | None) -> int:

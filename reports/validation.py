@@ -157,19 +157,31 @@ def _pct(change: float | None) -> str:
     return changes.pct(change)
 
 
-def figures(result: Replay) -> dict[str, Any]:
-    aa = [c for c in result.checks if c.kind == "aa"]
-    planted = [c for c in result.checks if c.kind == "planted" and c.direction == "forward"]
+def figures(result: Replay, mode: str) -> dict[str, Any]:
+    """The evidence in numbers, for one way of taking the noise floor."""
+    checks = [c for c in result.checks if c.mode == mode]
+    aa = [c for c in checks if c.kind == "aa"]
+    planted = [c for c in checks if c.kind == "planted" and c.direction == "forward"]
     flagged = [c.planted_flagged.split("/") for c in planted]
     largest = [c.largest for c in aa if c.largest is not None]
-    times = sorted(result.durations.values())
     return {"aa_comparisons": len(aa), "aa_false_alarms": sum(c.exit_code != 0 for c in aa),
             "aa_flagged_kernels": sorted({k for c in aa for k in c.regressions + c.improvements}),
             "aa_inconclusive": sum(c.inconclusive for c in aa),
             "aa_largest_change": _pct(max(largest)) if largest else "-",
             "planted_comparisons": len(planted), "planted_detected": sum(c.exit_code == 1 and c.ok for c in planted),
-            "planted_benchmarks_flagged": f"{sum(int(f) for f, _ in flagged)}/{sum(int(t) for _, t in flagged)}",
-            "runs": len(times), "run_seconds": f"{times[0]:.0f}-{times[-1]:.0f}" if times else "-"}
+            "planted_benchmarks_flagged": f"{sum(int(f) for f, _ in flagged)}/{sum(int(t) for _, t in flagged)}"}
+
+
+def _figure_line(f: dict[str, Any], mode: str) -> str:
+    return (f"{mode}: {f['aa_false_alarms']} false alarm(s) in {f['aa_comparisons']} A/A comparisons (largest change "
+            f"of a benchmark {f['aa_largest_change']}, {f['aa_inconclusive']} inconclusive); planted slowdown "
+            f"detected in {f['planted_detected']} of {f['planted_comparisons']} comparisons, "
+            f"{f['planted_benchmarks_flagged']} planted benchmarks flagged.")
+
+
+def _run_seconds(result: Replay) -> str:
+    times = sorted(result.durations.values())
+    return f"{len(times)} runs of {times[0]:.0f}-{times[-1]:.0f} s each (start to finish)" if times else "no run times"
 
 
 def replay_markdown(result: Replay) -> str:
@@ -177,17 +189,14 @@ def replay_markdown(result: Replay) -> str:
         return markdown(f"Driver-validation replay: {result.directory}", [],
                         [Section("Verdict", [f"No pairs under {result.directory} (aa-N/ or planted-N/ directories "
                                              "with two run files each): nothing to replay."])])
-    f = figures(result)
     headers = ["pair", "direction", "floor", "exit", "expected", "ok", "regressions", "improvements", "inconclusive",
                "unchanged", "platform", "largest other change", "planted flagged"]
     rows = [[c.pair, c.direction, c.mode, c.exit_code, c.expected, "yes" if c.ok else "NO (failed)",
              ", ".join(c.regressions) or "-", ", ".join(c.improvements) or "-", c.inconclusive, c.unchanged, c.platform,
              _pct(c.largest), c.planted_flagged] for c in result.checks]
-    notes = [f"**{'All expectations met' if result.passed else 'EXPECTATIONS FAILED'}**: "
-             f"{f['aa_false_alarms']} false alarm(s) in {f['aa_comparisons']} A/A comparisons (largest change of a "
-             f"benchmark {f['aa_largest_change']}, {f['aa_inconclusive']} inconclusive); planted slowdown detected in "
-             f"{f['planted_detected']} of {f['planted_comparisons']} comparisons, {f['planted_benchmarks_flagged']} "
-             f"planted benchmarks flagged; {f['runs']} runs of {f['run_seconds']} s each.",
+    modes = [m for m in MODES if any(c.mode == m for c in result.checks)]
+    notes = [f"**{'All expectations met' if result.passed else 'EXPECTATIONS FAILED'}**; {_run_seconds(result)}.",
+             *(_figure_line(figures(result, m), m) for m in modes),
              "Largest other change: the largest change of a benchmark that was not planted, as the comparison "
              "decides on it (the smaller of its ratio-to-torch change and its kernel change net of the platform)."]
     floor_rows = [[name, text] for name, text in result.floors.items()]
@@ -203,5 +212,5 @@ def replay_json(result: Replay) -> dict[str, Any]:
         return d
 
     return {"format": "driver-validation-replay/1", "directory": str(result.directory), "passed": result.passed,
-            "figures": figures(result), "checks": [clean(c) for c in result.checks], "floors": result.floors,
-            "durations_s": result.durations}
+            "figures": {m: figures(result, m) for m in MODES}, "checks": [clean(c) for c in result.checks],
+            "floors": result.floors, "durations_s": result.durations}

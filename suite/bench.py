@@ -348,6 +348,14 @@ def _compute_dtype(dtype: str) -> str:
     return "fp8" if dtype.startswith("fp8") else dtype if dtype in ("fp16", "bf16") else "fp32"
 
 
+def is_compute_bound(spec: KernelSpec, case: Case, dtype: str, ceilings: dict[str, Any]) -> bool:
+    """A tl.dot kernel whose FLOPs at the measured matmul ceiling of its dtype take longer than its bytes at the
+    measured copy ceiling (fp8: the torch._scaled_mm ceiling)."""
+    tflops = ceilings["matmul_tflops"].get(_compute_dtype(dtype))
+    return bool(spec.tolerance.uses_dot and tflops
+                and spec.flops(case) / (tflops * 1e12) > spec.min_bytes(case) / (ceilings["copy_gbps"] * 1e9))
+
+
 def benchmark(spec: KernelSpec, dtype: str, shape: dict[str, int], backend: Any, ceilings: dict[str, Any],
               floors: dict[str, Any] | None = None, plant: float | None = None, timer: Timer | None = None) -> dict:
     """One benchmark record. floors: the noise-floor file's entries (noise_floor); plant: SUITE_BENCH_PLANT's
@@ -385,15 +393,13 @@ def benchmark(spec: KernelSpec, dtype: str, shape: dict[str, int], backend: Any,
     sheet = ceilings["datasheet"]
     datasheet = floor_ms(nbytes, flops if spec.tolerance.uses_dot else 0.0,
                          sheet["bandwidth_tbs"] * 1e3 if sheet["bandwidth_tbs"] else None, sheet["tflops"].get(cd))
-    compute_bound = bool(spec.tolerance.uses_dot and ceilings["matmul_tflops"].get(cd)
-                         and flops / (ceilings["matmul_tflops"][cd] * 1e12) > nbytes / (ceilings["copy_gbps"] * 1e9))
     record = {
         "kernel": spec.name, "dtype": dtype, "shape": dict(shape), "config": config, "config_source": how,
         "autotune_entry": entry,
         "samples_ms": kernel, "median_ms": med, "iqr_ms": iqr(kernel),
         "bytes": nbytes, "flops": flops,
         "gbps": nbytes / (med * 1e-3) / 1e9, "tflops": flops / (med * 1e-3) / 1e12,
-        "bound": "compute" if compute_bound else "memory",
+        "bound": "compute" if is_compute_bound(spec, case, dtype, ceilings) else "memory",
         "efficiency_measured": measured / med if measured else None,
         "efficiency_datasheet": datasheet / med if datasheet else None,
         "baseline": {"name": "torch", "samples_ms": [t for r in timed["baseline"] for t in r], "median_ms": base_med}

@@ -134,5 +134,30 @@ def perf_run(run_id: str, seed: int, kernel_factor: dict | None = None, torch_fa
                    kernels=())
     run["tests"] = [{"nodeid": f"suite/test_benchmarks.py::test_benchmark[{k}-fp16]", "outcome": "passed",
                      "duration_s": 1.0, "message": None, "known_issue": None} for k in KERNELS]
-    run["finished"] = run["started"].replace(":00:00+", ":00:50+")
+    run["finished"] = run["started"][:17] + "50" + run["started"][19:]  # 50 s after the start
     return run
+
+
+def evidence(directory: Path, aa: tuple = ({}, {}, {}), planted: dict | None = None) -> Path:
+    """A driver-validation evidence directory: aa-N/ with two perf runs each (aa[N-1] gives the second run's
+    kernel_factor), planted-1/ with aa-1's second run and a run whose `planted` kernels are slower by their factor
+    and marked as SUITE_BENCH_PLANT does."""
+    planted = {"softmax": 1.25} if planted is None else planted
+    runs = []
+    for n, change in enumerate(aa, 1):
+        d = directory / f"aa-{n}"
+        d.mkdir(parents=True)
+        for i, factor in enumerate(({}, change)):
+            seed = 10 * n + i
+            run = perf_run(f"202611{n:02d}T00{i}000Z-cuda-sm_90-a{n}{i}", seed, kernel_factor=factor,
+                           started=f"2026-11-21T0{n}:{i}0:00+00:00")
+            runs.append(write(d / f"run-{run['run_id']}.json", run))
+    d = directory / "planted-1"
+    d.mkdir()
+    (d / runs[1].name).write_bytes(runs[1].read_bytes())
+    cand = perf_run("20261130T000000Z-cuda-sm_90-p1", 99, kernel_factor=planted, started="2026-11-21T09:00:00+00:00")
+    for b in cand["benchmarks"]:
+        if b["kernel"] in planted:
+            b["planted"] = {"hook": "SUITE_BENCH_PLANT", "fraction": planted[b["kernel"]] - 1, "delay_ms": 0.01}
+    write(d / f"run-{cand['run_id']}.json", cand)
+    return directory

@@ -205,3 +205,18 @@ def test_compare_is_symmetric(tmp_path, direction):
     cmp = compare(base, cand)
     slower, faster = ({"softmax"}, {"gelu"}) if direction == "forward" else ({"gelu"}, {"softmax"})
     assert {r["kernel"] for r in cmp.regressions} == slower and {r["kernel"] for r in cmp.improvements} == faster
+
+
+@pytest.mark.parametrize(("n", "m"), [(6, 6), (3, 5), (7, 4), (1, 1), (20, 20)])
+def test_exact_mann_whitney_matches_scipy(n, m):
+    import random
+
+    from scipy.stats import mannwhitneyu
+
+    from reports.changes import mann_whitney
+
+    rng = random.Random(n * 100 + m)
+    for _ in range(20):
+        a = [rng.random() for _ in range(n)]
+        b = [rng.random() + rng.choice([0.0, 0.4]) for _ in range(m)]
+        assert mann_whitney(a, b) == pytest.approx(mannwhitneyu(a, b, alternative="two-sided", method="exact").pvalue)

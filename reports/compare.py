@@ -287,8 +287,14 @@ def platform_line(cmp: Comparison) -> str:
     torch = f"torch baselines {pct(p['torch'])} (median of {p['baselines']}), " if p["torch"] is not None else ""
     what = {"slower": "PLATFORM-WIDE SLOWDOWN", "faster": "platform-wide speed-up"}.get(p["verdict"])
     head = f"{what} of {pct(_shift(p))}" if what else "no platform-wide shift"
-    return (f"Platform: {head}: {torch}kernels {pct(p['kernel'])} (median of {p['benchmarks']}); limit {p['limit']}. "
-            "Per-benchmark changes below are net of the kernels' median shift.")
+    net = " Per-benchmark kernel changes are judged net of the kernels' median shift." if cmp.methods["rounds"] else ""
+    return f"Platform: {head}: {torch}kernels {pct(p['kernel'])} (median of {p['benchmarks']}); limit {p['limit']}.{net}"
+
+
+RULES = {"rounds": "beyond max({threshold}, the benchmark's noise floor) in both its kernel/torch ratio and its kernel "
+                   "time, with Mann-Whitney U p < {p} between the two runs' rounds",
+         "samples": "beyond max({threshold}, the benchmark's noise floor) in its median, with Mann-Whitney U p < {p} "
+                    "on the samples"}
 
 
 def summary_lines(cmp: Comparison, p_value: float, threshold: float) -> list[str]:
@@ -298,15 +304,17 @@ def summary_lines(cmp: Comparison, p_value: float, threshold: float) -> list[str
              f"Compared: {compared}." + (f" Not compared: {len(cmp.not_compared)} benchmark(s) "
                                          f"({_reasons(cmp.not_compared)})." if cmp.not_compared else ""),
              platform_line(cmp)]
-    methods = "; ".join(f"{n} benchmark(s) by {METHODS[m]}" for m, n in sorted(cmp.methods.items()))
-    lines.append(f"Method: {methods or 'no benchmark compared'}. A change counts beyond max({100 * threshold:g}%, the "
-                 f"benchmark's noise floor) in both the kernel time and its ratio to the torch baseline, with "
-                 f"Mann-Whitney U p < {p_value:g} between the runs' rounds. Noise floor: {cmp.floor}.")
+    for method, n in sorted(cmp.methods.items()):
+        rule = RULES[method].format(threshold=f"{100 * threshold:g}%", p=f"{p_value:g}")
+        lines.append(f"Method for {n} benchmark(s): {METHODS[method]}; a change counts {rule}.")
+    lines.append(f"Noise floor: {cmp.floor}.")
     return lines
 
 
-SPEED_HEADERS = ["kernel", "dtype", "shape", "base ms", "candidate ms", "change vs torch", "kernel change",
-                 "torch change", "limit", "p", "rounds", "method", "config"]
+SPEED_HEADERS = ["kernel", "dtype", "shape", "base ms", "candidate ms", "change", "kernel change", "torch change",
+                 "limit", "p", "n base/candidate", "method", "config"]
+SPEED_NOTE = ("change: of the kernel/torch ratio (rounds) or of the kernel's median (samples); n: rounds (rounds) or "
+              "samples (samples) per run.")
 
 
 def _speed_rows(rows: list[dict[str, Any]], why: bool = False) -> list[list[Any]]:
@@ -329,7 +337,7 @@ def compare_markdown(base: Run, cand: Run, cmp: Comparison, p_value: float, thre
                                                    str(cand.path)]]),
                  Table(["environment field", "base", "candidate"], env_rows, "Environment differences", "none")]),
         Section("Correctness regressions", [], [Table(outcome_headers, _outcome_rows(cmp.correctness), empty="none")]),
-        Section("Speed regressions", [], [Table(SPEED_HEADERS, _speed_rows(cmp.regressions), empty="none")]),
+        Section("Speed regressions", [SPEED_NOTE], [Table(SPEED_HEADERS, _speed_rows(cmp.regressions), empty="none")]),
         Section("Speed improvements", [], [Table(SPEED_HEADERS, _speed_rows(cmp.improvements), empty="none")]),
         Section("Inconclusive", ["Benchmarks that moved but whose measurement cannot carry a verdict: disturbed in a "
                                  "run even after re-measuring, or rounds that overlap."],

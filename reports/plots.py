@@ -107,7 +107,8 @@ def heatmap(kernels: list[str], platforms: list[str], spots: list[list[Any]]) ->
             text = s.text()
             dark = s.state == "broken" or (s.state == "ok" and (s.efficiency or 0) > 0.6)
             ax.text(j, i, text if len(text) <= 26 else text[:25] + "…", ha="center", va="center", fontsize=7.5,
-                    color="white" if dark else "#1b1f24", fontweight="bold" if s.state == "broken" else "normal")
+                    color="white" if dark else "#1b1f24",
+                    fontweight="bold" if s.state == "broken" or (s.speedup or 1.0) < 1.0 else "normal")
     ax.set_xticks(range(len(platforms)), [_text(p.replace(" (", "\n(")) for p in platforms], fontsize=8)
     ax.xaxis.tick_top()
     ax.set_yticks(range(len(kernels)), [_text(k) for k in kernels], fontsize=8)
@@ -116,5 +117,6 @@ def heatmap(kernels: list[str], platforms: list[str], spots: list[list[Any]]) ->
     ax.grid(which="minor", color="white", linewidth=1.5)
     ax.tick_params(which="both", length=0)
     fig.suptitle("Correctness and efficiency: red broken, purple known issues, green efficiency vs measured "
-                 "ceilings (text: efficiency, speed-up over torch), grey not run", fontsize=8, wrap=True)
+                 "ceilings (text: efficiency, speed-up over torch; bold: slower than torch), grey not run", fontsize=8,
+                 wrap=True)
     return ReportFigure("Verdict: correctness and efficiency per kernel and platform", _png(fig))

@@ -103,8 +103,8 @@ def verdict_section(runs: list[Run], bad: list[RunFileError],
             [f"{k} on {platform_label(p)} ({', '.join(f'{n} {w}' for w, n in s.problems.most_common())})"
              for k, p, s in broken]))
     else:
-        notes.append(f"**Correct: every case of the {len(kernels)} kernel(s) passed** on "
-                     f"{', '.join(labels) or 'no platform'} (known issues aside).")
+        notes.append(f"**Correct: every case run passed** ({len(kernels)} kernel(s) on {', '.join(labels) or 'no platform'}; "
+                     "known issues aside).")
     if slower:
         notes.append(f"**Slower than torch: {len(slower)}** - " + _listed(
             [f"{k} on {platform_label(p)} {x:.2g}x" for x, k, p in slower]))

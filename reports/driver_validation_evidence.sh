@@ -11,7 +11,7 @@
 # Every run after aa-1 records the floor learned from aa-1, as a validation records its arch's floor: no pair after
 # aa-1 is judged by a floor learned from itself. At the end: WORKDIR/noise-floor.json, learned from all six A/A runs,
 # to commit as reports/noise/<arch>.json. A run starts only if the longest run so far still fits in BUDGET_S seconds
-# (default 480) with RESERVE_S (default 45) left for the comparisons. Logs and timings: WORKDIR/logs/.
+# (default 500) with RESERVE_S (default 40) left for the comparisons. Logs and timings: WORKDIR/logs/.
 # --dry-run: the CPU interpreter, where benchmarks skip: the layout and the commands, not the verdicts.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -33,8 +33,8 @@ if [[ -e $work && -n "$(ls -A "$work" 2>/dev/null)" ]]; then
 fi
 PY=${PYTHON:-$(command -v python || command -v python3)}
 PLANT=${PLANT:-softmax=0.25}
-BUDGET_S=${BUDGET_S:-480}
-RESERVE_S=${RESERVE_S:-45}
+BUDGET_S=${BUDGET_S:-500}
+RESERVE_S=${RESERVE_S:-40}
 backend=cuda; extra=()
 if [[ $dry == 1 ]]; then backend=interpret; extra=(--kernels=vector_add,softmax); fi
 mkdir -p "$work/logs" "$work/aa-1" "$work/aa-2" "$work/aa-3" "$work/planted-1"
@@ -76,10 +76,16 @@ run() {
 }
 
 floor=none
-if ! run aa-1-a "$work/aa-1" SUITE_NOISE_FLOOR=none; then
-  echo "error: the first run left no run file: stopping (see $work/logs/aa-1-a.log)" >&2
+stop() {
+  echo "error: $1: stopping (see $work/logs/aa-1-a.log)" >&2
   [[ -n $tarball ]] && tar -czf "$tarball" -C "$(dirname "$work")" "$(basename "$work")"
   exit 1
+}
+run aa-1-a "$work/aa-1" SUITE_NOISE_FLOOR=none || stop "the first run left no run file"
+if [[ $dry == 0 ]]; then
+  benchmarks=$("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["benchmarks"]))' "$work"/aa-1/run-*.json)
+  [[ $benchmarks -gt 0 ]] || stop "the first run recorded no benchmark"
+  echo "== aa-1-a recorded $benchmarks benchmarks"
 fi
 run aa-1-b "$work/aa-1" SUITE_NOISE_FLOOR=none
 if "$PY" -m reports noise-floor "$work"/aa-1/run-*.json --out "$work/floor-aa-1.json" > "$work/logs/floor-aa-1.log" 2>&1; then

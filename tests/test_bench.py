@@ -223,3 +223,36 @@ def test_a_whole_benchmark_on_the_interpreter_gives_a_record_the_reports_read(re
     assert record["noise_floor"] == 0.04 and record["rounds"]["limits"]["source"] == "noise floor"
     assert record["planted"]["hook"] == "SUITE_BENCH_PLANT" and record["planted"]["fraction"] == 0.25
     assert record["median_ms"] == statistics.median(record["rounds"]["kernel_ms"]) > 0
+
+
+class WallClockEvent:
+    """torch.cuda.Event's interface, timed by the host clock."""
+
+    def __init__(self, enable_timing: bool = True) -> None:
+        self.t = None
+
+    def record(self) -> None:
+        self.t = time.perf_counter()
+
+    def elapsed_time(self, end: WallClockEvent) -> float:
+        return (end.t - self.t) * 1e3
+
+
+def test_the_gpu_timer_flushes_before_every_timed_call_and_times_between_events():
+    """bench.Timer's loops, with the device's events and L2 flush replaced by the host clock and a counter."""
+    flushes, calls = [], []
+    timer = bench.Timer.__new__(bench.Timer)
+    timer.driver = SimpleNamespace(clear_cache=lambda cache: flushes.append(len(calls)))
+    timer.device = SimpleNamespace(Event=WallClockEvent, synchronize=lambda: None)
+    timer.cache = object()
+
+    def sleepy():
+        calls.append(1)
+        time.sleep(0.002)
+
+    assert 1.5 < timer.estimate(sleepy) < 50 and len(calls) == 6 and len(flushes) == 5
+    calls.clear()
+    flushes.clear()
+    out = timer.samples(sleepy, 2, 4)
+    assert len(out) == 4 and all(1.5 < t < 50 for t in out)
+    assert flushes == [2, 3, 4, 5]  # after the 2 warm-up calls, one flush before each timed call

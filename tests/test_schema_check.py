@@ -37,7 +37,7 @@ def test_the_schemas_use_only_keywords_the_builtin_checker_implements():
 
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: str(p.relative_to(ROOT / "reports" / "runs")))
 def test_committed_run_files_pass_both_checkers(path):
-    data = json.loads(path.read_text())
+    data = loading._compact(json.loads(path.read_text()))  # samples lists of plain numbers emptied, as loading does
     assert not builtin_paths(data, SCHEMA) and not jsonschema_paths(data, SCHEMA)
     assert not builtin_paths(data, REPORT_NEEDS) and not jsonschema_paths(data, REPORT_NEEDS)
 

@@ -31,7 +31,7 @@ done
 if [[ -e $work && -n "$(ls -A "$work" 2>/dev/null)" ]]; then
   echo "error: $work exists and is not empty; give a new directory" >&2; exit 2
 fi
-PY=${PYTHON:-$(command -v python || command -v python3)}
+PY=${PYTHON:-$(command -v python3 || command -v python)}
 PLANT=${PLANT:-softmax=0.25}
 BUDGET_S=${BUDGET_S:-500}
 RESERVE_S=${RESERVE_S:-40}
@@ -135,6 +135,10 @@ column -t -s $'\t' "$log" 2>/dev/null || cat "$log"
 echo "total: $(( $(date +%s) - t0 )) s"
 if [[ -n $tarball ]]; then
   tar -czf "$tarball" -C "$(dirname "$work")" "$(basename "$work")" && echo "packed $work into $tarball"
+  # Files of at most 15 MiB: split a larger archive (cat FILE.part-* > FILE restores it).
+  if [[ $(stat -c %s "$tarball") -gt $((15 * 1024 * 1024)) ]]; then
+    split -b 15M -d "$tarball" "$tarball.part-" && rm "$tarball" && ls -la "$tarball".part-*
+  fi
 fi
 if [[ $dry == 1 ]]; then
   echo "dry run: layout and commands only (benchmarks skip on the interpreter); replay exit $replay_rc not checked"

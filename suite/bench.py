@@ -124,13 +124,16 @@ def quantile(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * len(s)))]
 
 
+TINY_MS = 1e-9  # below any event timer's resolution: keeps the ratios finite should a time read 0
+
+
 def tail(samples: list[float]) -> float:
     """How far a round's median sits above its fast samples: median / 10th percentile - 1."""
-    return statistics.median(samples) / quantile(samples, 0.1) - 1.0
+    return statistics.median(samples) / max(quantile(samples, 0.1), TINY_MS) - 1.0
 
 
 def spread(medians: list[float]) -> float:
-    return max(medians) / min(medians) - 1.0
+    return max(medians) / max(min(medians), TINY_MS) - 1.0
 
 
 def limits(usual: dict[str, Any] | None) -> dict[str, Any]:
@@ -408,13 +411,13 @@ def benchmark(spec: KernelSpec, dtype: str, shape: dict[str, int], backend: Any,
         "autotune_entry": entry,
         "samples_ms": kernel, "median_ms": med, "iqr_ms": iqr(kernel),
         "bytes": nbytes, "flops": flops,
-        "gbps": nbytes / (med * 1e-3) / 1e9, "tflops": flops / (med * 1e-3) / 1e12,
+        "gbps": nbytes / (med * 1e-3) / 1e9 if med > 0 else None, "tflops": flops / (med * 1e-3) / 1e12 if med > 0 else None,
         "bound": "compute" if is_compute_bound(spec, case, dtype, ceilings) else "memory",
-        "efficiency_measured": measured / med if measured else None,
-        "efficiency_datasheet": datasheet / med if datasheet else None,
+        "efficiency_measured": measured / med if measured and med > 0 else None,
+        "efficiency_datasheet": datasheet / med if datasheet and med > 0 else None,
         "baseline": {"name": "torch", "samples_ms": [t for r in timed["baseline"] for t in r], "median_ms": base_med}
         if base_med else None,
-        "speedup": base_med / med if base_med else None,
+        "speedup": base_med / med if base_med and med > 0 else None,
         "correct": correct.passed,
         "error_ratio": json_number(correct.error_ratio),
         "message": None if correct.passed else correct.message()[:500],

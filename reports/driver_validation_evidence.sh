@@ -9,7 +9,8 @@
 #   planted-1  aa-1's second run as the baseline, and a run with SUITE_BENCH_PLANT=$PLANT (softmax 25% slower)
 #   aa-2 aa-3  two runs each
 # Every run after aa-1 records the floor learned from aa-1, as a validation records its arch's floor: no pair after
-# aa-1 is judged by a floor learned from itself. At the end: WORKDIR/noise-floor.json, learned from all six A/A runs,
+# aa-1 is judged by a floor learned from itself. FLOOR=repo instead has every run record the committed
+# reports/noise/<arch>.json (evidence taken after a floor was learned from earlier runs). At the end: WORKDIR/noise-floor.json, learned from all six A/A runs,
 # to commit as reports/noise/<arch>.json. A run starts only if the longest run so far still fits in BUDGET_S seconds
 # (default 500) with RESERVE_S (default 40) left for the comparisons. Logs and timings: WORKDIR/logs/.
 # --dry-run: the CPU interpreter, where benchmarks skip: the layout and the commands, not the verdicts.
@@ -35,6 +36,8 @@ PY=${PYTHON:-$(command -v python3 || command -v python)}
 PLANT=${PLANT:-softmax=0.25}
 BUDGET_S=${BUDGET_S:-500}
 RESERVE_S=${RESERVE_S:-40}
+FLOOR=${FLOOR:-learn}
+[[ $FLOOR == learn || $FLOOR == repo ]] || { echo "error: FLOOR=$FLOOR: expected learn or repo" >&2; exit 2; }
 backend=cuda; extra=()
 if [[ $dry == 1 ]]; then backend=interpret; extra=(--kernels=vector_add,softmax); fi
 mkdir -p "$work/logs" "$work/aa-1" "$work/aa-2" "$work/aa-3" "$work/planted-1"
@@ -75,23 +78,29 @@ run() {
   tail -1 "$work/logs/$name.log"
 }
 
-floor=none
+first=none
+[[ $FLOOR == repo ]] && first=""  # empty: the suite reads reports/noise/<arch>.json
+floor=$first
 stop() {
   echo "error: $1: stopping (see $work/logs/aa-1-a.log)" >&2
   [[ -n $tarball ]] && tar -czf "$tarball" -C "$(dirname "$work")" "$(basename "$work")"
   exit 1
 }
-run aa-1-a "$work/aa-1" SUITE_NOISE_FLOOR=none || stop "the first run left no run file"
+run aa-1-a "$work/aa-1" SUITE_NOISE_FLOOR="$first" || stop "the first run left no run file"
 if [[ $dry == 0 ]]; then
   benchmarks=$("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["benchmarks"]))' "$work"/aa-1/run-*.json)
   [[ $benchmarks -gt 0 ]] || stop "the first run recorded no benchmark"
   echo "== aa-1-a recorded $benchmarks benchmarks"
 fi
-run aa-1-b "$work/aa-1" SUITE_NOISE_FLOOR=none
-if "$PY" -m reports noise-floor "$work"/aa-1/run-*.json --out "$work/floor-aa-1.json" > "$work/logs/floor-aa-1.log" 2>&1; then
-  floor="$work/floor-aa-1.json"
+run aa-1-b "$work/aa-1" SUITE_NOISE_FLOOR="$first"
+if [[ $FLOOR == learn ]]; then
+  if "$PY" -m reports noise-floor "$work"/aa-1/run-*.json --out "$work/floor-aa-1.json" > "$work/logs/floor-aa-1.log" 2>&1; then
+    floor="$work/floor-aa-1.json"
+  fi
+  echo "== noise floor for the later runs: $floor ($(tail -1 "$work/logs/floor-aa-1.log"))"
+else
+  echo "== noise floor for every run: the committed reports/noise/<arch>.json"
 fi
-echo "== noise floor for the later runs: $floor ($(tail -1 "$work/logs/floor-aa-1.log"))"
 cp "$(ls -t "$work"/aa-1/run-*.json 2>/dev/null | head -1)" "$work/planted-1/" 2>/dev/null
 run planted-1 "$work/planted-1" SUITE_NOISE_FLOOR="$floor" SUITE_BENCH_PLANT="$PLANT"
 run aa-2-a "$work/aa-2" SUITE_NOISE_FLOOR="$floor"

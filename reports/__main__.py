@@ -1,16 +1,21 @@
-"""Command line: `python -m reports build RUN.json ... --out DIR` and `python -m reports compare BASE CAND`.
+"""Command line: `python -m reports build RUN.json ... --out DIR`, `python -m reports compare BASE CAND`,
+`python -m reports noise-floor RUN.json ... --out FILE` and `python -m reports replay DIR`.
 
-Exit codes: 0 fine; 1 the comparison found a regression; 2 bad input or a refused comparison (the message
-names the file and what is wrong).
+Exit codes: 0 fine; 1 the comparison found a regression (replay: an expectation failed); 2 bad input, a refused
+comparison or one with nothing to compare (the message names the file and what is wrong); build writes the report
+from the usable files and exits 2 when it left one out.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import traceback
 from pathlib import Path
 
+from reports import loading
+from reports.files import refuse_inputs, write_atomic
 from reports.loading import RunFileError, load_runs
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
@@ -55,39 +60,100 @@ def parser() -> argparse.ArgumentParser:
                    help="smallest relative change of the median that counts (default 0.05 = 5%%)")
     c.add_argument("--allow-different-hardware", action="store_true")
     c.add_argument("--allow-different-tests", action="store_true")
-    c.add_argument("--out", metavar="FILE.md", help="also write the Markdown here")
+    c.add_argument("--out", metavar="FILE.md", help="also write the Markdown here (never over an input)")
+    c.add_argument("--json", action="store_true", help="print the comparison as JSON (for scripts) instead of Markdown")
+    floor = c.add_mutually_exclusive_group()
+    floor.add_argument("--noise-floor", metavar="FILE.json",
+                       help="noise floors to use instead of those recorded in the run files")
+    floor.add_argument("--no-noise-floor", action="store_true", help="ignore recorded noise floors: the threshold alone")
+    n = sub.add_parser("noise-floor", help="learn per-benchmark noise floors from A/A runs (identical software, one "
+                                           "machine) for reports/noise/<arch>.json")
+    n.add_argument("runs", nargs="*", metavar="RUN.json")
+    n.add_argument("--out", required=True, metavar="FILE.json")
+    r = sub.add_parser("replay", help="driver-validation evidence: compare every pair under DIR (aa-*/ and planted-*/) "
+                                      "both ways and check the expected verdicts")
+    r.add_argument("directory", metavar="DIR")
+    r.add_argument("--out", metavar="FILE.md", help="also write the summary here")
+    r.add_argument("--json", metavar="FILE.json", help="also write the summary as JSON here")
     return p
 
 
 def _build(args: argparse.Namespace) -> int:
     from reports.build import build
 
-    files = build(args.runs, args.out)
+    files, bad = build(args.runs, args.out)
+    for exc in bad:
+        print(f"error: {exc} (left out of the report)", file=sys.stderr)
     print("wrote " + ", ".join(str(f) for f in files))
-    return EXIT_OK
+    return EXIT_USAGE if bad else EXIT_OK
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from reports.compare import compare, compare_markdown
+    from reports import noise
+    from reports.compare import compare, compare_json, compare_markdown
 
     if len(args.runs) != 2:
         raise RunFileError(f"compare needs exactly two run files, BASE.json and CAND.json; got {len(args.runs)}")
+    if args.out:
+        refuse_inputs([Path(args.out)], [*args.runs, *([args.noise_floor] if args.noise_floor else [])])
     base, cand = load_runs(args.runs, by_start=False)
-    cmp = compare(base, cand, args.p_value, args.threshold, args.allow_different_hardware, args.allow_different_tests)
+    floor = noise.load(args.noise_floor) if args.noise_floor else None
+    cmp = compare(base, cand, args.p_value, args.threshold, args.allow_different_hardware, args.allow_different_tests,
+                  floor, recorded_floor=not args.no_noise_floor)
     text = compare_markdown(base, cand, cmp, args.p_value, args.threshold)
+    if args.json:
+        sys.stdout.write(json.dumps(compare_json(base, cand, cmp, args.p_value, args.threshold), indent=1) + "\n")
+    else:
+        sys.stdout.write(text)
+    if args.out:
+        write_atomic(Path(args.out), text)
+    if cmp.unusable:
+        print(f"error: {cmp.unusable}", file=sys.stderr)
+    return cmp.exit_code
+
+
+def _noise_floor(args: argparse.Namespace) -> int:
+    from reports import noise
+
+    refuse_inputs([Path(args.out)], args.runs)
+    floor = noise.learn(load_runs(args.runs))
+    write_atomic(Path(args.out), json.dumps(floor, indent=1) + "\n")
+    values = sorted(b["floor"] for b in floor["benchmarks"].values())
+    print(f"wrote {args.out}: {len(values)} benchmarks from {len(floor['learned_from'])} runs ({floor['pairs']} pairs); "
+          f"floors {100 * values[0]:.1f}-{100 * values[-1]:.1f}% (median {100 * values[len(values) // 2]:.1f}%), "
+          f"platform {100 * (floor['platform'] or 0):.1f}%")
+    return EXIT_OK
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from reports.validation import replay, replay_json, replay_markdown
+
+    result = replay(Path(args.directory))
+    text = replay_markdown(result)
     sys.stdout.write(text)
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text, encoding="utf-8")
-    return EXIT_REGRESSION if cmp.failed else EXIT_OK
+        write_atomic(Path(args.out), text)
+    if args.json:
+        write_atomic(Path(args.json), json.dumps(replay_json(result), indent=1) + "\n")
+    return EXIT_OK if result.passed else EXIT_REGRESSION
+
+
+COMMANDS = {"build": _build, "compare": _compare, "noise-floor": _noise_floor, "replay": _replay}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    code = _run(args)
+    if loading.checked_without_jsonschema:
+        print(loading.CHECKER_NOTE, file=sys.stderr)
+    return code
+
+
+def _run(args: argparse.Namespace) -> int:
     from reports.compare import CompareRefused
 
     try:
-        return _build(args) if args.command == "build" else _compare(args)
+        return COMMANDS[args.command](args)
     except (RunFileError, CompareRefused) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -97,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug in reports, not in the input: one line unless asked for the traceback
         if args.debug:
             traceback.print_exc()
-        print(f"error: internal error in reports on {', '.join(args.runs) or 'no files'}: {type(exc).__name__}: {exc} "
+        inputs = ", ".join(getattr(args, "runs", None) or [getattr(args, "directory", "")]) or "no files"
+        print(f"error: internal error in reports on {inputs}: {type(exc).__name__}: {exc} "
               "(rerun with --debug for the traceback)", file=sys.stderr)
         return EXIT_USAGE
 

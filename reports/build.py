@@ -7,10 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from reports.correctness import correctness_section, drift_section, findings_section
+from reports.files import refuse_inputs, write_atomic
 from reports.inventory import autotune_section, compile_section, known_issues_section, runs_section
-from reports.loading import Run, json_safe, load_runs, platform_label, platforms
+from reports.loading import Run, RunFileError, json_safe, load_some, platform_label, platforms
 from reports.perf import perf_section
-from reports.render import Section, html_page, markdown
+from reports.render import Section, Table, html_page, markdown
+from reports.verdict import verdict_section
 
 SUMMARY_FORMAT = "portability-report/1"
 
@@ -26,9 +28,14 @@ def _warnings(runs: list[Run]) -> list[str]:
     return warnings
 
 
-def assemble(runs: list[Run], with_plots: bool = True) -> tuple[str, list[str], list[Section], dict[str, Any]]:
+def assemble(runs: list[Run], with_plots: bool = True,
+             bad: list[RunFileError] | None = None) -> tuple[str, list[str], list[Section], dict[str, Any]]:
+    bad = bad or []
     plats = platforms(runs)
+    verdict_sec, verdict_sum = verdict_section(runs, bad, with_plots)
     run_sec, run_sum = runs_section(runs)
+    if bad:
+        run_sec.tables.append(Table(["unreadable run file: why"], [[str(e)] for e in bad], "Left out"))
     corr_sec, corr_sum = correctness_section(runs, plats)
     drift_sec, drift_sum = drift_section(runs, plats)
     find_sec, find_sum = findings_section(runs, plats)
@@ -42,27 +49,27 @@ def assemble(runs: list[Run], with_plots: bool = True) -> tuple[str, list[str], 
         perf_sec.figures += [efficiency_bars(plot_data), cascade(plot_data)]
     warnings = _warnings(runs)
     title = f"Triton portability report: {len(runs)} run(s) on {', '.join(platform_label(p) for p in plats)}"
-    sections = [run_sec, corr_sec, drift_sec, find_sec, comp_sec, perf_sec, tune_sec, known_sec]
-    summary = {"format": SUMMARY_FORMAT, "title": title, "warnings": warnings,
+    sections = [verdict_sec, run_sec, corr_sec, drift_sec, find_sec, comp_sec, perf_sec, tune_sec, known_sec]
+    summary = {"format": SUMMARY_FORMAT, "title": title, "warnings": warnings, "verdict": verdict_sum,
                "platforms": [platform_label(p) for p in plats], "runs": run_sum, "correctness": corr_sum,
                "drift": drift_sum, "findings": find_sum, "compiles": comp_sum, "performance": perf_sum,
                "autotune": tune_sum, "known_issues": known_sum}
     return title, warnings, sections, summary
 
 
-def build(paths: list[str], out_dir: str | Path) -> list[Path]:
-    """Validate every run file first, then write the three files; returns their paths."""
-    runs = load_runs(paths)
-    title, warnings, sections, summary = assemble(runs)
+def build(paths: list[str], out_dir: str | Path) -> tuple[list[Path], list[RunFileError]]:
+    """Build from every usable run file; returns the files written and the run files left out (with why). No
+    file is written when none is usable, or when an output would replace an input."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    files = {"report.md": markdown(title, warnings, sections), "report.html": html_page(title, warnings, sections),
-             "summary.json": json.dumps(json_safe(summary), indent=1, allow_nan=False) + "\n"}
-    written = []
-    for name, text in files.items():
-        path = out / name
-        tmp = out / f".{name}.tmp"
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-        written.append(path)
-    return written
+    names = ("report.md", "report.html", "summary.json")
+    refuse_inputs([out / n for n in names], paths)
+    runs, bad = load_some(paths)
+    if not runs:
+        raise bad[0] if len(bad) == 1 else RunFileError(f"none of the {len(bad)} run files is usable: " +
+                                                        "; ".join(str(e) for e in bad))
+    title, warnings, sections, summary = assemble(runs, bad=bad)
+    texts = (markdown(title, warnings, sections), html_page(title, warnings, sections),
+             json.dumps(json_safe(summary), indent=1, allow_nan=False) + "\n")
+    for name, text in zip(names, texts, strict=True):
+        write_atomic(out / name, text)
+    return [out / n for n in names], bad

@@ -1,25 +1,35 @@
-"""`python -m reports compare BASE CAND`: correctness regressions and statistically real speed changes between
-two runs of the same test set on the same hardware (e.g. before and after a driver update)."""
+"""`python -m reports compare BASE CAND`: correctness regressions and real speed changes between two runs of the same
+test set on the same hardware (e.g. before and after a driver update).
+
+A benchmark counts as slower (or faster) only when it moved beyond its limit, max(--threshold, its noise floor), in
+both its kernel time (net of the platform's median shift) and its kernel/torch time ratio, and the runs' timing rounds
+do not overlap (Mann-Whitney U p < --p-value). A benchmark either run measured as disturbed is inconclusive. A shift
+of the whole platform (torch baselines and most kernels together) is reported once, and fails the comparison when it
+is a slowdown beyond max(--threshold, the platform's floor). Run files without timing rounds fall back to the
+Mann-Whitney U test on the do_bench samples, and the comparison says so."""
 
 from __future__ import annotations
 
 import math
-import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from scipy.stats import mannwhitneyu
-
+from reports import changes, noise
+from reports.changes import pct
 from reports.correctness import one_line
 from reports.loading import Run, num
 from reports.perf import shape_key
-from reports.render import Table, fmt, shape_text
+from reports.render import Section, Table, fmt, markdown, shape_text
 
 HARDWARE_FIELDS = ("device_name", "arch", "sm_count")
 ENV_FIELDS = ("backend", "device_name", "arch", "sm_count", "driver", "runtime", "torch", "triton", "hypothesis",
               "python", "platform", "hostname", "profile", "hypothesis_profile", "hypothesis_seed")
 BAD = ("failed", "xfailed")
+JSON_FORMAT = "run-comparison/1"
+METHODS = {"rounds": "timing rounds (kernel and torch alternating)",
+           "samples": "Mann-Whitney U on the do_bench samples (fallback: the run files have no timing rounds; it "
+                      "measures the noise within one run, not between runs)"}
 
 
 class CompareRefused(Exception):
@@ -29,17 +39,33 @@ class CompareRefused(Exception):
 @dataclass
 class Comparison:
     warnings: list[str] = field(default_factory=list)
-    correctness: list[list[Any]] = field(default_factory=list)
-    fixed: list[list[Any]] = field(default_factory=list)
-    skipped: list[list[Any]] = field(default_factory=list)
-    regressions: list[list[Any]] = field(default_factory=list)
-    improvements: list[list[Any]] = field(default_factory=list)
+    correctness: list[dict[str, Any]] = field(default_factory=list)
+    fixed: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    regressions: list[dict[str, Any]] = field(default_factory=list)
+    improvements: list[dict[str, Any]] = field(default_factory=list)
+    inconclusive: list[dict[str, Any]] = field(default_factory=list)
+    shared: list[dict[str, Any]] = field(default_factory=list)
     unchanged: Counter = field(default_factory=Counter)
-    unmatched: list[list[Any]] = field(default_factory=list)
+    not_compared: list[dict[str, Any]] = field(default_factory=list)
+    methods: Counter = field(default_factory=Counter)
+    compared: Counter = field(default_factory=Counter)
+    platform: dict[str, Any] = field(default_factory=dict)
+    floor: str = "none"
+    planted: list[str] = field(default_factory=list)
+    unusable: str | None = None  # why the comparison, as a whole, could not be made
+
+    @property
+    def platform_slower(self) -> bool:
+        return self.platform.get("verdict") == "slower"
 
     @property
     def failed(self) -> bool:
-        return bool(self.correctness or self.regressions)
+        return bool(self.correctness or self.regressions or self.platform_slower)
+
+    @property
+    def exit_code(self) -> int:
+        return 2 if self.unusable else 1 if self.failed else 0
 
 
 def check_comparable(base: Run, cand: Run, allow_hardware: bool, allow_tests: bool) -> list[str]:
@@ -87,13 +113,18 @@ def _cases(run: Run) -> dict[tuple, dict[str, Any]]:
     return out
 
 
+def _outcome(kind: str, what: str, base: str, cand: str, detail: str) -> dict[str, Any]:
+    return {"kind": kind, "what": what, "base": base, "candidate": cand, "detail": detail}
+
+
 def _correctness(base: Run, cand: Run, cmp: Comparison) -> None:
     b_tests = {t["nodeid"]: t for t in base.data["tests"]}
     for t in cand.data["tests"]:
         b = b_tests.get(t["nodeid"])
         if b is None:
             continue
-        row = ["test", t["nodeid"], b["outcome"], t["outcome"], one_line(t["message"])]
+        cmp.compared["tests"] += 1
+        row = _outcome("test", t["nodeid"], b["outcome"], t["outcome"], one_line(t["message"]))
         if b["outcome"] == "passed" and t["outcome"] in BAD:
             cmp.correctness.append(row)
         elif b["outcome"] in BAD and t["outcome"] in ("passed", "xpassed-strict"):
@@ -105,101 +136,243 @@ def _correctness(base: Run, cand: Run, cmp: Comparison) -> None:
         b = b_cases.get(key)
         if b is None:
             continue
+        cmp.compared["cases"] += 1
         what = f"{c['kernel']}[{c['dtype']}] {shape_text(c['shape'])} {c['layout']} {c['values']} seed={c['seed']}"
         if b["outcome"] == "passed" and c["outcome"] in BAD:
-            cmp.correctness.append(["case", what, b["outcome"], c["outcome"],
-                                    f"error/bound {fmt(num(c['error_ratio']))}; reproduce with: {c['repro']}"])
+            cmp.correctness.append(_outcome("case", what, b["outcome"], c["outcome"],
+                                            f"error/bound {fmt(num(c['error_ratio']))}; reproduce with: {c['repro']}"))
         elif b["outcome"] in BAD and c["outcome"] == "passed":
-            cmp.fixed.append(["case", what, b["outcome"], c["outcome"], ""])
+            cmp.fixed.append(_outcome("case", what, b["outcome"], c["outcome"], ""))
 
 
-def _samples(b: dict[str, Any]) -> list[float]:
-    return [v for v in (num(x) for x in b.get("samples_ms") or []) if v is not None and math.isfinite(v)]
+def _limit(threshold: float, floor: float | None) -> float:
+    """A relative limit as a log change."""
+    return math.log1p(max(threshold, floor or 0.0))
 
 
-def _median(b: dict[str, Any] | None) -> float | None:
-    if not b:
-        return None
-    m = num(b.get("median_ms"))
-    if m is None or not math.isfinite(m):
-        s = _samples(b)
-        m = statistics.median(s) if s else None
-    return m
+def classify(m: changes.Moved, platform: dict[str, Any], limit: float, p_value: float) -> tuple[str, str]:
+    """(bucket, why) for one benchmark: regression, improvement, inconclusive, shared or unchanged."""
+    up = "regression" if (m.ratio if m.ratio is not None else m.kernel) > 0 else "improvement"
+    if m.disturbed:
+        return "inconclusive", m.disturbed
+    if m.method == "samples":
+        if m.p < p_value and abs(m.kernel) > limit:
+            return ("regression" if m.kernel > 0 else "improvement"), ""
+        if m.p < p_value:
+            return "unchanged", "statistically real but within the limit"
+        return "unchanged", "beyond the limit but not statistically real" if abs(m.kernel) > limit else "within the limit"
+    relative = m.kernel - (platform["kernel"] or 0.0)
+    if m.ratio is None:
+        beyond = abs(relative) > limit
+    else:
+        beyond = abs(m.ratio) > limit and abs(relative) > limit and (m.ratio > 0) == (relative > 0)
+    if beyond and m.p < p_value:
+        return up, ""
+    if beyond:
+        return "inconclusive", f"moved {pct(m.ratio if m.ratio is not None else relative)} but the runs' rounds " \
+                               f"overlap (p = {m.p:.2g})"
+    torch_relative = None if m.torch is None or platform["torch"] is None else m.torch - platform["torch"]
+    if abs(relative) > limit and torch_relative is not None and abs(torch_relative) > limit \
+            and (relative > 0) == (torch_relative > 0):
+        return "shared", "moved together with its torch baseline"
+    if m.ratio is not None and abs(m.ratio) > limit:
+        return "unchanged", "its torch baseline moved, the kernel did not"
+    return "unchanged", "within the limit"
 
 
-def _speed(base: Run, cand: Run, cmp: Comparison, p_value: float, threshold: float) -> None:
-    b_bench = {(b["kernel"], b["dtype"], shape_key(b["shape"])): b for b in base.data["benchmarks"]}
-    c_bench = {(b["kernel"], b["dtype"], shape_key(b["shape"])): b for b in cand.data["benchmarks"]}
-    for key in sorted(set(b_bench) ^ set(c_bench)):
-        where = "base" if key in b_bench else "candidate"
-        rec = b_bench.get(key) or c_bench[key]
-        cmp.unmatched.append([rec["kernel"], rec["dtype"], shape_text(rec["shape"]), f"only in {where}"])
-    for key in sorted(set(b_bench) & set(c_bench)):
-        b, c = b_bench[key], c_bench[key]
-        what = [b["kernel"], b["dtype"], shape_text(b["shape"])]
-        if b.get("correct") is True and c.get("correct") is False:
-            cmp.correctness.append(["benchmark", " ".join(what), "correct", "WRONG output", "benchmarked output"])
-        bs, cs = _samples(b), _samples(c)
-        bm, cm = _median(b), _median(c)
-        if not bs or not cs or not bm or cm is None:
-            cmp.unmatched.append([*what, "no samples to test"])
-            continue
-        p = float(mannwhitneyu(bs, cs, alternative="two-sided").pvalue)
-        p = 1.0 if math.isnan(p) else p
-        change = cm / bm - 1.0
-        bb, cb = _median(b.get("baseline")), _median(c.get("baseline"))
-        torch_change = f"{100 * (cb / bb - 1):+.1f}%" if bb and cb else "-"
-        config = "changed" if b.get("config") != c.get("config") else "same"
-        row = [*what, fmt(bm, 4), fmt(cm, 4), f"{100 * change:+.1f}%", f"{p:.2g}", f"{len(bs)}/{len(cs)}",
-               torch_change, config]
-        if p < p_value and abs(change) > threshold:
-            (cmp.regressions if change > 0 else cmp.improvements).append(row)
-        elif p < p_value:
-            cmp.unchanged["statistically real but within the threshold"] += 1
-        elif abs(change) > threshold:
-            cmp.unchanged["beyond the threshold but not statistically real"] += 1
+def _row(m: changes.Moved, limit: float, why: str) -> dict[str, Any]:
+    b, c = m.base, m.cand
+    return {**m.what, "base_ms": changes.timing.median_ms(b), "candidate_ms": changes.timing.median_ms(c),
+            "change": pct(m.ratio if m.ratio is not None else m.kernel), "kernel_change": pct(m.kernel),
+            "torch_change": pct(m.torch), "limit": f"{100 * math.expm1(limit):.1f}%", "p": float(f"{m.p:.2g}"),
+            "rounds": m.counts, "method": m.method,
+            "config": "changed" if b.get("config") != c.get("config") else "same", "why": why,
+            "_sort": m.ratio if m.ratio is not None else m.kernel}
+
+
+def _platform_verdict(plat: dict[str, Any], threshold: float, floor: noise.Floor | None) -> dict[str, Any]:
+    limit = _limit(threshold, floor.platform if floor else None)
+    shift = plat["torch"] if plat["torch"] is not None else plat["kernel"]
+    out = {**plat, "limit": f"{100 * math.expm1(limit):.1f}%", "verdict": None}
+    if shift is None:
+        return out
+    agree = plat["kernel"] is not None and (plat["torch"] is None or (plat["kernel"] > 0) == (plat["torch"] > 0))
+    if abs(shift) > limit and agree:
+        out["verdict"] = "slower" if shift > 0 else "faster"
+    return out
+
+
+def _planted(run: Run) -> list[str]:
+    found = {}
+    for b in run.data["benchmarks"]:
+        p = b.get("planted")
+        if isinstance(p, dict):
+            found[b["kernel"]] = f"{b['kernel']} (+{100 * (num(p.get('fraction')) or 0):.0f}% delay)"
+    return sorted(found.values())
+
+
+def _speed(base: Run, cand: Run, cmp: Comparison, p_value: float, threshold: float, floor: noise.Floor | None) -> None:
+    moved, skipped, plat = changes.pair(base, cand)
+    cmp.platform = _platform_verdict(plat, threshold, floor)
+    for rec, why in skipped:
+        cmp.not_compared.append({"kernel": rec["kernel"], "dtype": rec["dtype"], "shape": shape_text(rec["shape"]),
+                                 "why": why})
+    for m in moved:
+        cmp.methods[m.method] += 1
+        if m.base.get("correct") is True and m.cand.get("correct") is False:
+            cmp.correctness.append(_outcome("benchmark", " ".join(m.what.values()), "correct", "WRONG output",
+                                            "benchmarked output"))
+        limit = _limit(threshold, floor.of(m.key) if floor else None)
+        bucket, why = classify(m, cmp.platform, limit, p_value)
+        if bucket == "unchanged":
+            cmp.unchanged[why] += 1
         else:
-            cmp.unchanged["neither"] += 1
-    cmp.regressions.sort(key=lambda r: -float(r[5].rstrip("%")))
-    cmp.improvements.sort(key=lambda r: float(r[5].rstrip("%")))
+            getattr(cmp, {"regression": "regressions", "improvement": "improvements"}.get(bucket, bucket)).append(
+                _row(m, limit, why))
+    cmp.compared["benchmarks"] = len(moved)
+    for rows, sign in ((cmp.regressions, -1), (cmp.improvements, 1), (cmp.inconclusive, -1), (cmp.shared, -1)):
+        rows.sort(key=lambda r: sign * r["_sort"])
 
 
 def compare(base: Run, cand: Run, p_value: float = 0.01, threshold: float = 0.05, allow_hardware: bool = False,
-            allow_tests: bool = False) -> Comparison:
+            allow_tests: bool = False, floor: noise.Floor | None = None, recorded_floor: bool = True) -> Comparison:
+    """floor: the noise floor to use; None takes the one recorded in the run files unless recorded_floor is False."""
     cmp = Comparison(warnings=check_comparable(base, cand, allow_hardware, allow_tests))
+    if floor is None and recorded_floor:
+        floor = noise.recorded(base, cand)
+    cmp.floor = floor.describe() if floor else "none (the threshold alone)"
+    cmp.planted = _planted(cand) + [f"{p} in the base run" for p in _planted(base)]
+    if cmp.planted:
+        cmp.warnings.append("a run has a planted slowdown (test hook SUITE_BENCH_PLANT): " + ", ".join(cmp.planted) +
+                            "; it tests this comparison and is not a real measurement")
     _correctness(base, cand, cmp)
-    _speed(base, cand, cmp, p_value, threshold)
+    _speed(base, cand, cmp, p_value, threshold, floor)
+    benchmarks_matched = cmp.compared["benchmarks"] + sum(1 for r in cmp.not_compared if not r["why"].startswith("only"))
+    if not sum(cmp.compared.values()):
+        cmp.unusable = "nothing to compare: no test, case or benchmark of one run has a usable counterpart in the other"
+    elif benchmarks_matched and not cmp.compared["benchmarks"]:
+        cmp.unusable = (f"no benchmark could be compared ({benchmarks_matched} in both runs): "
+                        + _reasons(cmp.not_compared))
+    if not base.data["benchmarks"] and not cand.data["benchmarks"]:
+        cmp.warnings.append("neither run has benchmarks (run `pytest -m perf` on the GPU): speed was not compared")
     return cmp
 
 
-def compare_markdown(base: Run, cand: Run, cmp: Comparison, p_value: float, threshold: float) -> str:
-    from reports.render import Section, markdown
+def _reasons(rows: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{n} {why}" for why, n in Counter(r["why"] for r in rows).most_common())
 
+
+def verdict(cmp: Comparison) -> str:
+    if cmp.unusable:
+        return f"CANNOT COMPARE: {cmp.unusable}"
+    parts = []
+    if cmp.platform_slower:
+        parts.append(f"platform-wide slowdown {pct(_shift(cmp.platform))}")
+    if cmp.correctness:
+        parts.append(f"{len(cmp.correctness)} correctness regression(s)")
+    if cmp.regressions:
+        kernels = ", ".join(dict.fromkeys(r["kernel"] for r in cmp.regressions))
+        parts.append(f"{len(cmp.regressions)} speed regression(s) ({kernels})")
+    return "REGRESSION: " + "; ".join(parts) if parts else "No regressions"
+
+
+def _shift(plat: dict[str, Any]) -> float | None:
+    return plat["torch"] if plat.get("torch") is not None else plat.get("kernel")
+
+
+def platform_line(cmp: Comparison) -> str:
+    p = cmp.platform
+    if not p or p.get("kernel") is None:
+        return f"Platform: too few benchmarks ({p.get('benchmarks', 0)}) to tell a platform-wide shift."
+    torch = f"torch baselines {pct(p['torch'])} (median of {p['baselines']}), " if p["torch"] is not None else ""
+    what = {"slower": "PLATFORM-WIDE SLOWDOWN", "faster": "platform-wide speed-up"}.get(p["verdict"])
+    head = f"{what} of {pct(_shift(p))}" if what else "no platform-wide shift"
+    net = " Per-benchmark kernel changes are judged net of the kernels' median shift." if cmp.methods["rounds"] else ""
+    return f"Platform: {head}: {torch}kernels {pct(p['kernel'])} (median of {p['benchmarks']}); limit {p['limit']}.{net}"
+
+
+RULES = {"rounds": "beyond max({threshold}, the benchmark's noise floor) in both its kernel/torch ratio and its kernel "
+                   "time, with Mann-Whitney U p < {p} between the two runs' rounds",
+         "samples": "beyond max({threshold}, the benchmark's noise floor) in its median, with Mann-Whitney U p < {p} "
+                    "on the samples"}
+
+
+def summary_lines(cmp: Comparison, p_value: float, threshold: float) -> list[str]:
+    compared = ", ".join(f"{n} {what}" for what, n in cmp.compared.items() if n) or "nothing"
+    lines = [f"**{verdict(cmp)}**; {len(cmp.improvements)} speed improvement(s), {len(cmp.inconclusive)} "
+             f"inconclusive, {sum(cmp.unchanged.values())} benchmark(s) unchanged, {len(cmp.fixed)} fixed.",
+             f"Compared: {compared}." + (f" Not compared: {len(cmp.not_compared)} benchmark(s) "
+                                         f"({_reasons(cmp.not_compared)})." if cmp.not_compared else ""),
+             platform_line(cmp)]
+    for method, n in sorted(cmp.methods.items()):
+        rule = RULES[method].format(threshold=f"{100 * threshold:g}%", p=f"{p_value:g}")
+        lines.append(f"Method for {n} benchmark(s): {METHODS[method]}; a change counts {rule}.")
+    lines.append(f"Noise floor: {cmp.floor}.")
+    return lines
+
+
+SPEED_HEADERS = ["kernel", "dtype", "shape", "base ms", "candidate ms", "change", "kernel change", "torch change",
+                 "limit", "p", "n base/candidate", "method", "config"]
+SPEED_NOTE = ("change: of the kernel/torch ratio (rounds) or of the kernel's median (samples); n: rounds (rounds) or "
+              "samples (samples) per run.")
+
+
+def _speed_rows(rows: list[dict[str, Any]], why: bool = False) -> list[list[Any]]:
+    return [[r["kernel"], r["dtype"], r["shape"], fmt(r["base_ms"], 4), fmt(r["candidate_ms"], 4), r["change"],
+             r["kernel_change"], r["torch_change"], r["limit"], f"{r['p']:.2g}", r["rounds"], r["method"], r["config"],
+             *([r["why"]] if why else [])] for r in rows]
+
+
+def _outcome_rows(rows: list[dict[str, Any]]) -> list[list[Any]]:
+    return [[r["kind"], r["what"], r["base"], r["candidate"], r["detail"]] for r in rows]
+
+
+def compare_markdown(base: Run, cand: Run, cmp: Comparison, p_value: float, threshold: float) -> str:
     env_rows = [[k, fmt(base.env.get(k)), fmt(cand.env.get(k))] for k in ENV_FIELDS if base.env.get(k) != cand.env.get(k)]
-    verdict = (f"REGRESSION: {len(cmp.correctness)} correctness regression(s), {len(cmp.regressions)} speed "
-               "regression(s)" if cmp.failed else "No regressions")
-    speed_headers = ["kernel", "dtype", "shape", "base median ms", "candidate median ms", "change", "p",
-                     "samples base/cand", "torch baseline change", "config"]
-    unchanged = sum(cmp.unchanged.values())
-    if not base.data["benchmarks"] and not cand.data["benchmarks"]:
-        cmp.warnings.append("neither run has benchmarks (run `pytest -m perf` on the GPU): speed was not compared")
     outcome_headers = ["kind", "what", "base", "candidate", "detail"]
+    unchanged = sum(cmp.unchanged.values())
     sections = [
-        Section("Verdict", [f"**{verdict}**; {len(cmp.improvements)} speed improvement(s), {unchanged} benchmark(s) "
-                            f"unchanged, {len(cmp.fixed)} fixed.",
-                            f"A speed change counts when the Mann-Whitney U test (two-sided, on the do_bench samples) "
-                            f"gives p < {p_value:g} and the medians differ by more than {100 * threshold:g}%."],
+        Section("Verdict", summary_lines(cmp, p_value, threshold),
                 [Table(["", "base", "candidate"], [["run", base.run_id, cand.run_id], ["file", str(base.path),
                                                    str(cand.path)]]),
                  Table(["environment field", "base", "candidate"], env_rows, "Environment differences", "none")]),
-        Section("Correctness regressions", [], [Table(outcome_headers, cmp.correctness, empty="none")]),
-        Section("Speed regressions", [], [Table(speed_headers, cmp.regressions, empty="none")]),
-        Section("Speed improvements", [], [Table(speed_headers, cmp.improvements, empty="none")]),
+        Section("Correctness regressions", [], [Table(outcome_headers, _outcome_rows(cmp.correctness), empty="none")]),
+        Section("Speed regressions", [SPEED_NOTE], [Table(SPEED_HEADERS, _speed_rows(cmp.regressions), empty="none")]),
+        Section("Speed improvements", [], [Table(SPEED_HEADERS, _speed_rows(cmp.improvements), empty="none")]),
+        Section("Inconclusive", ["Benchmarks that moved but whose measurement cannot carry a verdict: disturbed in a "
+                                 "run even after re-measuring, or rounds that overlap."],
+                [Table([*SPEED_HEADERS, "why"], _speed_rows(cmp.inconclusive, True), empty="none")]),
+        Section("Moved with the torch baseline", ["Kernel and torch baseline moved together beyond the limit while "
+                                                  "their ratio did not: machine state or a change shared with torch, "
+                                                  "not a change of the kernel. Shown, not failed."],
+                [Table(SPEED_HEADERS, _speed_rows(cmp.shared), empty="none")]),
         Section("Unchanged and not compared", [f"{unchanged} benchmark(s) unchanged: " +
                                                (", ".join(f"{n} {why}" for why, n in sorted(cmp.unchanged.items()))
                                                 or "none")],
-                [Table(outcome_headers, cmp.fixed, "Fixed", "none"),
-                 Table(outcome_headers, cmp.skipped, "Passed before, skipped now", "none"),
-                 Table(["kernel", "dtype", "shape", "why"], cmp.unmatched, "Benchmarks not compared", "none")]),
+                [Table(outcome_headers, _outcome_rows(cmp.fixed), "Fixed", "none"),
+                 Table(outcome_headers, _outcome_rows(cmp.skipped), "Passed before, skipped now", "none"),
+                 Table(["kernel", "dtype", "shape", "why"], [[r["kernel"], r["dtype"], r["shape"], r["why"]]
+                                                             for r in cmp.not_compared], "Benchmarks not compared",
+                       "none")]),
     ]
     return markdown(f"Run comparison: {base.run_id} -> {cand.run_id}", cmp.warnings, sections)
+
+
+def compare_json(base: Run, cand: Run, cmp: Comparison, p_value: float, threshold: float) -> dict[str, Any]:
+    """The comparison for scripts: the same verdict and lists as the Markdown."""
+    def clean(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
+
+    return {"format": JSON_FORMAT, "verdict": verdict(cmp), "exit_code": cmp.exit_code, "failed": cmp.failed,
+            "unusable": cmp.unusable,
+            "base": {"run_id": base.run_id, "file": str(base.path)},
+            "candidate": {"run_id": cand.run_id, "file": str(cand.path)},
+            "p_value": p_value, "threshold": threshold, "noise_floor": cmp.floor,
+            "methods": dict(cmp.methods), "compared": dict(cmp.compared),
+            "platform": {**cmp.platform, "kernel_change": pct(cmp.platform.get("kernel")),
+                         "torch_change": pct(cmp.platform.get("torch"))},
+            "warnings": cmp.warnings, "planted": cmp.planted,
+            "correctness_regressions": cmp.correctness, "speed_regressions": clean(cmp.regressions),
+            "speed_improvements": clean(cmp.improvements), "inconclusive": clean(cmp.inconclusive),
+            "moved_with_torch": clean(cmp.shared), "unchanged": dict(cmp.unchanged),
+            "not_compared": cmp.not_compared, "fixed": cmp.fixed, "skipped": cmp.skipped}

@@ -13,22 +13,25 @@ from reports.render import Section, Table, fmt
 
 
 def runs_section(runs: list[Run]) -> tuple[Section, list[dict[str, Any]]]:
-    rows, summary = [], []
+    rows, details, summary = [], [], []
     for r in runs:
         e = r.env
-        rows.append([r.run_id, r.path.name, e["backend"], e["device_name"], e["arch"], e["sm_count"], e["driver"] or "-",
-                     e["runtime"] or "-", e["torch"], e["triton"], e["profile"] or "-",
-                     f"{e['hypothesis_profile']} (seed {fmt(e['hypothesis_seed'])})",
-                     "INCOMPLETE" if r.incomplete else r.data["status"], r.data["started"]])
+        status = "INCOMPLETE" if r.incomplete else r.data["status"]
+        rows.append([r.run_id, r.label, status, r.data["started"], e["driver"] or "-", e["torch"], e["triton"],
+                     f"{e['hypothesis_profile']} (seed {fmt(e['hypothesis_seed'])})"])
+        details.append([r.run_id, r.path.name, e["backend"], e["device_name"], e["arch"], e["sm_count"],
+                        e["driver"] or "-", e["runtime"] or "-", e["torch"], e["triton"], e["profile"] or "-",
+                        e.get("python") or "-", e.get("hostname") or "-", r.data["finished"] or "-"])
         summary.append({"run_id": r.run_id, "file": r.path.name, "platform": r.label, "status": r.data["status"],
                         "started": r.data["started"], "finished": r.data["finished"],
                         **{k: e.get(k) for k in ("backend", "device_name", "arch", "sm_count", "driver", "runtime",
                                                  "torch", "triton", "profile", "hypothesis_profile", "hypothesis_seed")}})
-    headers = ["run", "file", "backend", "device", "arch", "SMs/CUs", "driver", "runtime", "torch", "triton",
-               "hardware profile", "hypothesis profile", "status", "started"]
     notes = ["A platform is a device and arch: two runs on the same device and arch add up; an H100 and an H200 "
              "(both sm_90) are different platforms."]
-    return Section("Runs", notes, [Table(headers, rows)]), summary
+    tables = [Table(["run", "platform", "status", "started", "driver", "torch", "triton", "hypothesis profile"], rows),
+              Table(["run", "file", "backend", "device", "arch", "SMs/CUs", "driver", "runtime", "torch", "triton",
+                     "hardware profile", "python", "host", "finished"], details, "Fingerprints", folded=True)]
+    return Section("Runs", notes, tables), summary
 
 
 def _target_order(target: str) -> tuple[int, int, str]:

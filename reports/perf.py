@@ -9,10 +9,12 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from reports import timing
 from reports.loading import Run, num, platform_label
 from reports.render import Section, Table, fmt, pct, shape_text
 
 Platform = tuple[str, str]
+CEILING_DTYPES = ("fp16", "bf16", "fp32", "fp8")
 METHOD = ("Efficiency = the roofline floor time at the ceilings over the kernel's median time, at the largest "
           "benchmark shape of each kernel x dtype that every platform ran (largest = most elements). 'measured' uses "
           "the copy bandwidth and torch matmul throughput measured in the same run, 'datasheet' the hardware profile's "
@@ -20,17 +22,19 @@ METHOD = ("Efficiency = the roofline floor time at the ceilings over the kernel'
           "platforms that have benchmarks in this report; it is 0 when the kernel is missing on one of them or is "
           "wrong there (a wrong benchmark output, or a failed or xfailed case), and n/a when an efficiency is "
           "unknown. Efficiencies above 1 (a kernel beating the measured ceiling) count as 1 in PP. Where a platform "
-          "has several runs, the latest run's benchmark of a shape is used.")
+          "has several runs, the latest run's benchmark of a shape is used. A timing that is not a positive number "
+          "is invalid: shown as such and left out of every figure.")
 
 
 @dataclass
 class Cell:
     """One kernel x dtype on one platform, at the chosen shape."""
-    status: str  # "ok", "missing" or "wrong"
+    status: str  # "ok", "missing", "wrong" or "invalid" (the timing is not a positive number)
     measured: float | None = None
     datasheet: float | None = None
     shape: dict[str, int] | None = None
     reason: str = ""
+    speedup: float | None = None
 
 
 def shape_key(shape: dict[str, Any]) -> str:
@@ -60,9 +64,15 @@ def latest_benchmarks(runs: list[Run]) -> dict[Platform, dict[tuple[str, str, st
 
 
 def _efficiency(x: Any) -> float | None:
-    """NaN is as unknown as null."""
+    """NaN is as unknown as null; an efficiency that is not positive comes from an invalid timing."""
     e = num(x)
-    return None if e is None or math.isnan(e) else e
+    return None if e is None or math.isnan(e) or e <= 0 else e
+
+
+def speedup(b: dict[str, Any]) -> float | None:
+    """The torch baseline's median over the kernel's, from valid timings only."""
+    k, t = timing.median_ms(b), timing.median_ms(b.get("baseline"))
+    return t / k if k and t else None
 
 
 def _case_failures(runs: list[Run]) -> Counter:
@@ -88,7 +98,11 @@ def efficiency_cells(runs: list[Run]) -> tuple[list[Platform], dict[tuple[str, s
             chosen = per[p][max(choices, key=lambda s: shape_size(json.loads(s)))]
             wrong = [b for b in per[p].values() if b.get("correct") is False]
             cell = Cell("ok", _efficiency(chosen.get("efficiency_measured")),
-                        _efficiency(chosen.get("efficiency_datasheet")), chosen["shape"])
+                        _efficiency(chosen.get("efficiency_datasheet")), chosen["shape"], speedup=speedup(chosen))
+            invalid = timing.invalid_reason(chosen)
+            if invalid:
+                cell = Cell("invalid", shape=chosen["shape"], reason=f"{invalid} on {platform_label(p)} at "
+                                                                     f"{shape_text(chosen['shape'])}")
             if wrong:
                 cell.status, cell.reason = "wrong", f"wrong output on {platform_label(p)} at {shape_text(wrong[0]['shape'])}"
             elif failures[(kernel, dtype, p)]:
@@ -100,12 +114,16 @@ def efficiency_cells(runs: list[Run]) -> tuple[list[Platform], dict[tuple[str, s
 
 
 def pp_of(cells: dict[Platform, Cell], which: str) -> float | None:
-    return pennycook([getattr(c, which) if c.status == "ok" else 0.0 for c in cells.values()])
+    """An invalid timing makes PP unknown, not 0: the kernel ran, its time is what is not known."""
+    return pennycook([getattr(c, which) if c.status == "ok" else None if c.status == "invalid" else 0.0
+                      for c in cells.values()])
 
 
 def _cell_text(c: Cell) -> str:
     if c.status == "missing":
         return "missing"
+    if c.status == "invalid":
+        return f"INVALID: {c.reason.split(' on ')[0]}"
     text = f"{pct(c.measured)} / {pct(c.datasheet)}"
     return f"WRONG ({text})" if c.status == "wrong" else text
 
@@ -124,9 +142,9 @@ def _ceiling_rows(runs: list[Run], plats: list[Platform]) -> list[list[Any]]:
         mm, sheet = c.get("matmul_tflops") or {}, c.get("datasheet") or {}
         peaks = sheet.get("tflops") or {}
         rows.append([platform_label(p), fmt(num(c.get("copy_gbps")), 4),
-                     " / ".join(fmt(num(mm.get(d)), 4) for d in ("fp16", "bf16", "fp32")),
+                     " / ".join(fmt(num(mm.get(d)), 4) for d in CEILING_DTYPES),
                      fmt(num(sheet.get("bandwidth_tbs")), 4),
-                     " / ".join(fmt(num(peaks.get(d)), 4) for d in ("fp16", "bf16", "fp32"))])
+                     " / ".join(fmt(num(peaks.get(d)), 4) for d in CEILING_DTYPES)])
     return rows
 
 
@@ -139,26 +157,31 @@ def _speed_rows(runs: list[Run]) -> tuple[list[list[Any]], list[list[Any]], dict
         c = Counter()
         for (kernel, dtype, _), b in sorted(recs.items()):
             c["cases"] += 1
-            speedup = num(b.get("speedup"))
-            if speedup is None:
+            if timing.invalid_reason(b):
+                c["invalid"] += 1
+                continue
+            ratio = speedup(b)
+            if ratio is None:
                 continue
             c["with baseline"] += 1
             c["correct"] += b.get("correct") is True
-            good = b.get("correct") is True and speedup >= 1.0
+            good = b.get("correct") is True and ratio >= 1.0
             c["good"] += good
             if not good:
-                base = b.get("baseline") or {}
-                slow.append((speedup, [platform_label(p), kernel, dtype, shape_text(b["shape"]), fmt(num(b["median_ms"])),
-                                       fmt(num(base.get("median_ms"))), fmt(speedup), fmt(b.get("correct"))]))
+                slow.append((ratio, [platform_label(p), kernel, dtype, shape_text(b["shape"]), fmt(timing.median_ms(b)),
+                                     fmt(timing.median_ms(b.get("baseline"))), fmt(ratio), fmt(b.get("correct"))]))
         total.update(c)
         share = c["good"] / c["with baseline"] if c["with baseline"] else None
-        rows.append([platform_label(p), c["cases"], c["with baseline"], c["correct"], c["good"], pct(share)])
+        rows.append([platform_label(p), c["cases"], c["with baseline"], c["correct"], c["good"], pct(share),
+                     c["invalid"]])
     share = total["good"] / total["with baseline"] if total["with baseline"] else None
     if len(bench) > 1:
-        rows.append(["all platforms", total["cases"], total["with baseline"], total["correct"], total["good"], pct(share)])
-    slow.sort(key=lambda item: (math.isnan(item[0]), item[0]))
+        rows.append(["all platforms", total["cases"], total["with baseline"], total["correct"], total["good"], pct(share),
+                     total["invalid"]])
+    slow.sort(key=lambda item: item[0])
     return rows, [row for _, row in slow], {"cases": total["cases"], "with_baseline": total["with baseline"],
-                        "correct_and_not_slower": total["good"], "share": share}
+                                            "correct_and_not_slower": total["good"], "share": share,
+                                            "invalid_timings": total["invalid"]}
 
 
 def perf_section(runs: list[Run]) -> tuple[Section, dict[str, Any], dict[str, Any]]:
@@ -192,14 +215,18 @@ def perf_section(runs: list[Run]) -> tuple[Section, dict[str, Any], dict[str, An
     if share["share"] is not None:
         notes.append(f"{share['correct_and_not_slower']} of {share['with_baseline']} benchmarked (kernel, dtype, shape) "
                      f"cases with a torch baseline ({pct(share['share'])}) are correct and at least as fast as the "
-                     f"baseline; {share['cases'] - share['with_baseline']} cases have no baseline.")
-    tables = [Table(["platform", "copy GB/s (measured)", "matmul TFLOP/s fp16 / bf16 / fp32 (measured)",
-                     "datasheet TB/s", "datasheet TFLOP/s fp16 / bf16 / fp32"], _ceiling_rows(runs, plats), "Ceilings"),
+                     f"baseline; {share['cases'] - share['with_baseline'] - share['invalid_timings']} cases have no "
+                     f"baseline" + (f", {share['invalid_timings']} an invalid timing." if share['invalid_timings']
+                                    else "."))
+    dtypes = " / ".join(CEILING_DTYPES)
+    tables = [Table(["platform", "copy GB/s (measured)", f"matmul TFLOP/s {dtypes} (measured)",
+                     "datasheet TB/s", f"datasheet TFLOP/s {dtypes}"], _ceiling_rows(runs, plats), "Ceilings"),
               Table(["kernel", "dtype", "shape", *(f"{lab}: measured / datasheet" for lab in labels)], eff_rows,
                     "Efficiency at the largest benchmark shape"),
               Table(["kernel", "dtype", "PP (measured ceilings)", "PP (datasheet)", "lowest platform", "why 0 / notes"],
                     pp_rows, "Performance portability, worst first"),
-              Table(["platform", "cases", "with baseline", "correct", "correct and >= baseline", "share"], speed_rows,
+              Table(["platform", "cases", "with baseline", "correct", "correct and >= baseline", "share",
+                     "invalid timings"], speed_rows,
                     "Correct and at least as fast as the torch baseline"),
               Table(["platform", "kernel", "dtype", "shape", "median ms", "baseline ms", "speedup", "correct"], slow[:100],
                     "Slower than the baseline, or wrong (slowest first)", "none")]

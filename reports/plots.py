@@ -83,3 +83,40 @@ def cascade(data: dict[str, Any]) -> ReportFigure:
     more = f" (first {MAX_CASCADES} of {len(data['kernels'])})" if len(data["kernels"]) > MAX_CASCADES else ""
     fig.suptitle(f"Cascade: efficiency vs measured ceilings, platforms best first, running PP{more}")
     return ReportFigure("Cascade plot per kernel (measured-ceiling efficiency, running PP)", _png(fig))
+
+
+STATE_COLOURS = {"broken": "#cf222e", "known issue": "#b392f0", "not run": "#eeeeee"}
+
+
+def heatmap(kernels: list[str], platforms: list[str], spots: list[list[Any]]) -> ReportFigure:
+    """Kernel x platform: red where broken, purple where only known issues fail, grey where not run, else green
+    shades by efficiency against the measured ceilings (pale where unknown); each cell says what it is."""
+    from matplotlib import colormaps
+    from matplotlib.colors import to_rgb
+
+    greens = colormaps["YlGn"]
+    colours = [[to_rgb(STATE_COLOURS[s.state]) if s.state in STATE_COLOURS else
+                to_rgb(greens(0.12 + 0.73 * min(1.0, s.efficiency))) if s.efficiency is not None else to_rgb("#dafbe1")
+                for s in row] for row in spots]
+    width = min(16.0, 2.6 + 1.9 * len(platforms))
+    fig = Figure(figsize=(width, 0.34 * len(kernels) + 1.6), dpi=100, layout="constrained")
+    ax = fig.add_subplot()
+    ax.imshow(colours, aspect="auto", interpolation="nearest")
+    for i, row in enumerate(spots):
+        for j, s in enumerate(row):
+            text = s.text()
+            dark = s.state == "broken" or (s.state == "ok" and (s.efficiency or 0) > 0.6)
+            ax.text(j, i, text if len(text) <= 26 else text[:25] + "…", ha="center", va="center", fontsize=7.5,
+                    color="white" if dark else "#1b1f24",
+                    fontweight="bold" if s.state == "broken" or (s.speedup or 1.0) < 1.0 else "normal")
+    ax.set_xticks(range(len(platforms)), [_text(p.replace(" (", "\n(")) for p in platforms], fontsize=8)
+    ax.xaxis.tick_top()
+    ax.set_yticks(range(len(kernels)), [_text(k) for k in kernels], fontsize=8)
+    ax.set_xticks([x - 0.5 for x in range(1, len(platforms))], minor=True)
+    ax.set_yticks([y - 0.5 for y in range(1, len(kernels))], minor=True)
+    ax.grid(which="minor", color="white", linewidth=1.5)
+    ax.tick_params(which="both", length=0)
+    fig.suptitle("Correctness and efficiency: red broken, purple known issues, green efficiency vs measured "
+                 "ceilings (text: efficiency, speed-up over torch; bold: slower than torch), grey not run", fontsize=8,
+                 wrap=True)
+    return ReportFigure("Verdict: correctness and efficiency per kernel and platform", _png(fig))

@@ -18,6 +18,7 @@ class Table:
     rows: list[list[Any]]
     title: str | None = None
     empty: str = "no data in these runs"  # what an empty table says: "none" for lists of problems
+    folded: bool = False  # HTML: behind a <details> disclosure (detail that would crowd the page)
 
 
 @dataclass
@@ -32,6 +33,7 @@ class Section:
     notes: list[str] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
+    lead: bool = False  # the first screen: rendered before the warnings and contents, text beside its figure
 
     @property
     def anchor(self) -> str:
@@ -62,31 +64,50 @@ def shape_text(shape: dict[str, Any]) -> str:
     return ",".join(f"{k}={v}" for k, v in shape.items()) or "-"
 
 
+_HTML_START = re.compile(r"<(?=[A-Za-z/!?])|&(?=[A-Za-z#])")
+
+
+def md_text(x: Any) -> str:
+    """Text for Markdown: HTML in a result file's strings (a kernel named <script>) is shown, never rendered. Only
+    what could open a tag, comment or entity is escaped, so that 'p < 0.01' and '->' stay readable as text."""
+    return _HTML_START.sub(lambda m: "&lt;" if m.group() == "<" else "&amp;", fmt(x))
+
+
 def _md_cell(x: Any) -> str:
     # A pipe or a newline from a result file would break the Markdown table.
-    return fmt(x).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+    return md_text(x).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def _md_section(s: Section) -> list[str]:
+    out = [f"## {md_text(s.title)}", ""]
+    for note in s.notes:
+        out += [md_text(note), ""]
+    for t in s.tables:
+        if t.title:
+            out += [f"### {md_text(t.title)}", ""]
+        if t.rows:
+            rows = [[_md_cell(c) for c in row] for row in t.rows]
+            out += [tabulate(rows, headers=[_md_cell(h) for h in t.headers], tablefmt="github",
+                             disable_numparse=True), ""]
+        else:
+            out += [f"_{md_text(t.empty)}_", ""]
+    if s.figures:
+        out += [md_text(f"_{len(s.figures)} plot(s) in report.html: " + "; ".join(f.title for f in s.figures) + "_"),
+                ""]
+    return out
 
 
 def markdown(title: str, warnings: list[str], sections: list[Section]) -> str:
-    out = [f"# {' '.join(title.split())}", ""]
+    out = [f"# {md_text(' '.join(title.split()))}", ""]
+    lead = [s for s in sections if s.lead]
+    for s in lead:
+        out += _md_section(s)
     for w in warnings:
-        out += [f"> **Warning:** {w}", ""]
-    out += ["Sections: " + " · ".join(f"[{s.title}](#{s.anchor})" for s in sections), ""]
+        out += [f"> **Warning:** {md_text(w)}", ""]
+    out += ["Sections: " + " · ".join(f"[{md_text(s.title)}](#{s.anchor})" for s in sections), ""]
     for s in sections:
-        out += [f"## {s.title}", ""]
-        for note in s.notes:
-            out += [note, ""]
-        for t in s.tables:
-            if t.title:
-                out += [f"### {t.title}", ""]
-            if t.rows:
-                rows = [[_md_cell(c) for c in row] for row in t.rows]
-                out += [tabulate(rows, headers=[_md_cell(h) for h in t.headers], tablefmt="github",
-                                 disable_numparse=True), ""]
-            else:
-                out += [f"_{t.empty}_", ""]
-        if s.figures:
-            out += [f"_{len(s.figures)} plot(s) in report.html: " + "; ".join(f.title for f in s.figures) + "_", ""]
+        if not s.lead:
+            out += _md_section(s)
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -101,8 +122,12 @@ th{background:#f6f8fa;position:sticky;top:0}tr:nth-child(even) td{background:#fb
 .nodata{color:#57606a;font-style:italic}.toc a{margin-right:1em}
 td.bad{background:#ffebe9 !important}td.ok{background:#dafbe1 !important}
 img{max-width:100%;border:1px solid #d0d7de;margin:.5em 0}figcaption{font-size:.85em;color:#57606a}
+details{margin:.4em 0 1em}summary{cursor:pointer;font-weight:600;font-size:.95em}
+.lead h2{margin-top:.6em}.lead .body{display:flex;flex-wrap:wrap;gap:1.5em;align-items:flex-start}
+.lead .text{flex:1 1 24em;min-width:20em}.lead .text p{margin:.3em 0}.lead figure{margin:0;flex:0 1 auto}
+.lead figure img{max-height:calc(100vh - 190px);max-width:100%;width:auto;margin:0}
 """
-_BAD = re.compile(r"\b(failed|WRONG|BROKEN|REGRESSION|missing)\b")
+_BAD = re.compile(r"\b(failed|WRONG|BROKEN|REGRESSION|INVALID|INCOMPLETE|missing)\b")
 _OK = re.compile(r"^(ok\b|holds\b|\d+/0/0$)")
 
 
@@ -112,29 +137,57 @@ def _td(value: Any) -> str:
     return f"<td{cls}>{html.escape(text)}</td>"
 
 
+_STRONG = re.compile(r"\*\*(.+?)\*\*")
+
+
+def _note(text: str) -> str:
+    """A note as HTML: escaped, with the notes' own **bold** kept."""
+    return _STRONG.sub(r"<strong>\1</strong>", html.escape(text))
+
+
+def _html_table(t: Table) -> list[str]:
+    e = html.escape
+    out = []
+    if t.title and not t.folded:
+        out.append(f"<h3>{e(t.title)}</h3>")
+    if not t.rows:
+        return out + [f'<p class="nodata">{e(t.empty)}</p>']
+    out.append("<table><thead><tr>" + "".join(f"<th>{e(fmt(h))}</th>" for h in t.headers) + "</tr></thead><tbody>")
+    out += ["<tr>" + "".join(_td(c) for c in row) + "</tr>" for row in t.rows]
+    out.append("</tbody></table>")
+    if t.folded:
+        out = [f"<details><summary>{e(t.title or 'details')}</summary>", *out, "</details>"]
+    return out
+
+
+def _figure(f: Figure) -> str:
+    e = html.escape
+    data = base64.b64encode(f.png).decode("ascii")
+    return (f'<figure><img alt="{e(f.title)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{e(f.title)}</figcaption></figure>")
+
+
+def _html_section(s: Section) -> list[str]:
+    e = html.escape
+    text = [f"<p>{_note(n)}</p>" for n in s.notes] + [line for t in s.tables for line in _html_table(t)]
+    if s.lead:
+        return [f'<section id="{s.anchor}" class="lead"><h2>{e(s.title)}</h2><div class="body"><div class="text">',
+                *text, "</div>", *(_figure(f) for f in s.figures), "</div></section>"]
+    return [f'<section id="{s.anchor}"><h2>{e(s.title)}</h2>', *text, *(_figure(f) for f in s.figures), "</section>"]
+
+
 def html_page(title: str, warnings: list[str], sections: list[Section]) -> str:
     e = html.escape
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width,initial-scale=1">',
            f"<title>{e(title)}</title><style>{CSS}</style></head><body>", f"<h1>{e(title)}</h1>"]
+    for s in sections:
+        if s.lead:
+            out += _html_section(s)
     out += [f'<div class="warn"><strong>Warning:</strong> {e(w)}</div>' for w in warnings]
     out.append('<nav class="toc">' + "".join(f'<a href="#{s.anchor}">{e(s.title)}</a>' for s in sections) + "</nav>")
     for s in sections:
-        out.append(f'<section id="{s.anchor}"><h2>{e(s.title)}</h2>')
-        out += [f"<p>{e(n)}</p>" for n in s.notes]
-        for t in s.tables:
-            if t.title:
-                out.append(f"<h3>{e(t.title)}</h3>")
-            if not t.rows:
-                out.append(f'<p class="nodata">{e(t.empty)}</p>')
-                continue
-            out.append("<table><thead><tr>" + "".join(f"<th>{e(fmt(h))}</th>" for h in t.headers) + "</tr></thead><tbody>")
-            out += ["<tr>" + "".join(_td(c) for c in row) + "</tr>" for row in t.rows]
-            out.append("</tbody></table>")
-        for f in s.figures:
-            data = base64.b64encode(f.png).decode("ascii")
-            out.append(f'<figure><img alt="{e(f.title)}" src="data:image/png;base64,{data}">'
-                       f"<figcaption>{e(f.title)}</figcaption></figure>")
-        out.append("</section>")
+        if not s.lead:
+            out += _html_section(s)
     out.append("</body></html>")
     return "\n".join(out) + "\n"

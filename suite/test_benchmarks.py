@@ -1,28 +1,50 @@
 """Benchmarks (`pytest -m perf --backend=cuda`): every kernel's benchmark shapes and dtypes,
-timed against ceilings measured in the same run. Figures go into the run file; nothing
-here asserts a speed (timed tests flake), only that the benchmarked output is correct."""
+timed in interleaved rounds against ceilings measured in the same run (suite/bench.py). Figures
+go into the run file; nothing here asserts a speed (timed tests flake), only that the
+benchmarked output is correct."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
-from suite import autotune, results
-from suite.bench import benchmark, measure_ceilings
+from suite import autotune, bench, results
 from suite.plugin import BACKEND
 
 pytestmark = pytest.mark.perf
 
 
 @pytest.fixture(scope="session")
-def ceilings(request: pytest.FixtureRequest) -> dict:
+def plant() -> dict[str, float]:
+    """Test hook SUITE_BENCH_PLANT (KERNEL=FRACTION,...): kernels made slower on purpose, to prove that
+    `python -m reports compare` catches a slowdown. Checked before anything is timed, on every backend."""
+    from kernels import registry
+
+    try:
+        return bench.parse_plant(os.environ.get(bench.PLANT_VARIABLE), [s.name for s in registry.all_specs()])
+    except ValueError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def noise_floor(request: pytest.FixtureRequest) -> tuple[dict, dict]:
+    """The arch's noise-floor entries and the run file's note about them."""
+    return bench.noise_floor(request.config.stash[BACKEND].arch)
+
+
+@pytest.fixture(scope="session")
+def ceilings(request: pytest.FixtureRequest, plant: dict, noise_floor: tuple[dict, dict]) -> dict:
     backend = request.config.stash[BACKEND]
     if backend.device == "cpu":
         pytest.skip("benchmarks need a GPU backend; the interpreter's timings mean nothing")
     with autotune.purpose("benchmark"):
-        return measure_ceilings(backend.device, backend.profile)
+        measured = bench.measure_ceilings(backend.device, backend.profile)
+    return {**measured, "noise_floor": noise_floor[1]}
 
 
-def test_benchmark(kernel_dtype, ceilings: dict, request: pytest.FixtureRequest) -> None:
+def test_benchmark(kernel_dtype, ceilings: dict, plant: dict, noise_floor: tuple[dict, dict],
+                   request: pytest.FixtureRequest) -> None:
     spec, dtype, _ = kernel_dtype
     backend = request.config.stash[BACKEND]
     if not spec.benchmark_shapes:
@@ -31,6 +53,6 @@ def test_benchmark(kernel_dtype, ceilings: dict, request: pytest.FixtureRequest)
     request.node.user_properties.append((results.CEILINGS_PROPERTY, ceilings))
     request.node.user_properties.append(("suite_benchmark_records", records))
     for shape in spec.benchmark_shapes:
-        records.append(benchmark(spec, dtype, shape, backend, ceilings))
+        records.append(bench.benchmark(spec, dtype, shape, backend, ceilings, noise_floor[0], plant.get(spec.name)))
     wrong = [r for r in records if not r["correct"]]
     assert not wrong, "; ".join(f"{r['shape']}: {r['message']}" for r in wrong)

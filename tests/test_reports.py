@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 import copy
 import json
-import random
 import subprocess
 import sys
 from pathlib import Path
@@ -14,81 +13,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from reports.__main__ import main
 from reports.loading import SCHEMA_PATH
-
-ROOT = Path(__file__).resolve().parent.parent
-H100 = ("NVIDIA H100 80GB HBM3", "sm_90")
-H200 = ("NVIDIA H200", "sm_90")
-XSS = "<script>alert(1)</script>"
-
-
-def samples(median: float, seed: int, n: int = 60, noise: float = 0.01) -> list[float]:
-    rng = random.Random(seed)
-    return [median * (1 + rng.gauss(0, noise)) for _ in range(n)]
-
-
-def bench(kernel: str, dtype: str, shape: dict, median: float, measured: float | None, datasheet: float | None,
-          speedup: float | None = 1.2, correct: bool = True, seed: int = 0, n: int = 60, noise: float = 0.01) -> dict:
-    s = samples(median, seed, n, noise)
-    base = None if speedup is None else {"name": "torch", "samples_ms": samples(median * speedup, seed + 1000, n, noise),
-                                         "median_ms": median * speedup}
-    return {"kernel": kernel, "dtype": dtype, "shape": shape, "config": {"num_warps": 4}, "samples_ms": s,
-            "median_ms": median, "iqr_ms": 0.01, "bytes": 1e9, "flops": 0.0, "gbps": 1000.0, "tflops": 0.0,
-            "bound": "memory", "efficiency_measured": measured, "efficiency_datasheet": datasheet,
-            "baseline": base, "speedup": speedup, "correct": correct, "error_ratio": 0.1, "message": None}
-
-
-def case(kernel: str, dtype: str, seed: int, outcome: str = "passed", ratio: float = 0.1) -> dict:
-    nodeid = f"suite/test_kernels.py::test_matches_reference[{kernel}-{dtype}]"
-    return {"kernel": kernel, "dtype": dtype, "shape": {"M": 4, "N": 8 + seed}, "layout": "contiguous",
-            "values": "normal", "seed": seed, "outcome": outcome, "error_ratio": ratio,
-            "outputs": {"out": {"error_ratio": ratio, "max_abs_error": 1e-6}}, "message": None, "duration_s": 0.01,
-            "nodeid": nodeid, "repro": f"pytest '{nodeid}' --repro=seed={seed}"}
-
-
-def make_run(platform: tuple[str, str] = H100, run_id: str = "20261121T000000Z-cuda-sm_90-aaaaaa",
-             started: str = "2026-11-21T00:00:00+00:00", kernels=(("softmax", "fp16"), ("matmul", "bf16")),
-             benchmarks: list | None = None, ceilings: bool = True) -> dict:
-    device, arch = platform
-    tests, cases, findings = [], [], []
-    for k, d in kernels:
-        tests.append({"nodeid": f"suite/test_kernels.py::test_matches_reference[{k}-{d}]", "outcome": "passed",
-                      "duration_s": 0.1, "message": None, "known_issue": None})
-        cases += [case(k, d, seed, ratio=0.1 * (seed + 1)) for seed in range(3)]
-        findings += [{"kernel": k, "dtype": d, "backend": "cuda", "arch": arch, "property": p, "claimed": True,
-                      "holds": True, "cases_checked": 5, "message": None, "repro": None}
-                     for p in ("deterministic", "batch_invariant")]
-    run = {"schema_version": 1, "run_id": run_id, "status": "complete", "started": started,
-           "finished": started, "command": ["pytest", "--backend=cuda"],
-           "environment": {"backend": "cuda", "device_name": device, "arch": arch, "sm_count": 132, "warp_size": 32,
-                           "profile": "h100_sxm", "profile_note": None, "driver": "580.1", "runtime": "CUDA 13.0",
-                           "torch": "2.11.0", "triton": "3.6.0", "hypothesis": "6.170", "python": "3.12",
-                           "platform": "Linux", "hostname": "runner", "hypothesis_profile": "validation",
-                           "hypothesis_seed": 0},
-           "tests": tests, "cases": cases, "findings": findings,
-           "compiles": [{"kernel": "matmul", "dtype": "bf16", "target": "gfx942", "status": "failed",
-                         "failure_class": "out_of_shared_memory", "config": {"num_stages": 3}},
-                        {"kernel": "matmul", "dtype": "bf16", "target": "sm_90", "status": "ok", "registers": 168,
-                         "spills": False, "occupancy": 0.5, "shared_bytes": 98304}],
-           "benchmarks": benchmarks if benchmarks is not None else [], "known_issues": []}
-    if ceilings:
-        run["ceilings"] = {"copy_gbps": 3000.0, "matmul_tflops": {"fp16": 670.0, "bf16": 710.0, "fp32": 400.0},
-                           "datasheet": {"bandwidth_tbs": 3.35, "tflops": {"fp16": 989.4, "bf16": 989.4, "fp32": 494.7}}}
-        run["autotune"] = {"hits": 5, "misses": 1, "stale": 0, "tuning_benchmarks": 0,
-                           "entries": [{"kernel": "matmul", "dtype": "bf16", "status": "hit"}]}
-    return run
-
-
-def write(path: Path, data: dict) -> Path:
-    path.write_text(json.dumps(data))
-    return path
-
-
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.report_helpers import H100, H200, ROOT, XSS, bench, cli, make_run, write
 
 
 def two_platforms(tmp_path: Path, softmax_h200=(0.4, 0.3)) -> list[Path]:
@@ -134,7 +60,7 @@ def test_build_writes_three_files_with_sections_and_pp(tmp_path, capsys):
     share = summary["performance"]["speedup_share"]
     assert (share["correct_and_not_slower"], share["with_baseline"]) == (4, 5)
     html = (out / "report.html").read_text()
-    assert html.count("data:image/png;base64,") == 2 and "<link" not in html and "<script" not in html
+    assert html.count("data:image/png;base64,") == 3 and "<link" not in html and "<script" not in html
     assert "no data" not in md.split("## Autotune coverage")[1].split("##")[0]
 
 
@@ -289,3 +215,134 @@ def test_reports_never_imports_the_gpu_stack():
             assert not {n.split(".")[0] for n in names} & forbidden, f"{path.name} imports {names}"
     proc = subprocess.run([sys.executable, "-m", "reports", "--help"], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0 and "compare" in proc.stdout
+
+
+# --- output files: never over an input, atomic, readable (issue 13) ---------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["candidate", "base", "link to candidate"])
+def test_compare_never_writes_over_an_input(tmp_path, capsys, target):
+    paths = _pair(tmp_path, 0.2)
+    before = [p.read_bytes() for p in paths]
+    out = {"candidate": paths[1], "base": paths[0], "link to candidate": tmp_path / "link.json"}[target]
+    if target.startswith("link"):
+        out.symlink_to(paths[1])
+    code, stdout, err = cli(capsys, "compare", *paths, "--out", out)
+    assert code == 2 and "refusing to write" in err and "it is the input file" in err and stdout == ""
+    assert [p.read_bytes() for p in paths] == before
+
+
+def test_build_never_writes_over_an_input(tmp_path, capsys):
+    run = write(tmp_path / "summary.json", make_run())
+    code, _, err = cli(capsys, "build", run, "--out", tmp_path)
+    assert code == 2 and "refusing to write" in err and json.loads(run.read_text())["schema_version"] == 1
+
+
+def test_outputs_are_replaced_whole_and_readable_by_all(tmp_path, capsys):
+    """Atomic: the output is a new file renamed over the old one, so a reader holding the old file (here a hard
+    link) never sees a half-written one; created 0666 less the umask, like any file a command writes."""
+    import os
+
+    old = os.umask(0o022)
+    try:
+        paths = _pair(tmp_path, 0.0)
+        out_md, held = tmp_path / "cmp.md", tmp_path / "held.md"
+        out_md.write_text("previous comparison\n")
+        os.link(out_md, held)
+        assert cli(capsys, "compare", *paths, "--out", out_md)[0] == 0
+        assert held.read_text() == "previous comparison\n" and out_md.read_text().startswith("# Run comparison")
+        report = tmp_path / "report"
+        assert cli(capsys, "build", *paths, "--out", report)[0] == 0
+        for path in [out_md, *report.iterdir()]:
+            assert oct(path.stat().st_mode & 0o777) == oct(0o644), path
+        assert not [p for p in [*tmp_path.iterdir(), *report.iterdir()] if p.name.endswith(".tmp")]
+    finally:
+        os.umask(old)
+
+
+# --- build from the usable files (issue 13) -----------------------------------------------------------------------
+
+
+def test_build_uses_the_good_files_and_lists_the_bad_ones(tmp_path, capsys):
+    good = write(tmp_path / "good.json", make_run())
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema_version": 1,')
+    out = tmp_path / "r"
+    code, stdout, err = cli(capsys, "build", good, bad, "--out", out)
+    assert code == 2 and f"error: {bad}: malformed JSON" in err and "left out of the report" in err
+    md = (out / "report.md").read_text()
+    assert "1 run file(s) could not be read and are left out" in md.split("## Runs")[0]  # on the first screen
+    assert "### Left out" in md and f"{bad}: malformed JSON" in md
+    summary = json.loads((out / "summary.json").read_text())
+    assert len(summary["runs"]) == 1 and summary["verdict"]["unreadable_files"][0].startswith(str(bad))
+
+
+# --- compare says what it could not compare (issue 13) ------------------------------------------------------------
+
+
+def test_compare_names_benchmarks_it_could_not_compare(tmp_path, capsys):
+    base = make_run(benchmarks=[bench("softmax", "fp16", {"M": 1}, 1.0, 0.5, 0.4),
+                                bench("gelu", "fp16", {"M": 1}, 1.0, 0.5, 0.4)])
+    cand = make_run(run_id="20261121T020000Z-cuda-sm_90-cccccc",
+                    benchmarks=[bench("softmax", "fp16", {"M": 1}, 1.0, 0.5, 0.4, seed=3),
+                                {**bench("gelu", "fp16", {"M": 1}, 1.0, 0.5, 0.4), "samples_ms": [], "median_ms": -1.0}])
+    code, out, _ = cli(capsys, "compare", write(tmp_path / "b.json", base), write(tmp_path / "c.json", cand))
+    verdict = out.split("## Verdict")[1].split("\n## ")[0]
+    assert code == 0 and "Not compared: 1 benchmark(s) (1 invalid timing: median -1 ms in the candidate run)" in verdict
+
+
+def test_compare_with_no_comparable_benchmark_is_an_error(tmp_path, capsys):
+    base = make_run(benchmarks=[bench("softmax", "fp16", {"M": 1}, 1.0, 0.5, 0.4)])
+    cand = make_run(run_id="20261121T020000Z-cuda-sm_90-cccccc",
+                    benchmarks=[{**bench("softmax", "fp16", {"M": 1}, 1.0, 0.5, 0.4), "samples_ms": [1.0, -1.0, 0.0],
+                                 "median_ms": 0.0}])
+    code, out, err = cli(capsys, "compare", write(tmp_path / "b.json", base), write(tmp_path / "c.json", cand))
+    assert code == 2 and "CANNOT COMPARE: no benchmark could be compared" in out and "No regressions" not in out
+    assert "error: no benchmark could be compared (1 in both runs): 1 invalid timing: median 0 ms in the candidate" in err
+
+
+def test_compare_with_nothing_in_common_is_an_error(tmp_path, capsys):
+    base = make_run(kernels=(("softmax", "fp16"),))
+    cand = make_run(run_id="20261121T020000Z-cuda-sm_90-cccccc", kernels=(("gelu", "fp32"),))
+    code, _, err = cli(capsys, "compare", write(tmp_path / "b.json", base), write(tmp_path / "c.json", cand),
+                       "--allow-different-tests")
+    assert code == 2 and "nothing to compare" in err
+
+
+# --- what run files say is shown, never obeyed; invalid timings (issue 13) ---------------------------------------
+
+
+def test_markdown_shows_html_from_run_files_as_text(tmp_path, capsys):
+    run = make_run(kernels=((XSS, "fp16"),), benchmarks=[bench(XSS, "fp16", {"M": 1}, 1.0, 0.5, 0.4)])
+    run["environment"]["device_name"] = '<img src=x onerror="alert(2)">'
+    code, _, err = cli(capsys, "build", write(tmp_path / "x.json", run), "--out", tmp_path / "r")
+    assert code == 0, err
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "<script" not in md and "<img" not in md
+    assert "&lt;script>alert(1)&lt;/script>" in md and '&lt;img src=x onerror="alert(2)">' in md
+    paths = _pair(tmp_path, 0.0)
+    cand = json.loads(paths[1].read_text())
+    cand["tests"][0]["outcome"], cand["tests"][0]["message"] = "failed", "<iframe src=//evil>"
+    write(paths[1], cand)
+    out = cli(capsys, "compare", *paths)[1]
+    assert "<iframe" not in out and "&lt;iframe src=//evil>" in out
+
+
+def test_negative_and_zero_timings_are_shown_invalid_and_left_out(tmp_path, capsys):
+    bad = {**bench("gelu", "fp16", {"M": 8}, -1.0, -0.5, -0.4, speedup=-1.2), "samples_ms": [-1.0, 0.0, -2.0]}
+    zero = {**bench("softmax", "fp16", {"M": 8}, 0.0, None, None, speedup=None), "samples_ms": [0.0, 0.0]}
+    run = make_run(kernels=(("gelu", "fp16"), ("softmax", "fp16")),
+                   benchmarks=[bad, zero, bench("swiglu", "fp16", {"M": 8}, 1.0, 0.5, 0.4)])
+    code, _, err = cli(capsys, "build", write(tmp_path / "x.json", run), "--out", tmp_path / "r")
+    assert code == 0, err
+    md = (tmp_path / "r" / "report.md").read_text()
+    eff = md.split("### Efficiency at the largest benchmark shape")[1].split("###")[0]
+    assert "INVALID: invalid timing: median -1 ms" in eff and "INVALID: invalid timing: median 0 ms" in eff
+    assert "-50.0%" not in md and "-100.0%" not in md
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    pp = {r["kernel"]: r for r in summary["performance"]["pp"]}
+    assert pp["gelu"]["pp_measured"] is None and pp["softmax"]["pp_measured"] is None  # unknown, not 0
+    share = summary["performance"]["speedup_share"]
+    assert (share["with_baseline"], share["invalid_timings"]) == (1, 2)
+    slow = md.split("### Slower than the baseline, or wrong")[1]
+    assert "gelu" not in slow and "softmax" not in slow

@@ -1,0 +1,122 @@
+"""A small JSON Schema checker for the keywords the run-file schema uses, so that `python -m reports` works where
+jsonschema is not installed (GPU images often lack it). With jsonschema installed, loading.py uses jsonschema.
+
+It knows: type, enum, const, required, properties, additionalProperties, items, oneOf, $ref (to #/$defs/...),
+minimum, and the annotations ($schema, $id, $defs, title, description). A schema with any other keyword is
+refused (UnsupportedSchema) rather than checked partly. Messages follow jsonschema's wording."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+ANNOTATIONS = frozenset({"$schema", "$id", "$defs", "title", "description"})
+CHECKED = frozenset({"type", "enum", "const", "required", "properties", "additionalProperties", "items", "oneOf",
+                     "$ref", "minimum"})
+_TYPES = {"object": dict, "array": list, "string": str, "null": type(None), "boolean": bool}
+
+
+class UnsupportedSchema(Exception):
+    """The schema uses a keyword this checker does not implement."""
+
+
+class Problem:
+    """One place where the instance breaks the schema: `path` as jsonschema's absolute_path, and a message."""
+
+    def __init__(self, path: tuple, message: str, depth: int = 0) -> None:
+        self.path, self.message, self.depth = path, message, depth
+
+
+def _is(value: Any, name: str) -> bool:
+    if name == "integer":
+        return isinstance(value, int) and not isinstance(value, bool) or (isinstance(value, float) and value.is_integer())
+    if name == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, _TYPES[name])
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """JSON equality: true is not 1."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    return a == b
+
+
+def _repr(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def keywords(schema: Any) -> set[str]:
+    """Every keyword used anywhere in a schema (for the refusal of unknown ones)."""
+    found: set[str] = set()
+    if isinstance(schema, dict):
+        for key, sub in schema.items():
+            found.add(key)
+            if key in ("properties", "$defs"):
+                for s in sub.values():
+                    found |= keywords(s)
+            elif key in ("items", "additionalProperties"):
+                found |= keywords(sub)
+            elif key == "oneOf":
+                for s in sub:
+                    found |= keywords(s)
+    return found
+
+
+def check_supported(schema: dict) -> None:
+    unknown = keywords(schema) - CHECKED - ANNOTATIONS
+    if unknown:
+        raise UnsupportedSchema(f"the built-in schema checker does not implement {', '.join(sorted(unknown))}; "
+                                "install jsonschema")
+
+
+def problems(instance: Any, schema: dict, root: dict | None = None, path: tuple = ()) -> Iterator[Problem]:
+    root = schema if root is None else root
+    if "$ref" in schema:
+        ref = schema["$ref"]
+        if not ref.startswith("#/$defs/"):
+            raise UnsupportedSchema(f"$ref {ref!r}: only #/$defs/... references are implemented")
+        yield from problems(instance, root["$defs"][ref.split("/")[-1]], root, path)
+    if "type" in schema:
+        names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        if not any(_is(instance, n) for n in names):
+            shown = ", ".join(repr(n) for n in names)
+            yield Problem(path, f"{_repr(instance)} is not of type {shown}")
+            return
+    if "const" in schema and not _equal(instance, schema["const"]):
+        yield Problem(path, f"{_repr(schema['const'])} was expected")
+    if "enum" in schema and not any(_equal(instance, e) for e in schema["enum"]):
+        yield Problem(path, f"{_repr(instance)} is not one of {_repr(schema['enum'])}")
+    if "minimum" in schema and _is(instance, "number") and instance < schema["minimum"]:
+        yield Problem(path, f"{_repr(instance)} is less than the minimum of {schema['minimum']}")
+    if "oneOf" in schema:
+        passing = [s for s in schema["oneOf"] if not any(True for _ in problems(instance, s, root, path))]
+        if len(passing) != 1:
+            what = "is not valid under any of the given schemas" if not passing else "is valid under each of " + \
+                ", ".join(json.dumps(s, sort_keys=True) for s in passing)
+            yield Problem(path, f"{_repr(instance)} {what}")
+    if isinstance(instance, dict):
+        for name in schema.get("required", []):
+            if name not in instance:
+                yield Problem(path, f"{name!r} is a required property")
+        props = schema.get("properties", {})
+        for name, value in instance.items():
+            if name in props:
+                for p in problems(value, props[name], root, (*path, name)):
+                    yield Problem(p.path, p.message, p.depth + 1)
+        extra = schema.get("additionalProperties", True)
+        unexpected = [k for k in instance if k not in props]
+        if extra is False and unexpected:
+            listed = ", ".join(repr(k) for k in unexpected)
+            yield Problem(path, f"Additional properties are not allowed ({listed} "
+                                f"{'was' if len(unexpected) == 1 else 'were'} unexpected)")
+        elif isinstance(extra, dict):
+            for name in unexpected:
+                for p in problems(instance[name], extra, root, (*path, name)):
+                    yield Problem(p.path, p.message, p.depth + 1)
+    if isinstance(instance, list) and isinstance(schema.get("items"), dict):
+        for i, value in enumerate(instance):
+            for p in problems(value, schema["items"], root, (*path, i)):
+                yield Problem(p.path, p.message, p.depth + 1)

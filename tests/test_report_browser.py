@@ -1,0 +1,83 @@
+"""report.html in a real browser (headless Chromium driven by Playwright): the verdict and its heatmap on the first
+1280x800 screen, no console errors, every plot loaded, names from run files shown as text and never run, nothing
+wider than the screen, the runs' fingerprints folded. Skips, saying why, where no browser is installed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from reports.__main__ import main
+from tests.report_helpers import H200, XSS, bench, case, make_run, write
+
+WIDTH, HEIGHT = 1280, 800
+CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+
+def browser() -> str | None:
+    """SUITE_BROWSER, else the first Chromium-family executable found."""
+    chosen = os.environ.get("SUITE_BROWSER")
+    if chosen:
+        return chosen
+    for name in CANDIDATES:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> Path:
+    """Two platforms; a kernel named <script> with a failed case on one; an incomplete run (a warning)."""
+    tmp = tmp_path_factory.mktemp("browser")
+    h100 = make_run(kernels=(("softmax", "fp16"), (XSS, "fp32")),
+                    benchmarks=[bench("softmax", "fp16", {"M": 8192}, 1.0, 0.8, 0.6, speedup=1.3),
+                                bench(XSS, "fp32", {"M": 8192}, 1.0, 0.4, 0.3, speedup=0.7)])
+    h100["cases"].append(case(XSS, "fp32", 7, outcome="failed", ratio=40.0))
+    h200 = make_run(H200, run_id="20261121T010000Z-cuda-sm_90-bbbbbb", started="2026-11-21T01:00:00+00:00",
+                    kernels=(("softmax", "fp16"),),
+                    benchmarks=[bench("softmax", "fp16", {"M": 8192}, 1.0, 0.6, 0.4, speedup=1.1)])
+    h200["status"], h200["finished"] = "incomplete", None
+    out = tmp / "report"
+    assert main(["build", str(write(tmp / "h100.json", h100)), str(write(tmp / "h200.json", h200)), "--out", str(out)]) == 0
+    return out / "report.html"
+
+
+def test_report_first_screen_in_a_browser(report):
+    sync_api = pytest.importorskip("playwright.sync_api",
+                                   reason="playwright is not installed (pip install -r requirements/ci.txt)")
+    executable = browser()
+    if executable is None:
+        pytest.skip(f"no Chromium to drive (looked for {', '.join(CANDIDATES)}; set SUITE_BROWSER, or "
+                    "apt-get install chromium)")
+    errors, dialogs = [], []
+    with sync_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=executable)
+        try:
+            page = chromium.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            page.goto(report.as_uri())
+            page.wait_for_load_state("load")
+            verdict = page.locator("#verdict")
+            heading, heatmap = verdict.locator("h2"), verdict.locator("img")
+            for element in (heading, heatmap):
+                box = element.bounding_box()
+                assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= HEIGHT, box
+            text = verdict.locator(".text").inner_text()
+            assert "Broken: 1 kernel(s)" in text and XSS in text and "INCOMPLETE" in text
+            assert page.evaluate("Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)")
+            assert page.evaluate("document.images.length") == 3  # the heatmap, efficiency bars, cascade plots
+            assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH
+            assert XSS in page.inner_text("body") and page.evaluate("document.scripts.length") == 0
+            fingerprints = page.locator("#runs details")
+            assert fingerprints.count() == 1 and not fingerprints.locator("table").is_visible()
+            fingerprints.locator("summary").click()
+            assert fingerprints.locator("table").is_visible()
+        finally:
+            chromium.close()
+    assert not errors and not dialogs, errors + dialogs

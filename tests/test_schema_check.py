@@ -1,0 +1,101 @@
+"""`python -m reports` without jsonschema (GPU images often lack it): the built-in checker accepts what jsonschema
+accepts and rejects what it rejects, at the same place, and the command line says which checker it used."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+
+import jsonschema
+import pytest
+
+from reports import loading, schema_check
+from reports.loading import REPORT_NEEDS, SCHEMA_PATH
+from tests.report_helpers import ROOT, XSS, bench, make_run, write
+from tests.report_helpers import samples as fake_samples
+
+SCHEMA = json.loads(SCHEMA_PATH.read_text())
+COMMITTED = sorted((ROOT / "reports" / "runs").rglob("run-*.json"))
+
+
+def builtin_paths(data: dict, schema: dict) -> set[tuple]:
+    return {p.path for p in schema_check.problems(data, schema)}
+
+
+def jsonschema_paths(data: dict, schema: dict) -> set[tuple]:
+    return {tuple(e.absolute_path) for e in jsonschema.Draft202012Validator(schema).iter_errors(data)}
+
+
+def test_the_schemas_use_only_keywords_the_builtin_checker_implements():
+    schema_check.check_supported(SCHEMA)
+    schema_check.check_supported(REPORT_NEEDS)
+    with pytest.raises(schema_check.UnsupportedSchema, match="pattern"):
+        schema_check.check_supported({"properties": {"x": {"type": "string", "pattern": "^a"}}})
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: str(p.relative_to(ROOT / "reports" / "runs")))
+def test_committed_run_files_pass_both_checkers(path):
+    data = loading._compact(json.loads(path.read_text()))  # samples lists of plain numbers emptied, as loading does
+    assert not builtin_paths(data, SCHEMA) and not jsonschema_paths(data, SCHEMA)
+    assert not builtin_paths(data, REPORT_NEEDS) and not jsonschema_paths(data, REPORT_NEEDS)
+
+
+def _mutations() -> dict[str, tuple[dict, tuple]]:
+    good = make_run(benchmarks=[bench("softmax", "fp16", {"M": 8}, 1.0, 0.5, 0.4)])
+
+    def mutate(fn) -> dict:
+        run = copy.deepcopy(good)
+        fn(run)
+        return run
+
+    return {
+        "missing field": (mutate(lambda r: r.pop("environment")), ()),
+        "wrong type": (mutate(lambda r: r["environment"].update(sm_count="132")), ("environment", "sm_count")),
+        "bad enum": (mutate(lambda r: r["tests"][0].update(outcome="exploded")), ("tests", 0, "outcome")),
+        "const": (mutate(lambda r: r.update(schema_version=2)), ("schema_version",)),
+        "extra property": (mutate(lambda r: r.update(surprise=1)), ()),
+        "oneOf number": (mutate(lambda r: r["cases"][0].update(error_ratio="big")), ("cases", 0, "error_ratio")),
+        "negative shape": (mutate(lambda r: r["cases"][0]["shape"].update(M=-1)), ("cases", 0, "shape", "M")),
+        "bool is no integer": (mutate(lambda r: r["cases"][0].update(seed=True)), ("cases", 0, "seed")),
+        "sample string": (mutate(lambda r: r["benchmarks"][0]["samples_ms"].append("fast")),
+                          ("benchmarks", 0, "samples_ms", len(fake_samples(1.0, 0)))),
+    }
+
+
+@pytest.mark.parametrize("name", list(_mutations()))
+def test_both_checkers_reject_a_broken_run_at_the_same_place(name):
+    data, where = _mutations()[name]
+    found = builtin_paths(data, SCHEMA)
+    assert found == jsonschema_paths(data, SCHEMA) and where in found
+
+
+def _without_jsonschema(*argv: str) -> subprocess.CompletedProcess:
+    code = ("import sys; sys.modules['jsonschema'] = None; from reports.__main__ import main; "
+            "sys.exit(main(sys.argv[1:]))")
+    return subprocess.run([sys.executable, "-c", code, *argv], cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_reports_run_without_jsonschema_and_say_so(tmp_path):
+    run = write(tmp_path / "run.json", make_run(kernels=((XSS, "fp16"),)))
+    proc = _without_jsonschema("build", str(run), "--out", str(tmp_path / "r"))
+    assert proc.returncode == 0, proc.stderr
+    assert "jsonschema is not installed" in proc.stderr and "built-in schema checker" in proc.stderr
+    assert (tmp_path / "r" / "report.html").exists()
+    broken = make_run(run_id="other")
+    broken["environment"]["sm_count"] = "many"
+    proc = _without_jsonschema("compare", str(run), str(write(tmp_path / "bad.json", broken)))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"error: {tmp_path / 'bad.json'}: does not match the run-file schema at "
+                                  "environment.sm_count: 'many' is not of type 'integer'")
+
+
+def test_loading_uses_the_builtin_checker_where_jsonschema_is_missing(tmp_path, monkeypatch):
+    monkeypatch.setattr(loading, "jsonschema", None)
+    monkeypatch.setattr(loading, "checked_without_jsonschema", False)
+    broken = make_run()
+    broken["tests"][0]["outcome"] = "exploded"
+    with pytest.raises(loading.RunFileError, match=r"at tests\[0\]\.outcome: 'exploded' is not one of"):
+        loading.load_run(write(tmp_path / "bad.json", broken))
+    assert loading.checked_without_jsonschema and loading.checker() == "built-in"

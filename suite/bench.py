@@ -378,7 +378,7 @@ def benchmark(spec: KernelSpec, dtype: str, shape: dict[str, int], backend: Any,
     if lookup is not None:
         config, how, entry = lookup.resolve(spec, dtype, shape)
     else:
-        config, how, entry = spec.config_for(backend.family), "miss", None
+        config, how, entry = spec.default_config_for(backend.family), "miss", None
     # Inputs are drawn once, on the device, for the check and the timing.
     with _inputs.drawn_on(backend.device):
         inputs = spec.make_inputs(case, backend.device)

@@ -174,10 +174,10 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
         config = autotune.choose_config(spec, case.dtype, case.shape, backend)
     configs = [dict(config), *(dict(c) for c in extra_configs)]
     state: dict[str, Any] = {"inputs": inputs, "ref": None, "mags": None}
-    current = configs[0]
+    current, default = configs[0], spec.default_config_for(backend.family)
 
     def result(passed: bool, ratio: float, checks=(), error=None, failure=None) -> CaseResult:
-        if error is not None and len(configs) > 1:
+        if error is not None and current != default:
             error = f"with config {json.dumps(current, sort_keys=True)}: {error}"
         return CaseResult(case, passed, ratio, list(checks), error, time.perf_counter() - start, failure,
                           dict(current), configs_run=configs.index(current) + 1)
@@ -189,7 +189,7 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
             ratio = max((c.error_ratio for c in checks), default=0.0)
             outcome = result(all(c.passed for c in checks), ratio, checks)
             if not outcome.passed:
-                if len(configs) > 1:
+                if current != default:  # named wherever the reproduction line must carry it (--config)
                     outcome.error = f"with config {json.dumps(current, sort_keys=True)}: {outcome.message()}"
                 return outcome
             if worst is None or outcome.error_ratio > worst.error_ratio:

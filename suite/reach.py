@@ -33,12 +33,18 @@ def config_space(spec: KernelSpec, family: str) -> list[dict[str, Any]]:
 
 def extra_configs(spec: KernelSpec, case: Case, family: str, primary: Mapping[str, Any], every: bool) -> list[dict]:
     """The other configs ``case`` runs under: all of the family's (``every``); else, for every other case (chosen by
-    the case itself, so a rerun runs the same), one config chosen by the case."""
+    the case itself, so a rerun runs the same), one config. On the interpreter the case picks it (launches are what
+    cost there); on a GPU the kernel and dtype pick one for the whole test, which is compiled once (compiles are
+    what cost there)."""
     pool = [c for c in config_space(spec, family) if c != dict(primary)]
     if every or not pool:
         return pool
     pick = zlib.crc32(f"{case.dtype};{case.spec_string()}".encode())
-    return [pool[(pick >> 1) % len(pool)]] if pick % 2 == 0 else []
+    if pick % 2:
+        return []
+    if family != "interpret":
+        pick = zlib.crc32(f"{spec.name};{case.dtype}".encode()) << 1
+    return [pool[(pick >> 1) % len(pool)]]
 
 
 def key(config: Mapping[str, Any]) -> str:

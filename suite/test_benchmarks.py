@@ -10,7 +10,7 @@ import os
 import pytest
 
 from suite import autotune, bench, results
-from suite.plugin import BACKEND
+from suite.context import BACKEND
 
 pytestmark = pytest.mark.perf
 

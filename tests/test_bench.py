@@ -203,7 +203,7 @@ def test_a_whole_benchmark_on_the_interpreter_gives_a_record_the_reports_read(re
     from kernels.vector_add import SPEC
     from reports import timing
     from reports.loading import REPORT_NEEDS, SCHEMA_PATH
-    from suite.plugin import BACKEND
+    from suite.context import BACKEND
 
     backend = request.config.stash[BACKEND]
     if backend.name != "interpret":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -94,6 +95,8 @@ class CaseResult:
     failure: str | None = None  # fault | oom | spec: where the launch or the spec broke, not a value
     config: dict[str, Any] = field(default_factory=dict)  # the config the outcome is about (the failing one)
     configs_run: int = 1
+    skipped_configs: list[str] = field(default_factory=list)  # extra configs this device cannot launch
+    ran: list[dict[str, Any]] = field(default_factory=list)  # the configs launched on this case, in order
 
     def message(self) -> str:
         if self.error:
@@ -164,6 +167,10 @@ class _Stop(Exception):  # noqa: N818 - control flow inside run_case
         self.result = result
 
 
+class _DoesNotFit(Exception):  # noqa: N818 - control flow inside run_case
+    """An extra config that this GPU cannot launch (more shared memory than it has): not a wrong result."""
+
+
 def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = None,
              inputs: dict[str, torch.Tensor] | None = None, extra_configs: Sequence[dict] = ()) -> CaseResult:
     """Run one case with ``config`` (the autotune cache's or the family default when None), then with each of
@@ -183,26 +190,38 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
                           dict(current), configs_run=configs.index(current) + 1)
 
     worst: CaseResult | None = None
+    skipped: list[str] = []
+    ran: list[dict] = []
     try:
         for current in configs:
-            checks = _run_config(spec, case, backend, current, state, result)
+            try:
+                checks = _run_config(spec, case, backend, current, state, result, extra=current is not configs[0])
+            except _DoesNotFit as exc:
+                skipped.append(f"{json.dumps(current, sort_keys=True)} ({exc})")
+                continue
+            ran.append(current)
             ratio = max((c.error_ratio for c in checks), default=0.0)
             outcome = result(all(c.passed for c in checks), ratio, checks)
             if not outcome.passed:
+                outcome.ran, outcome.skipped_configs = ran, skipped
                 if current != default:  # named wherever the reproduction line must carry it (--config)
                     outcome.error = f"with config {json.dumps(current, sort_keys=True)}: {outcome.message()}"
                 return outcome
             if worst is None or outcome.error_ratio > worst.error_ratio:
                 worst = outcome
     except _Stop as stop:
+        stop.result.ran, stop.result.skipped_configs = [*ran, current], skipped
         return stop.result
-    worst.configs_run, worst.duration_s = len(configs), time.perf_counter() - start
+    worst.configs_run, worst.duration_s = len(ran), time.perf_counter() - start
+    worst.skipped_configs, worst.ran = skipped, ran
     return worst
 
 
-def _run_config(spec: KernelSpec, case: Case, backend: Any, config: dict, state: dict, result) -> list[OutputCheck]:
+def _run_config(spec: KernelSpec, case: Case, backend: Any, config: dict, state: dict, result,
+                extra: bool = False) -> list[OutputCheck]:
     """Launch one config on fresh poisoned, guarded outputs and check them; _Stop with the result where the case
-    ends early (a launch that broke, a broken spec, an out-of-bounds access)."""
+    ends early (a launch that broke, a broken spec, an out-of-bounds access); _DoesNotFit for an ``extra`` config
+    the device cannot launch (the case's own config must fit: that is a failure)."""
     try:
         with crash.watchdog(case, options.config_args(spec, config, backend.family)), memcheck.scope(spec.name):
             if state["inputs"] is None:
@@ -219,15 +238,20 @@ def _run_config(spec: KernelSpec, case: Case, backend: Any, config: dict, state:
         if violation := memcheck.violation_in(exc):
             exc.__traceback__ = None
             raise _Stop(result(False, math.inf, error=str(violation), failure="memory")) from None
+        if extra and type(exc).__name__ == "OutOfResources":
+            exc.__traceback__ = None
+            raise _DoesNotFit(str(exc).split(".")[0]) from None
         error = f"{type(exc).__name__}: {exc}".strip()[:2000]
         failure = crash.note_launch_error(exc, backend.device, case)
         exc.__traceback__ = None  # its frames hold the case's tensors
-        found = memcheck.sanitizer_report()
+        found = memcheck.sanitizer_report(wait_s=5.0 if failure == "fault" else 0.0)
         if failure == "fault":
             error = (f"GPU fault: {error} (the GPU context of this process is unusable; the rest of the run goes "
                      f"on in a fresh worker process)")
             if found:
                 error, failure = f"{found}\n{error}", "memory"
+            elif os.environ.get(memcheck.SANITIZER_ENV):
+                error += f" (under --memcheck: the checker's log is in {os.environ[memcheck.SANITIZER_ENV]})"
         elif failure == "oom":
             state.clear()
             crash.free_memory(backend.device)

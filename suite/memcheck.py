@@ -27,6 +27,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -336,11 +337,21 @@ def reexec(family: str, argv: list[str]) -> None:
     os.execvpe(command[0], command, env)
 
 
-def sanitizer_report(offset: dict[str, int] | None = None) -> str | None:
-    """New findings in this process's compute-sanitizer log since the last call, or None."""
+def sanitizer_report(offset: dict[str, int] | None = None, wait_s: float = 0.0) -> str | None:
+    """New findings in this process's compute-sanitizer log since the last call, or None. The checker writes its
+    log from its own process: after a fault, ``wait_s`` gives it time to arrive."""
     log_dir = os.environ.get(SANITIZER_ENV)
     if not log_dir:
         return None
+    deadline = time.monotonic() + wait_s
+    while True:
+        found = _read_report(log_dir, offset)
+        if found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.2)
+
+
+def _read_report(log_dir: str, offset: dict[str, int] | None) -> str | None:
     path = Path(log_dir) / f"memcheck.{os.getpid()}.log"
     offset = offset if offset is not None else _log_offset
     try:

@@ -67,8 +67,11 @@ class Coverage:
         self.paths: Counter[str] = Counter({p.name: 0 for p in spec.paths})
         self.searched: list[str] = []
         self.unreachable: list[str] = []
+        self.not_fitting: Counter[str] = Counter()
 
-    def add(self, case: Case, configs: Sequence[Mapping[str, Any]]) -> None:
+    def add(self, case: Case, configs: Sequence[Mapping[str, Any]], not_fitting: Sequence[str] = ()) -> None:
+        for why in not_fitting:
+            self.not_fitting[why.split(" (")[0]] += 1
         for config in configs:
             self.configs[key(config)] += 1
             for path in self.spec.paths:
@@ -80,7 +83,8 @@ class Coverage:
 
     def record(self) -> dict[str, Any]:
         return {"kernel": self.spec.name, "dtype": self.dtype, "configs": dict(self.configs), "paths": dict(self.paths),
-                "covered_by_search": list(self.searched), "unexercised": [p.name for p in self.missing()]}
+                "covered_by_search": list(self.searched), "unexercised": [p.name for p in self.missing()],
+                "configs_not_fitting": dict(self.not_fitting)}
 
 
 def find_case(strategy: Any, path: CodePath, configs: Sequence[Mapping[str, Any]]) -> tuple[Case, dict] | None:

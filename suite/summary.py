@@ -30,6 +30,11 @@ def write_summary(tr, data: dict, path: Path) -> None:
         headers, rows = compile_rows(data["compiles"])
         tr.write_line("")
         tr.write_line(tabulate(rows, headers=headers, tablefmt="github"))
+    if data.get("coverage"):
+        tr.write_line("")
+        tr.write_line(tabulate(reach_rows(data["coverage"]), headers=["kernel", "dtypes", "configs run", "paths taken",
+                                                                       "found by search", "not taken",
+                                                                       "configs not fitting"], tablefmt="github"))
     auto = data.get("autotune")
     if auto:
         tr.write_line("")
@@ -100,3 +105,23 @@ def findings_rows(findings: list[dict]) -> list[list]:
             text = f"{f['property']}: {'NO' if f['claimed'] else 'no'}"
         table[(f["kernel"], f["dtype"])].append(text)
     return [[k, d, ", ".join(v)] for (k, d), v in sorted(table.items())]
+
+
+def reach_rows(coverage: list[dict]) -> list[list]:
+    """Per kernel (its dtypes merged): distinct configs run, declared paths taken in every dtype, the paths that
+    needed a searched case, those no case took, and sampled configs the device could not launch."""
+    by_kernel: dict[str, list[dict]] = defaultdict(list)
+    for c in coverage:
+        by_kernel[c["kernel"]].append(c)
+    rows = []
+    for kernel, recs in sorted(by_kernel.items()):
+        configs = set().union(*(r["configs"] for r in recs))
+        declared = sorted(set().union(*(r["paths"] for r in recs)))
+        taken = [p for p in declared if all(r["paths"].get(p, 0) > 0 for r in recs)]
+        searched = sorted(set().union(*(r.get("covered_by_search", []) for r in recs)))
+        missing = sorted(set().union(*(r["unexercised"] for r in recs)))
+        unfit = sum(sum(r.get("configs_not_fitting", {}).values()) for r in recs)
+        rows.append([kernel, ",".join(r["dtype"] for r in recs), len(configs),
+                     f"{len(taken)}/{len(declared)}" if declared else "-", ", ".join(searched) or "-",
+                     ", ".join(missing) or "-", unfit or "-"])
+    return rows

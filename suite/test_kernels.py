@@ -110,7 +110,7 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
         if result.passed:
             if not last_failure:  # passes seen while shrinking a failure are not cases of the run
                 records.append(rec)
-                coverage.add(case, configs[:result.configs_run])
+                coverage.add(case, result.ran, result.skipped_configs)
             return
         last_failure[:] = [rec]
         shrink.failed(case, result.config, line)

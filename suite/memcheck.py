@@ -352,15 +352,21 @@ def sanitizer_report(offset: dict[str, int] | None = None, wait_s: float = 0.0) 
 
 
 def _read_report(log_dir: str, offset: dict[str, int] | None) -> str | None:
-    path = Path(log_dir) / f"memcheck.{os.getpid()}.log"
     offset = offset if offset is not None else _log_offset
-    try:
-        with path.open("r", encoding="utf-8", errors="replace") as f:
-            f.seek(offset.get(str(path), 0))
-            text = f.read()
-            offset[str(path)] = f.tell()
-    except OSError:
-        return None
+    text = ""
+    for path in sorted(Path(log_dir).glob("memcheck.*.log")):  # %p may name the checker's process, not this one
+        try:
+            with path.open("r", encoding="utf-8", errors="replace") as f:
+                f.seek(offset.get(str(path), 0))
+                text += f.read()
+                offset[str(path)] = f.tell()
+        except OSError:
+            continue
+    return parse_report(text)
+
+
+def parse_report(text: str) -> str | None:
+    """The first findings of a compute-sanitizer log excerpt, one line each, or None."""
     lines = [ln.removeprefix("=========").strip() for ln in text.splitlines()]
     starts = [i for i, ln in enumerate(lines) if ln.startswith(("Invalid", "Uninitialized", "Race", "Barrier",
                                                                 "Program hit", "Malloc/Free"))]
@@ -369,6 +375,15 @@ def _read_report(log_dir: str, offset: dict[str, int] | None) -> str | None:
     shown = ["; ".join(ln for ln in lines[i:i + 5] if ln) for i in starts[:3]]
     more = f" (and {len(starts) - 3} more reports)" if len(starts) > 3 else ""
     return "compute-sanitizer: " + " | ".join(shown) + more
+
+
+def all_reports(log_dir: str) -> list[str]:
+    """Every finding in the checker's logs, one line each (the controller, at the end of a --memcheck run)."""
+    found = []
+    for path in sorted(Path(log_dir).glob("memcheck.*.log")):
+        lines = [ln.removeprefix("=========").strip() for ln in path.read_text(errors="replace").splitlines()]
+        found += ["; ".join(ln for ln in lines[i:i + 3] if ln) for i, ln in enumerate(lines) if ln.startswith("Invalid")]
+    return found
 
 
 _log_offset: dict[str, int] = {}

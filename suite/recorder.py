@@ -9,11 +9,12 @@ journal (:func:`suite.crash.lost_case`); a run cut short is ``incomplete``, one 
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
 
-from suite import crash, results
+from suite import crash, memcheck, results
 from suite.context import SuiteContext
 
 KNOWN_PROPERTY = "suite_known_issue"
@@ -96,6 +97,10 @@ class RunRecorder:
         if record["mode"] in ("compute-sanitizer", "asan"):
             for c in self.run_file.data["cases"]:  # every launch runs under the checker; launches are not counted
                 record["kernels"].setdefault(c["kernel"], {"launches": 0, "memory_ops": 0})
+            log_dir = os.environ.get(memcheck.SANITIZER_ENV)
+            if record["mode"] == "compute-sanitizer" and log_dir:
+                record["log_dir"] = log_dir
+                record["reports"] = memcheck.all_reports(log_dir)[:100]
         why = {"interpreter": "its cases launched no kernel through the interpreter",
                "off": "memory checking is off in this run"}.get(record["mode"], "no case of it ran under the checker")
         record["unchecked"] = {k: why for k in sorted(ran)

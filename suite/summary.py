@@ -54,6 +54,9 @@ def write_summary(tr, data: dict, path: Path) -> None:
         tr.write_line("")
         tr.write_line(f"memory check ({mem['mode']}): {len(mem['kernels'])} kernel(s){counted}; unchecked: "
                       + (", ".join(f"{k} ({why})" for k, why in mem["unchecked"].items()) or "none"))
+        if "reports" in mem:
+            tr.write_line(f"memory check: {len(mem['reports'])} report(s) in the checker's logs ({mem['log_dir']})"
+                          + "".join(f"\n  {r[:300]}" for r in mem["reports"][:5]))
     for inc in data.get("incidents", []):
         tr.write_line(f"INCIDENT {inc['kind']} in {inc['nodeid']} (worker {inc['worker']}): "
                       f"{inc['message'].splitlines()[0][:300]}")

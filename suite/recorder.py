@@ -101,6 +101,13 @@ class RunRecorder:
             if record["mode"] == "compute-sanitizer" and log_dir:
                 record["log_dir"] = log_dir
                 record["reports"] = memcheck.all_reports(log_dir)[:100]
+                where = sorted({r.split(" at ", 1)[1].split("+")[0] for r in record["reports"] if " at " in r})
+                for case in self.run_file.data["cases"]:  # the checker stopped these kernels: say which it saw
+                    if case.get("failure") == "fault" and where:
+                        case["failure"] = "memory"
+                        case["message"] = (f"compute-sanitizer reported invalid accesses (in {', '.join(where)}) and "
+                                           f"stopped the launch; {case['message']}")[:2000]
+                self.run_file.flush()
         why = {"interpreter": "its cases launched no kernel through the interpreter",
                "off": "memory checking is off in this run"}.get(record["mode"], "no case of it ran under the checker")
         record["unchecked"] = {k: why for k in sorted(ran)

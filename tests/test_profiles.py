@@ -330,3 +330,28 @@ def test_package_imports_no_gpu_or_test_stack():
     result = subprocess.run([sys.executable, "-c", code], cwd=PROFILE_DIR.parent.parent, capture_output=True,
                             text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_stray_or_bad_shipped_file_is_left_out_and_named(tmp_path, monkeypatch):
+    """One bad file in profiles/ must not stop every GPU run: it is left out, named, and only a lookup that needs
+    it fails (naming it)."""
+    from hardware_profiles import loader
+
+    for path in PROFILE_DIR.glob("*.json"):
+        (tmp_path / path.name).write_text(path.read_text())
+    (tmp_path / "notes.json").write_text("{not json")
+    (tmp_path / "mi300x.json").write_text(json.dumps({**json.loads((PROFILE_DIR / "mi300x.json").read_text()),
+                                                      "sm_count": -1}))
+    monkeypatch.setattr(loader, "PROFILES_DIR", tmp_path)
+    monkeypatch.setattr(loader, "_DEFAULT", None)
+    monkeypatch.setattr(loader, "_SKIPPED", {})
+    profiles = loader.load_all()
+    assert "notes" not in profiles and "mi300x" not in profiles and "h100_sxm" in profiles
+    skipped = loader.skipped()
+    assert set(map(Path, skipped)) == {tmp_path / "notes.json", tmp_path / "mi300x.json"}
+    assert "sm_count" in skipped[str(tmp_path / "mi300x.json")]
+    assert loader.representative("sm_90").key == "h100_sxm"
+    with pytest.raises(hp.ProfileError, match="gfx942 profile cannot be used: .*mi300x.json.*sm_count"):
+        loader.representative("gfx942")
+    profile, note = loader.detect("sm_90", "NVIDIA H100 80GB HBM3", 132, 32)
+    assert profile.key == "h100_sxm" and note is None

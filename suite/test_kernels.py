@@ -32,6 +32,16 @@ def case_repro(request: pytest.FixtureRequest, spec, result: CaseResult) -> str:
     return repro_line(request, result.case, options.config_args(spec, result.config, ctx.backend.family))
 
 
+def repro_case(spec, dtype: str, repro: str) -> Case:
+    """The case ``--repro`` names, which must be one of this kernel's (the test fails saying why not)."""
+    case = Case.parse(spec.name, dtype, repro)
+    try:
+        spec.check_case(case)
+    except ValueError as exc:
+        pytest.fail(f"--repro={repro}: {exc}", pytrace=False)
+    return case
+
+
 def forced_config(request: pytest.FixtureRequest) -> dict | None:
     return request.config.stash[CONTEXT].options.config
 
@@ -120,11 +130,7 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
 
     try:
         if ctx.options.repro:
-            case = Case.parse(spec.name, dtype, ctx.options.repro)
-            try:
-                spec.check_case(case)
-            except ValueError as exc:
-                pytest.fail(f"--repro={ctx.options.repro}: {exc}", pytrace=False)
+            case = repro_case(spec, dtype, ctx.options.repro)
             check(case, [forced or autotune.choose_config(spec, case.dtype, case.shape, backend)])
             return
         strategy = case_strategy(spec, dtype, backend.name, large=ctx.large_shapes)

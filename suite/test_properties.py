@@ -15,7 +15,7 @@ from suite import autotune, crash, memcheck, options
 from suite.context import CONTEXT
 from suite.harness import poison, synchronize
 from suite.strategies import case_strategy
-from suite.test_kernels import ShrinkBudget, repro_line, shrink_seconds
+from suite.test_kernels import ShrinkBudget, repro_case, repro_line, shrink_seconds
 
 FINDINGS = "suite_finding_records"
 
@@ -129,12 +129,7 @@ def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
                             f"{shrink.note()}", pytrace=False)
 
     if ctx.options.repro:
-        case = Case.parse(spec.name, dtype, ctx.options.repro)
-        try:
-            spec.check_case(case)
-        except ValueError as exc:
-            pytest.fail(f"--repro={ctx.options.repro}: {exc}", pytrace=False)
-        check(case)
+        check(repro_case(spec, dtype, ctx.options.repro))
         return
     current = settings.default
     check._hypothesis_internal_add_digest = f"properties-{spec.name}-{dtype}".encode()

@@ -15,7 +15,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _inputs, paths
+from kernels import inputs, paths
 from kernels.registry import register
 from kernels.spec import DTYPES, Case, CodePath, Dim, KernelSpec, Property, Tolerance, amd_options, cdiv, signature
 
@@ -97,15 +97,15 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, o
 
 
 def _make_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
-    gen = _inputs.generator(case)
+    gen = inputs.generator(case)
     b, h, s, d = (case.shape[n] for n in ("B", "H", "S", "D"))
     tensors = {}
     for name in ("q", "k", "v"):
-        x = _inputs.values((b, h, s, d), case, gen)
+        x = inputs.values((b, h, s, d), case, gen)
         if case.layout == "bshd":
-            tensors[name] = _inputs.place(x.transpose(1, 2).contiguous(), case, device).transpose(1, 2)
+            tensors[name] = inputs.place(x.transpose(1, 2).contiguous(), case, device).transpose(1, 2)
         elif case.layout == "contiguous":
-            tensors[name] = _inputs.place(x, case, device)
+            tensors[name] = inputs.place(x, case, device)
         else:
             raise ValueError(f"attention: unknown layout {case.layout!r}")
     return {**tensors, "causal": torch.tensor(case.shape["CAUSAL"])}

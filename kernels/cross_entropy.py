@@ -23,7 +23,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _inputs, paths
+from kernels import inputs, paths
 from kernels.registry import register
 from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, next_power_of_2, signature
 
@@ -90,10 +90,10 @@ def _make_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
     """Logits of the value class; "masked" sets about 1/8 of the logits to -inf, "nan" one logit in
     rows 1 mod 3. Targets from the seed, the first row on the last column and the second on column 0;
     about a quarter of the rows, and every row 2 mod 4, are ignored."""
-    gen = _inputs.generator(case)
+    gen = inputs.generator(case)
     m, v = case.shape["M"], case.shape["V"]
     special = case.values in ("masked", "nan")
-    x = _inputs.values((m, v), Case(case.kernel, case.dtype, case.shape, values="normal") if special else case, gen)
+    x = inputs.values((m, v), Case(case.kernel, case.dtype, case.shape, values="normal") if special else case, gen)
     if case.values == "masked":
         x[torch.rand((m, v), generator=gen) < 0.125] = -math.inf
     elif case.values == "nan":
@@ -102,7 +102,7 @@ def _make_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
     target[:2] = torch.tensor([v - 1, 0])[:m]
     target[(torch.rand(m, generator=gen) < 0.25) | (torch.arange(m) % 4 == 2)] = IGNORE_INDEX
     grad_loss = torch.randn(m, generator=gen, dtype=torch.float64).to(torch.float32)
-    return {"logits": _inputs.place(x, case, device, case.layout), "target": target.to(device),
+    return {"logits": inputs.place(x, case, device, case.layout), "target": target.to(device),
             "grad_loss": grad_loss.to(device)}
 
 

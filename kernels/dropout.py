@@ -23,7 +23,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _inputs
+from kernels import inputs
 from kernels.registry import register
 from kernels.spec import DTYPES, Case, CodePath, Dim, KernelSpec, Property, Tolerance, signature
 
@@ -73,8 +73,8 @@ def _case_p(case: Case) -> float:
 
 def _make_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
     # p and the Philox seed travel as 0-d tensors so that a property can change them and re-run.
-    gen = _inputs.generator(case)
-    x = _inputs.place(_inputs.values((case.shape["M"], case.shape["N"]), case, gen), case, device, case.layout)
+    gen = inputs.generator(case)
+    x = inputs.place(inputs.values((case.shape["M"], case.shape["N"]), case, gen), case, device, case.layout)
     return {"x": x, "p": torch.tensor(_case_p(case), dtype=torch.float64), "seed": torch.tensor(case.seed)}
 
 

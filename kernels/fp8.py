@@ -17,7 +17,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _inputs, paths
+from kernels import inputs, paths
 from kernels.registry import register
 from kernels.spec import DTYPES, Case, Dim, KernelSpec, Property, Tolerance, signature
 
@@ -140,9 +140,9 @@ def _high_precision(layout: str) -> str:
 
 
 def _quant_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
-    x64 = _inputs.values((case.shape["M"], case.shape["K"]), case, _inputs.generator(case))
+    x64 = inputs.values((case.shape["M"], case.shape["K"]), case, inputs.generator(case))
     layout = "padded_rows" if case.layout.endswith("padded_rows") else "contiguous"
-    x = _inputs.place(x64, replace(case, dtype=_high_precision(case.layout)), device, layout)
+    x = inputs.place(x64, replace(case, dtype=_high_precision(case.layout)), device, layout)
     return {"x": x, "fp8": torch.empty(0, dtype=DTYPES[case.dtype], device=device)}
 
 
@@ -213,11 +213,11 @@ QUANT_SPEC = register(KernelSpec(
 def _matmul_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
     """fp8 operands quantized by the torch reference: A per row, B per column (rows of B^T)."""
     _high_precision(case.layout)
-    gen = _inputs.generator(case)
+    gen = inputs.generator(case)
     m, n, k = case.shape["M"], case.shape["N"], case.shape["K"]
     fp8 = DTYPES[case.dtype]
-    a_q, a_scale = quantize_rowwise_reference(_inputs.values((m, k), case, gen), fp8)
-    bt_q, b_scale = quantize_rowwise_reference(_inputs.values((n, k), case, gen), fp8)
+    a_q, a_scale = quantize_rowwise_reference(inputs.values((m, k), case, gen), fp8)
+    bt_q, b_scale = quantize_rowwise_reference(inputs.values((n, k), case, gen), fp8)
     b_q = bt_q.t().contiguous() if case.layout.endswith("b_rowmajor") else bt_q.to(device).t()
     return {"a": a_q.to(device), "a_scale": a_scale.to(device), "b": b_q.to(device), "b_scale": b_scale.to(device)}
 

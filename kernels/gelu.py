@@ -8,7 +8,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _inputs, paths
+from kernels import inputs, paths
 from kernels.registry import register
 from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, next_power_of_2, signature, split_config
 
@@ -41,7 +41,7 @@ def gelu(x: torch.Tensor, out: torch.Tensor | None = None, config: dict | None =
 
 
 def _make_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
-    return {"x": _inputs.rows(case, device, _inputs.generator(case))}
+    return {"x": inputs.rows(case, device, inputs.generator(case))}
 
 
 def _reference(inputs: dict[str, torch.Tensor], case: Case) -> dict[str, torch.Tensor]:

@@ -6,7 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _inputs, paths
+from kernels import inputs, paths
 from kernels.registry import register
 from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, next_power_of_2, signature
 
@@ -65,11 +65,11 @@ def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: fl
 
 
 def _make_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
-    gen = _inputs.generator(case)
+    gen = inputs.generator(case)
     m, n = case.shape["M"], case.shape["N"]
-    x = _inputs.place(_inputs.values((m, n), case, gen), case, device, case.layout)
-    w = _inputs.place(torch.randn(n, generator=gen, dtype=torch.float64) * 0.5 + 1.0, case, device)
-    b = _inputs.place(torch.randn(n, generator=gen, dtype=torch.float64), case, device)
+    x = inputs.place(inputs.values((m, n), case, gen), case, device, case.layout)
+    w = inputs.place(torch.randn(n, generator=gen, dtype=torch.float64) * 0.5 + 1.0, case, device)
+    b = inputs.place(torch.randn(n, generator=gen, dtype=torch.float64), case, device)
     return {"x": x, "weight": w, "bias": b}
 
 

@@ -12,7 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _inputs, paths
+from kernels import inputs, paths
 from kernels.registry import register
 from kernels.spec import DTYPES, Case, CodePath, Dim, KernelSpec, Tolerance, cdiv, next_power_of_2, signature, split_config
 
@@ -112,11 +112,11 @@ def layernorm_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, 
 
 
 def _make_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
-    gen = _inputs.generator(case)
+    gen = inputs.generator(case)
     m, n = case.shape["M"], case.shape["N"]
-    x = _inputs.place(_inputs.values((m, n), case, gen), case, device, case.layout)
-    dy = _inputs.place(torch.randn((m, n), generator=gen, dtype=torch.float64), case, device, case.layout)
-    w = _inputs.place(torch.randn(n, generator=gen, dtype=torch.float64) * 0.5 + 1.0, case, device)
+    x = inputs.place(inputs.values((m, n), case, gen), case, device, case.layout)
+    dy = inputs.place(torch.randn((m, n), generator=gen, dtype=torch.float64), case, device, case.layout)
+    w = inputs.place(torch.randn(n, generator=gen, dtype=torch.float64) * 0.5 + 1.0, case, device)
     # The forward's statistics: exact (float64, of x as stored) and then rounded to fp32, as a forward would save them.
     x64 = x.double()
     mean = x64.mean(dim=-1)

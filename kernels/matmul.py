@@ -6,7 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _inputs, paths
+from kernels import inputs, paths
 from kernels.registry import register
 from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, amd_options, signature
 
@@ -66,12 +66,12 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, co
 
 
 def _make_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
-    gen = _inputs.generator(case)
+    gen = inputs.generator(case)
     m, n, k = case.shape["M"], case.shape["N"], case.shape["K"]
     a_layout = "transposed" if case.layout in ("transposed_a", "transposed_ab") else "contiguous"
     b_layout = "transposed" if case.layout in ("transposed_b", "transposed_ab") else "contiguous"
-    return {"a": _inputs.place(_inputs.values((m, k), case, gen), case, device, a_layout),
-            "b": _inputs.place(_inputs.values((k, n), case, gen), case, device, b_layout)}
+    return {"a": inputs.place(inputs.values((m, k), case, gen), case, device, a_layout),
+            "b": inputs.place(inputs.values((k, n), case, gen), case, device, b_layout)}
 
 
 def _magnitude(inputs: dict[str, torch.Tensor], ref: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

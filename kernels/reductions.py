@@ -27,7 +27,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _inputs, paths
+from kernels import inputs, paths
 from kernels.registry import register
 from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, next_power_of_2, signature
 
@@ -96,10 +96,10 @@ def row_reduce(op: str, x: torch.Tensor, out: torch.Tensor | None = None, config
 
 
 def _make_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
-    gen = _inputs.generator(case)
+    gen = inputs.generator(case)
     m, n = case.shape["M"], case.shape["N"]
     if case.values != "ties":
-        return {"x": _inputs.rows(case, device, gen)}
+        return {"x": inputs.rows(case, device, gen)}
     # Small integers: every row has ties at its maximum. Rows 1 mod 4 are all -inf; rows 2 mod 4
     # hold +inf twice; rows 3 mod 4 hold NaN twice.
     x = torch.randint(-3, 4, (m, n), generator=gen).double()
@@ -107,7 +107,7 @@ def _make_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
     for row, special in ((2, math.inf), (3, math.nan)):
         cols = torch.randint(0, n, (2,), generator=gen)
         x[row::4, cols] = special
-    return {"x": _inputs.place(x, case, device, case.layout)}
+    return {"x": inputs.place(x, case, device, case.layout)}
 
 
 def _reference(op: str):

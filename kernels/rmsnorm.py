@@ -6,7 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _inputs, paths
+from kernels import inputs, paths
 from kernels.registry import register
 from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, next_power_of_2, signature, split_config
 
@@ -54,15 +54,15 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = EPS, out: dict[s
 
 
 def _make_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
-    gen = _inputs.generator(case)
+    gen = inputs.generator(case)
     m, n = case.shape["M"], case.shape["N"]
     if case.values == "small":
         # Mean square about 4e-6, below eps: where the placement of eps decides the result.
         x64 = torch.randn((m, n), generator=gen, dtype=torch.float64) * 2.0**-9
     else:
-        x64 = _inputs.values((m, n), case, gen)
+        x64 = inputs.values((m, n), case, gen)
     w = torch.randn(n, generator=gen, dtype=torch.float64) * 0.5 + 1.0
-    return {"x": _inputs.place(x64, case, device, case.layout), "weight": _inputs.place(w, case, device)}
+    return {"x": inputs.place(x64, case, device, case.layout), "weight": inputs.place(w, case, device)}
 
 
 def _reference(inputs: dict[str, torch.Tensor], case: Case) -> dict[str, torch.Tensor]:

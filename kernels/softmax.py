@@ -6,7 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _inputs
+from kernels import inputs
 from kernels.registry import register
 from kernels.softmax_online import exp_magnitude, rows_sum_to_one, shift_invariant
 from kernels.spec import DTYPES, Case, CodePath, Dim, KernelSpec, Tolerance, signature
@@ -38,7 +38,7 @@ def softmax(x: torch.Tensor, out: torch.Tensor | None = None, config: dict | Non
 
 
 def _make_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
-    return {"x": _inputs.rows(case, device, _inputs.generator(case))}
+    return {"x": inputs.rows(case, device, inputs.generator(case))}
 
 
 def _reference(inputs: dict[str, torch.Tensor], case: Case) -> dict[str, torch.Tensor]:

@@ -9,7 +9,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _inputs, paths
+from kernels import inputs, paths
 from kernels.registry import register
 from kernels.spec import DTYPES, Case, Dim, KernelSpec, Property, Tolerance, next_power_of_2, signature, split_config
 
@@ -53,16 +53,16 @@ def softmax_online(x: torch.Tensor, out: torch.Tensor | None = None, config: dic
 
 
 def _make_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
-    gen = _inputs.generator(case)
+    gen = inputs.generator(case)
     m, n = case.shape["M"], case.shape["N"]
     if case.values != "masked":
-        return {"x": _inputs.rows(case, device, gen)}
+        return {"x": inputs.rows(case, device, gen)}
     # An attention-style mask: a -inf prefix of random length (up to all but the last column) per row,
     # so whole blocks are -inf before the first finite value.
     x = torch.randn((m, n), generator=gen, dtype=torch.float64)
     prefix = torch.randint(0, n, (m, 1), generator=gen)
     x[torch.arange(n)[None, :] < prefix] = float("-inf")
-    return {"x": _inputs.place(x, case, device, case.layout)}
+    return {"x": inputs.place(x, case, device, case.layout)}
 
 
 # exp() on GPUs flushes results below fp32's smallest normal to zero (seen on sm_90), so an output computed in

@@ -10,7 +10,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _inputs, paths
+from kernels import inputs, paths
 from kernels.registry import register
 from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, next_power_of_2, signature, split_config
 
@@ -48,14 +48,14 @@ def swiglu(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, co
 
 
 def _make_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
-    gen = _inputs.generator(case)
+    gen = inputs.generator(case)
     m, n = case.shape["M"], case.shape["N"]
-    a, b = _inputs.values((m, n), case, gen), _inputs.values((m, n), case, gen)
+    a, b = inputs.values((m, n), case, gen), inputs.values((m, n), case, gen)
     if case.layout == "fused_halves":
         # One [M, 2N] projection output, split into views: rows of stride 2N, b starting N elements in.
-        h = _inputs.place(torch.cat([a, b], dim=1), case, device)
+        h = inputs.place(torch.cat([a, b], dim=1), case, device)
         return {"a": h[:, :n], "b": h[:, n:]}
-    return {"a": _inputs.place(a, case, device, case.layout), "b": _inputs.place(b, case, device, case.layout)}
+    return {"a": inputs.place(a, case, device, case.layout), "b": inputs.place(b, case, device, case.layout)}
 
 
 def _reference(inputs: dict[str, torch.Tensor], case: Case) -> dict[str, torch.Tensor]:

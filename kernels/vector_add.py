@@ -6,7 +6,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import _inputs, paths
+from kernels import inputs, paths
 from kernels.registry import register
 from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, signature
 
@@ -37,9 +37,9 @@ def vector_add(x: torch.Tensor, y: torch.Tensor, out: torch.Tensor | None = None
 
 
 def _make_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
-    gen = _inputs.generator(case)
+    gen = inputs.generator(case)
     n = case.shape["N"]
-    return {name: _inputs.place(_inputs.values((n,), case, gen), case, device) for name in ("x", "y")}
+    return {name: inputs.place(inputs.values((n,), case, gen), case, device) for name in ("x", "y")}
 
 
 def _reference(inputs: dict[str, torch.Tensor], case: Case) -> dict[str, torch.Tensor]:

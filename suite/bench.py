@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from kernels import _inputs
+from kernels.inputs import drawn_on
 from kernels.spec import DTYPES, Case, KernelSpec
 from suite import autotune, crash
 from suite.harness import poison, run_case, synchronize
@@ -265,7 +265,7 @@ class ConfigTimer:
             self._buffers = None
             torch.cuda.empty_cache()
             case = Case(spec.name, dtype, dict(shape), seed=0)
-            with _inputs.drawn_on(self.backend.device):
+            with drawn_on(self.backend.device):
                 inputs = spec.make_inputs(case, self.backend.device)
                 outputs = spec.make_outputs(inputs, case)
             self._key, self._buffers = key, (inputs, outputs)
@@ -380,7 +380,7 @@ def benchmark(spec: KernelSpec, dtype: str, shape: dict[str, int], backend: Any,
     else:
         config, how, entry = spec.default_config_for(backend.family), "miss", None
     # Inputs are drawn once, on the device, for the check and the timing.
-    with _inputs.drawn_on(backend.device):
+    with drawn_on(backend.device):
         inputs = spec.make_inputs(case, backend.device)
     correct = run_case(spec, case, backend, config, inputs)
     outputs = spec.make_outputs(inputs, case)

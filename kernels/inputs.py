@@ -1,4 +1,14 @@
-"""Input builders shared by kernel specs: seeded, layout-aware, value-class-aware."""
+"""Input builders for kernel specs: seeded, layout-aware, value-class-aware. Part of the spec API.
+
+A spec's ``make_inputs(case, device)`` typically reads::
+
+    gen = inputs.generator(case)                       # seeded by the case: a rerun draws the same numbers
+    x = inputs.place(inputs.values((m, n), case, gen), case, device, case.layout)
+
+``values`` draws float64 numbers of the case's value class (normal, large, negative, special) on the CPU, so every
+backend sees the same numbers for one seed; ``place`` casts them to the case's dtype and lays them out on the device
+(contiguous, padded_rows, transposed); ``rows`` is the two together for an [M, N] input.
+"""
 
 from __future__ import annotations
 

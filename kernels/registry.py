@@ -26,7 +26,7 @@ class KernelModuleError(ValueError):
     """A kernel module that cannot be used: it does not import, or a spec in it is wrong or a duplicate."""
 
 # Modules of the package that define no kernel.
-_NOT_KERNELS = {"spec", "registry"}
+_NOT_KERNELS = {"spec", "registry", "validation", "inputs", "paths"}
 
 
 def register(spec: KernelSpec) -> KernelSpec:

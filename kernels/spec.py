@@ -28,6 +28,8 @@ DTYPES: dict[str, torch.dtype] = {
 
 # Vendor families whose configs differ; the interpreter takes its own small configs.
 FAMILIES = ("nvidia", "amd", "interpret")
+# Where kernels run: Triton's CPU interpreter, NVIDIA (CUDA) and AMD (ROCm) GPUs.
+BACKENDS = ("interpret", "cuda", "rocm")
 
 
 # Keys of a config that are launch options, not constexpr meta-parameters.
@@ -35,7 +37,7 @@ LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "waves_per_e
 
 
 AMD_ONLY_OPTIONS = ("waves_per_eu", "matrix_instr_nonkdim", "kpack")
-# Launch options that only one vendor's Triton backend knows; the other raises at launch (hazard 4).
+# Launch options that only one vendor's Triton backend knows; the other raises at launch (docs/hazards.md, hazard 4).
 VENDOR_ONLY_OPTIONS = {"nvidia": ("maxnreg",), "amd": AMD_ONLY_OPTIONS}
 
 
@@ -52,17 +54,58 @@ def split_config(config: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, A
     return meta, options
 
 
+def unwrap_jit(fn: Any) -> Any:
+    """The ``@triton.jit`` function under ``@triton.autotune`` / ``@triton.heuristics`` wrappers (each wrapper keeps
+    the function it wraps as ``.fn``; the jitted function's own ``.fn`` is plain Python, without ``arg_names``)."""
+    while hasattr(getattr(fn, "fn", None), "arg_names"):
+        fn = fn.fn
+    return fn
+
+
+def jit_name(fn: Any) -> str:
+    """The name of a ``@triton.jit`` function, wrapped or not."""
+    inner = unwrap_jit(fn)
+    return getattr(getattr(inner, "fn", None), "__name__", None) or getattr(inner, "__name__", type(fn).__name__)
+
+
+def is_autotuned(fn: Any) -> bool:
+    """Whether ``fn`` is wrapped in ``@triton.autotune`` (an Autotuner with a list of ``triton.Config``)."""
+    while fn is not None:
+        if type(fn).__name__ == "Autotuner" and hasattr(fn, "configs"):
+            return True
+        fn = getattr(fn, "fn", None)
+    return False
+
+
+def autotune_configs(fn: Any) -> tuple[dict[str, Any], ...]:
+    """The configs of a ``@triton.autotune`` kernel as the suite writes configs: its meta-parameters plus
+    ``num_warps`` and ``num_stages`` (and ``num_ctas``/``maxnreg`` where set). Empty for a kernel not autotuned."""
+    while fn is not None and not (type(fn).__name__ == "Autotuner" and hasattr(fn, "configs")):
+        fn = getattr(fn, "fn", None)
+    if fn is None:
+        return ()
+    out = []
+    for config in fn.configs:
+        cfg = {**config.kwargs, "num_warps": config.num_warps, "num_stages": config.num_stages}
+        if getattr(config, "num_ctas", 1) not in (None, 1):
+            cfg["num_ctas"] = config.num_ctas
+        if getattr(config, "maxnreg", None) is not None:
+            cfg["maxnreg"] = config.maxnreg
+        out.append(cfg)
+    return tuple(out)
+
+
 def signature(fn: Any, types: Mapping[str, str], constexprs: Mapping[str, Any]) -> tuple[dict, dict]:
     """A cross-compile signature for ``triton.compile(ASTSource(...))``: every argument of
     the jitted ``fn`` in order, typed from ``types`` (``*fp16``, ``i32``, ...) or constexpr."""
     sig = {}
-    for name in fn.arg_names:
+    for name in unwrap_jit(fn).arg_names:
         if name in constexprs:
             sig[name] = "constexpr"
         elif name in types:
             sig[name] = types[name]
         else:
-            raise KeyError(f"{fn.__name__}: no type for argument {name!r}")
+            raise KeyError(f"{jit_name(fn)}: no type for argument {name!r}")
     return sig, dict(constexprs)
 
 
@@ -166,6 +209,10 @@ class Tolerance:
     ``|ref|`` when not given), ``u_acc`` the accumulator's unit roundoff, ``u_out`` the
     output dtype's, and ``operand_u`` the rounding of operands inside the compute (TF32
     or XF32 for an fp32 ``tl.dot`` where the arch rounds them).
+
+    The same rule can hold every output (``KernelSpec.tolerance``) or one output
+    (``KernelSpec.output_tolerances``); ``dtype_safety`` gives a case dtype its own safety factor where that dtype
+    needs more room than the others (e.g. ``{"bf16": 16.0}``).
     """
 
     reduction: Callable[[Case], int] = lambda case: 1
@@ -173,6 +220,11 @@ class Tolerance:
     safety: float = 4.0
     uses_dot: bool = False
     accumulator: str = "fp32"
+    dtype_safety: Mapping[str, float] = field(default_factory=dict)
+
+    def safety_for(self, dtype: str) -> float:
+        """The safety factor for cases of ``dtype`` (a name such as ``"bf16"``)."""
+        return float(self.dtype_safety.get(dtype, self.safety))
 
 
 @dataclass(frozen=True)
@@ -199,6 +251,37 @@ class CodePath:
     name: str
     description: str
     taken: Callable[[Case, Mapping[str, Any]], bool]
+
+
+@dataclass(frozen=True)
+class JitKernel:
+    """One ``@triton.jit`` function of a spec (wrapped in ``@triton.autotune`` or not) and how to compile it with no
+    GPU: ``signature(dtype, meta) -> (signature, constexprs)``, ``meta`` being a config's constexpr part (see
+    :func:`signature` and :func:`split_config`). The compile matrix compiles every one of a spec's functions."""
+
+    fn: Any
+    signature: Callable[[str, Mapping[str, Any]], tuple[dict, dict]]
+
+    @property
+    def name(self) -> str:
+        return jit_name(self.fn)
+
+
+@dataclass(frozen=True)
+class KnownIssue:
+    """An expected failure of this kernel, declared in its module. It joins the entries of the known-issue file
+    (``--known-issues``) and matches the same way: ``backend``, ``arch``, ``dtype`` and ``test`` are globs,
+    ``triton`` a version specifier ('' for every version). Strict: a matching test that passes fails the run
+    (XPASS) until the entry is removed, so a fixed bug never hides."""
+
+    id: str
+    reason: str
+    link: str
+    backend: str = "*"
+    arch: str = "*"
+    triton: str = ""
+    dtype: str = "*"
+    test: str = "test_matches_reference"
 
 
 def cdiv(a: int, b: int) -> int:
@@ -231,6 +314,12 @@ class KernelSpec:
     # is compared.
     outputs: tuple[str, ...] = ()
     tolerance: Tolerance = field(default_factory=Tolerance)
+    # An output named here is held to its own rule instead of `tolerance` (a loss and its gradient, say).
+    output_tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
+    # Outputs that start from a value instead of the poison: output -> the name of an input of its shape and
+    # dtype (an in-place kernel: the output starts as a copy of that input, which itself stays untouched) or a
+    # number (an accumulating kernel: e.g. 0.0). The guard regions around them are poisoned as for any output.
+    initial_outputs: Mapping[str, str | float] = field(default_factory=dict)
     layouts: tuple[str, ...] = ("contiguous",)
     value_classes: tuple[str, ...] = ("normal",)
     # Value classes whose finite inputs may give a reference with NaN or inf (say, an overflow the
@@ -267,11 +356,31 @@ class KernelSpec:
     # constexpr part (see split_config); launch options come from the config itself.
     jit_fn: Any = None
     compile_signature: Callable[[str, Mapping[str, Any]], tuple[dict, dict]] | None = None
+    # More jitted functions the run launches (a forward and a backward, two stages), each compiled by the
+    # compile matrix like jit_fn.
+    jit_fns: tuple[JitKernel, ...] = ()
+    # Expected failures of this kernel, shipped with its module (see KnownIssue).
+    known_issues: tuple[KnownIssue, ...] = ()
 
     def __post_init__(self) -> None:
         from kernels.validation import check_spec
 
+        if not self.configs and not self.default_config:
+            # An @triton.autotune kernel brings its configs: every family runs them, the first as default.
+            tuned = next((autotune_configs(k.fn) for k in self.jit_kernels() if is_autotuned(k.fn)), ())
+            if tuned:
+                object.__setattr__(self, "configs", {family: tuned for family in FAMILIES})
+                object.__setattr__(self, "default_config", {family: dict(tuned[0]) for family in FAMILIES})
         check_spec(self)
+
+    def jit_kernels(self) -> tuple[JitKernel, ...]:
+        """Every jitted function of the spec: ``jit_fn`` (with ``compile_signature``) first, then ``jit_fns``."""
+        first = (JitKernel(self.jit_fn, self.compile_signature),) if self.jit_fn is not None else ()
+        return first + tuple(k for k in self.jit_fns if isinstance(k, JitKernel))
+
+    def tolerance_for(self, output: str) -> Tolerance:
+        """The tolerance rule output ``output`` is held to."""
+        return self.output_tolerances.get(output, self.tolerance)
 
     def default_config_for(self, family: str) -> dict[str, Any]:
         """The family's default config (the interpreter falls back to NVIDIA's)."""

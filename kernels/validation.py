@@ -53,7 +53,7 @@ def check_spec(spec: Any) -> None:
 
     _check_names(spec, fail)
     dim_names = _check_dims(spec.dims, fail)
-    _check_dtypes(spec.dtypes, fail)
+    dtypes = _check_dtypes(spec.dtypes, fail)
     outputs = _strings(spec.outputs, "outputs", fail, identifiers=True,
                        empty="is empty: declare the names of the outputs make_outputs returns, e.g. outputs=('out',)")
     for name in ("make_inputs", "make_outputs", "run", "reference", "flops", "min_bytes"):
@@ -63,7 +63,13 @@ def check_spec(spec: Any) -> None:
         value = getattr(spec, name)
         if value is not None and not callable(value):
             raise fail(name, f"must be callable or None, got {type(value).__name__}")
-    _check_tolerance(spec.tolerance, "tolerance", fail)
+    _check_tolerance(spec.tolerance, "tolerance", fail, dtypes)
+    tolerances = _mapping(spec.output_tolerances, "output_tolerances", fail, "output -> Tolerance(...)")
+    for name, tolerance in tolerances.items():
+        if name not in outputs:
+            raise fail("output_tolerances", f"{name!r} is not a declared output; outputs: {list(outputs)}")
+        _check_tolerance(tolerance, f"output_tolerances[{name!r}]", fail, dtypes)
+    _check_initial_outputs(spec.initial_outputs, outputs, fail)
     layouts = _strings(spec.layouts, "layouts", fail, empty="is empty: name at least one layout, e.g. ('contiguous',)")
     values = _strings(spec.value_classes, "value_classes", fail,
                       empty="is empty: name at least one value class, e.g. ('normal',)")
@@ -99,6 +105,8 @@ def check_spec(spec: Any) -> None:
                             "matrix needs the @triton.jit function and its signature) or neither")
     if spec.jit_fn is not None and not hasattr(spec.jit_fn, "arg_names"):
         raise fail("jit_fn", f"must be a @triton.jit function, got {type(spec.jit_fn).__name__}")
+    _check_jit_fns(spec, fail)
+    _check_known_issues(spec.known_issues, dtypes, fail)
 
 
 def _check_names(spec: Any, fail: Callable[[str, str], SpecError]) -> None:
@@ -167,15 +175,27 @@ def _check_dims(dims: Any, fail: Callable[[str, str], SpecError]) -> tuple[str, 
     return tuple(names)
 
 
-def _check_dtypes(dtypes: Any, fail: Callable[[str, str], SpecError]) -> None:
+def _check_dtypes(dtypes: Any, fail: Callable[[str, str], SpecError]) -> tuple[str, ...]:
     from kernels.spec import DTYPES
 
     items = _strings(dtypes, "dtypes", fail, empty=f"is empty: name at least one of {', '.join(DTYPES)}")
     if unknown := [d for d in items if d not in DTYPES]:
         raise fail("dtypes", f"{unknown} are not dtype names; use {', '.join(DTYPES)}")
+    return items
 
 
-def _check_tolerance(tolerance: Any, field: str, fail: Callable[[str, str], SpecError]) -> None:
+def _mapping(value: Any, field: str, fail: Callable[[str, str], SpecError], what: str) -> Mapping:
+    if not isinstance(value, Mapping):
+        raise fail(field, f"must be a mapping {what}, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _is_safety(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and value >= 0
+
+
+def _check_tolerance(tolerance: Any, field: str, fail: Callable[[str, str], SpecError],
+                     dtypes: tuple[str, ...] = ()) -> None:
     from kernels.spec import Tolerance
 
     if not isinstance(tolerance, Tolerance):
@@ -184,14 +204,96 @@ def _check_tolerance(tolerance: Any, field: str, fail: Callable[[str, str], Spec
         raise fail(field, "reduction must be callable: case -> the reduction length K (1 for elementwise)")
     if tolerance.magnitude is not None and not callable(tolerance.magnitude):
         raise fail(field, "magnitude must be None or callable: (inputs, reference) -> {output: magnitude}")
-    if isinstance(tolerance.safety, bool) or not isinstance(tolerance.safety, (int, float)) \
-            or not math.isfinite(tolerance.safety) or tolerance.safety < 0:
+    if not _is_safety(tolerance.safety):
         raise fail(field, f"safety must be a finite number >= 0 (0: exact up to the dtype's smallest step), "
                           f"got {tolerance.safety!r}")
+    per_dtype = _mapping(tolerance.dtype_safety, f"{field}.dtype_safety", fail, "dtype -> safety, e.g. {'bf16': 16.0}")
+    for dtype, safety in per_dtype.items():
+        if dtype not in dtypes:
+            raise fail(field, f"dtype_safety names {dtype!r}, which is not one of the spec's dtypes {list(dtypes)}")
+        if not _is_safety(safety):
+            raise fail(field, f"dtype_safety[{dtype!r}] must be a finite number >= 0, got {safety!r}")
     if tolerance.accumulator not in ("fp32", "fp16", "fp64"):
         raise fail(field, f"accumulator must be 'fp32', 'fp16' or 'fp64', got {tolerance.accumulator!r}")
     if not isinstance(tolerance.uses_dot, bool):
         raise fail(field, f"uses_dot must be True or False, got {tolerance.uses_dot!r}")
+
+
+def _check_initial_outputs(initial: Any, outputs: tuple[str, ...], fail: Callable[[str, str], SpecError]) -> None:
+    initial = _mapping(initial, "initial_outputs", fail, "output -> input name or number, e.g. {'dx': 'x'}")
+    for name, source in initial.items():
+        if name not in outputs:
+            raise fail("initial_outputs", f"{name!r} is not a declared output; outputs: {list(outputs)}")
+        if isinstance(source, str):
+            if not _IDENTIFIER.fullmatch(source):
+                raise fail("initial_outputs", f"[{name!r}] = {source!r} is not an input name (an identifier that "
+                                              f"make_inputs returns)")
+        elif isinstance(source, bool) or not isinstance(source, (int, float)) or not math.isfinite(source):
+            raise fail("initial_outputs", f"[{name!r}] = {source!r}: give the name of an input (the output starts as "
+                                          f"a copy of it) or a finite number (the output starts filled with it)")
+
+
+def _check_jit_fns(spec: Any, fail: Callable[[str, str], SpecError]) -> None:
+    from kernels.spec import JitKernel, jit_name
+
+    names = [jit_name(spec.jit_fn)] if spec.jit_fn is not None else []
+    for i, kernel in enumerate(_tuple(spec.jit_fns, "jit_fns", fail)):
+        if not isinstance(kernel, JitKernel):
+            raise fail("jit_fns", f"[{i}] must be JitKernel(fn, signature), got {type(kernel).__name__} {kernel!r}")
+        if not hasattr(kernel.fn, "arg_names"):
+            raise fail("jit_fns", f"[{i}] fn must be a @triton.jit function (autotuned or not), got "
+                                  f"{type(kernel.fn).__name__}")
+        if not callable(kernel.signature):
+            raise fail("jit_fns", f"[{i}] ({jit_name(kernel.fn)}) signature must be callable (dtype, meta) -> "
+                                  f"(signature, constexprs)")
+        names.append(jit_name(kernel.fn))
+    if dup := sorted({n for n in names if names.count(n) > 1}):
+        raise fail("jit_fns", f"{dup} appear more than once (jit_fn counts too): name each function once")
+
+
+def triton_specifier_problem(text: Any) -> str | None:
+    """Why ``text`` is not a Triton version specifier such as '>=3.0,<4' ('' means every version), or None."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    if not isinstance(text, str):
+        return f"must be a string, got {text!r}"
+    try:
+        SpecifierSet(text)
+    except InvalidSpecifier:
+        return f"is not a version specifier: {text!r} (write e.g. '>=3.0,<4', or '' for every version)"
+    return None
+
+
+def _check_known_issues(issues: Any, dtypes: tuple[str, ...], fail: Callable[[str, str], SpecError]) -> None:
+    import fnmatch
+
+    from kernels.spec import BACKENDS, KnownIssue
+
+    ids = []
+    for i, issue in enumerate(_tuple(issues, "known_issues", fail)):
+        if not isinstance(issue, KnownIssue):
+            raise fail("known_issues", f"[{i}] must be KnownIssue(id=..., reason=..., link=...), got "
+                                       f"{type(issue).__name__}")
+        where = f"[{i}] ({issue.id!r})"
+        for name in ("id", "reason", "link", "backend", "arch", "triton", "dtype", "test"):
+            if not isinstance(getattr(issue, name), str):
+                raise fail("known_issues", f"{where}: {name} must be a string, got {getattr(issue, name)!r}")
+        for name in ("id", "reason", "test"):
+            if not getattr(issue, name).strip():
+                raise fail("known_issues", f"{where}: {name} is empty; say " + {
+                    "id": "a unique name", "reason": "what fails and why (the evidence)",
+                    "test": "which test it covers, e.g. 'test_matches_reference'"}[name])
+        if not fnmatch.filter(BACKENDS, issue.backend):
+            raise fail("known_issues", f"{where}: backend {issue.backend!r} matches none of {', '.join(BACKENDS)} "
+                                       f"(a name or a glob such as '*')")
+        if problem := triton_specifier_problem(issue.triton):
+            raise fail("known_issues", f"{where}: triton {problem}")
+        if not fnmatch.filter(dtypes, issue.dtype):
+            raise fail("known_issues", f"{where}: dtype {issue.dtype!r} matches none of the spec's dtypes "
+                                       f"{list(dtypes)}")
+        ids.append(issue.id)
+    if dup := sorted({i for i in ids if ids.count(i) > 1}):
+        raise fail("known_issues", f"ids {dup} appear more than once")
 
 
 def _check_configs(spec: Any, fail: Callable[[str, str], SpecError]) -> None:

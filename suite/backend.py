@@ -37,7 +37,7 @@ class Backend:
 
 def _kernel_modules_loaded() -> list[str]:
     """Kernel modules (which hold @triton.jit functions) already imported."""
-    plain = {"spec", "registry"}
+    plain = {"spec", "registry", "validation", "inputs", "paths"}
     return sorted(m for m in sys.modules if m.startswith("kernels.")
                   and not m.split(".")[1].startswith("_") and m.split(".")[1] not in plain)
 

@@ -1,7 +1,10 @@
 """Known-issue registry: expected failures keyed by backend, arch, Triton version, kernel, dtype.
 
-Entries are strict: a case that is expected to fail and passes shows as XPASS and
-fails the run until its entry is removed, so a fixed bug never hides.
+Entries come from the known-issue file (``--known-issues``, JSON) and from kernel modules
+(``KernelSpec.known_issues``, shipped with the kernel they describe); both are checked the same
+way and their ids must be unique across the two. Entries are strict: a case that is expected to
+fail and passes shows as XPASS and fails the run until its entry is removed, so a fixed bug never
+hides.
 """
 
 from __future__ import annotations
@@ -11,14 +14,16 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
+
+from kernels.spec import BACKENDS
+from kernels.validation import triton_specifier_problem
 
 DEFAULT_PATH = Path(__file__).resolve().parent / "known_issues.json"
 FIELDS = {"id": str, "backend": str, "arch": str, "triton": str, "kernel": str, "dtype": str, "reason": str, "link": str}
 # Optional: which test functions the entry applies to (glob); the reference test by default.
 OPTIONAL = {"test": "test_matches_reference"}
-BACKENDS = ("interpret", "cuda", "rocm")
 
 
 class KnownIssueError(ValueError):
@@ -36,6 +41,7 @@ class KnownIssue:
     reason: str
     link: str
     test: str = OPTIONAL["test"]
+    source: str = ""  # where the entry was declared: the known-issue file, or the kernel's module
 
     def matches(self, backend: str, arch: str, triton_version: str, kernel: str, dtype: str,
                 test: str = OPTIONAL["test"]) -> bool:
@@ -72,11 +78,8 @@ def load(path: Path | str = DEFAULT_PATH) -> list[KnownIssue]:
             raise KnownIssueError(f"{where}: unknown field(s) {sorted(unknown)}; allowed: {allowed}")
         if not isinstance(entry.get("test", ""), str):
             raise KnownIssueError(f"{where}: field 'test' must be a string (a test function name or glob)")
-        try:
-            SpecifierSet(entry["triton"])
-        except InvalidSpecifier:
-            raise KnownIssueError(f"{where}: field 'triton' is not a version specifier: {entry['triton']!r} (write "
-                                  f"e.g. '>=3.0,<4', or '' for every version)") from None
+        if problem := triton_specifier_problem(entry["triton"]):
+            raise KnownIssueError(f"{where}: field 'triton' {problem}")
         if not entry["id"].strip():
             raise KnownIssueError(f"{where}: field 'id' is empty; give the entry a unique name")
         if entry["id"] in seen:
@@ -86,8 +89,27 @@ def load(path: Path | str = DEFAULT_PATH) -> list[KnownIssue]:
             raise KnownIssueError(f"{where}: field 'backend' {entry['backend']!r} matches none of "
                                   f"{', '.join(BACKENDS)} (a name or a glob such as '*')")
         seen[entry["id"]] = i
-        issues.append(KnownIssue(**entry))
+        issues.append(KnownIssue(**entry, source=str(path)))
     return issues
+
+
+def from_specs(specs: list, where: dict[str, str] | None = None) -> list[KnownIssue]:
+    """The known issues kernel modules declare (``KernelSpec.known_issues``; checked when the spec was made), as
+    registry entries of their kernel. ``where``: kernel name -> the module that registered it."""
+    where = where or {}
+    return [KnownIssue(id=k.id, backend=k.backend, arch=k.arch, triton=k.triton, kernel=spec.name, dtype=k.dtype,
+                       reason=k.reason, link=k.link, test=k.test, source=where.get(spec.name, spec.name))
+            for spec in specs for k in spec.known_issues]
+
+
+def check_unique(issues: list[KnownIssue]) -> None:
+    """Ids are unique across the known-issue file and the kernel modules: a result names its entry by id."""
+    seen: dict[str, KnownIssue] = {}
+    for issue in issues:
+        if issue.id in seen:
+            raise KnownIssueError(f"known issue id {issue.id!r} is declared twice: in {seen[issue.id].source} and in "
+                                  f"{issue.source}; ids must be unique")
+        seen[issue.id] = issue
 
 
 def check_kernels(issues: list[KnownIssue], kernels: list[str], dtypes: list[str], path: Path | str) -> None:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernels.spec import VENDOR_ONLY_OPTIONS, KernelSpec
+from kernels.spec import VENDOR_ONLY_OPTIONS, KernelSpec, unwrap_jit
 from suite import results
 
 CACHE_DIR = Path(__file__).resolve().parent.parent / "hardware_profiles" / "autotune"
@@ -54,7 +54,7 @@ def source_hash(spec: KernelSpec) -> str:
     """Hash of the source file that defines the kernel's launch (and, for the built-in kernels, its
     @triton.jit function): any edit there makes the kernel's entries stale."""
     files = []
-    for obj in (spec.run, getattr(spec.jit_fn, "fn", None)):
+    for obj in (spec.run, *(getattr(unwrap_jit(k.fn), "fn", None) for k in spec.jit_kernels())):
         try:
             path = inspect.getsourcefile(obj) if obj is not None else None
         except TypeError:

@@ -28,7 +28,7 @@ import torch
 from kernels.inputs import drawn_on
 from kernels.spec import DTYPES, Case, KernelSpec
 from suite import autotune, crash
-from suite.harness import poison, run_case, synchronize
+from suite.harness import prepare_outputs, run_case, run_spec, synchronize
 from suite.results import json_number
 
 COPY_BYTES = 2 * 2**30  # large enough to defeat every L2 and Infinity Cache in the profiles
@@ -267,12 +267,12 @@ class ConfigTimer:
             case = Case(spec.name, dtype, dict(shape), seed=0)
             with drawn_on(self.backend.device):
                 inputs = spec.make_inputs(case, self.backend.device)
-                outputs = spec.make_outputs(inputs, case)
+                outputs, _ = prepare_outputs(spec, inputs, case)
             self._key, self._buffers = key, (inputs, outputs)
         inputs, outputs = self._buffers
-        spec.run(inputs, outputs, config)  # compile (and fail) outside the timing
+        run_spec(spec, inputs, outputs, config)  # compile (and fail) outside the timing
         synchronize(self.backend.device)
-        return samples_ms(lambda: spec.run(inputs, outputs, config), self.warmup_ms, self.rep_ms)
+        return samples_ms(lambda: run_spec(spec, inputs, outputs, config), self.warmup_ms, self.rep_ms)
 
 
 def iqr(values: list[float]) -> float:
@@ -383,13 +383,12 @@ def benchmark(spec: KernelSpec, dtype: str, shape: dict[str, int], backend: Any,
     with drawn_on(backend.device):
         inputs = spec.make_inputs(case, backend.device)
     correct = run_case(spec, case, backend, config, inputs)
-    outputs = spec.make_outputs(inputs, case)
-    poison(outputs)
+    outputs, _ = prepare_outputs(spec, inputs, case)
     floors = floors or {}
     usual = floors.get(floor_key(spec.name, dtype, dict(shape)))
     timer = timer or shared_timer()
     with autotune.purpose("benchmark"), crash.watchdog(case):
-        kernel_fn, plant_record = lambda: spec.run(inputs, outputs, config), None
+        kernel_fn, plant_record = lambda: run_spec(spec, inputs, outputs, config), None
         if plant:
             kernel_fn, plant_record = planted(kernel_fn, plant, timer)
         baseline_fn = (lambda: spec.torch_baseline(inputs)) if spec.torch_baseline else None

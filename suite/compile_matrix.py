@@ -46,7 +46,7 @@ from triton.runtime.jit import JITFunction
 
 import hardware_profiles
 from kernels import registry
-from kernels.spec import KernelSpec, split_config
+from kernels.spec import KernelSpec, split_config, unwrap_jit
 
 Target = tuple[str, str, int]  # (backend, arch, warp size), as hardware_profiles.targets() gives them
 FAILURE_CLASSES = ("out_of_shared_memory", "too_many_threads", "unsupported_dtype_or_op", "invalid_option_for_vendor",
@@ -183,25 +183,35 @@ def _measure(record: dict, kernel: Any, backend: str, num_warps: int, profile: A
 
 
 def compile_one(spec: KernelSpec, dtype: str, config: Mapping[str, Any], target: Target,
-                default: bool = False) -> dict[str, Any]:
-    """Compile ``spec`` for ``dtype`` with ``config`` (constexprs and launch options) for ``target``: a record."""
+                default: bool = False, function: int = 0) -> dict[str, Any]:
+    """Compile the spec's ``function``-th jitted function (``spec.jit_kernels()``: jit_fn, then jit_fns) for ``dtype``
+    with ``config`` (constexprs and launch options) for ``target``: a record."""
     backend, arch, warp = target
-    key = (spec.name, id(spec), dtype, json.dumps(dict(config), sort_keys=True, default=str), arch)
+    key = (spec.name, id(spec), function, dtype, json.dumps(dict(config), sort_keys=True, default=str), arch)
     if key not in _memo:
-        _memo[key] = _compile(spec, dtype, dict(config), target)
+        _memo[key] = _compile(spec, dtype, dict(config), target, function)
     return {**_memo[key], "config": dict(config), "default": default}
 
 
-def _compile(spec: KernelSpec, dtype: str, config: dict, target: Target) -> dict[str, Any]:
+def compile_all(spec: KernelSpec, dtype: str, config: Mapping[str, Any], target: Target,
+                default: bool = False) -> list[dict[str, Any]]:
+    """A record per jitted function of the spec (one skipped record where it declares none)."""
+    return [compile_one(spec, dtype, config, target, default, i) for i in range(max(1, len(spec.jit_kernels())))]
+
+
+def _compile(spec: KernelSpec, dtype: str, config: dict, target: Target, function: int = 0) -> dict[str, Any]:
     backend, arch, warp = target
     profile = hardware_profiles.representative(arch)
-    record: dict[str, Any] = {"kind": "compile", "kernel": spec.name, "dtype": dtype, "target": arch, "backend": backend,
-                              "family": family_of(target), "profile": profile.key, "config": config, "status": "ok",
-                              "failure_class": None, "error": None, "triton": triton.__version__}
+    kernels = spec.jit_kernels()
+    jit = kernels[function] if function < len(kernels) else None
+    record: dict[str, Any] = {"kind": "compile", "kernel": spec.name, "function": jit.name if jit else None,
+                              "dtype": dtype, "target": arch, "backend": backend, "family": family_of(target),
+                              "profile": profile.key, "config": config, "status": "ok", "failure_class": None,
+                              "error": None, "triton": triton.__version__}
     meta, options = split_config(config)
     record["num_warps"] = options.setdefault("num_warps", DEFAULT_NUM_WARPS)
-    if spec.jit_fn is None or spec.compile_signature is None:
-        return {**record, "status": "skipped", "error": "not compilable offline (no jit_fn or compile_signature)"}
+    if jit is None:
+        return {**record, "status": "skipped", "error": "not compilable offline (no jit_fn/compile_signature or jit_fns)"}
     if not _supports(profile, dtype):
         return {**record, "status": "skipped", "error": f"dtype unsupported on {arch} ({profile.key} profile)"}
     gpu_target = GPUTarget(backend, int(arch.removeprefix("sm_")) if backend == "cuda" else arch, warp)
@@ -209,10 +219,11 @@ def _compile(spec: KernelSpec, dtype: str, config: dict, target: Target) -> dict
     if foreign := sorted(k for k in options if k not in known):  # triton.compile drops these; the launch raises
         return {**record, "status": "failed", "failure_class": "invalid_option_for_vendor",
                 "error": f"KeyError at launch on {backend}: Keyword argument {foreign[0]} was specified but unrecognised"}
-    if not isinstance(spec.jit_fn, JITFunction):
-        return {**record, **_in_child(spec, dtype, config, target)}
-    signature, constexprs = spec.compile_signature(dtype, meta)
-    source = ASTSource(fn=spec.jit_fn, signature=signature, constexprs=constexprs, attrs=_attrs(signature, backend))
+    fn = unwrap_jit(jit.fn)  # an @triton.autotune kernel compiles with the config's constexprs, like any other
+    if not isinstance(fn, JITFunction):
+        return {**record, **_in_child(spec, dtype, config, target, function)}
+    signature, constexprs = jit.signature(dtype, meta)
+    source = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=_attrs(signature, backend))
     threads = options["num_warps"] * warp
     start = time.perf_counter()
     try:
@@ -243,14 +254,18 @@ def _supports(profile: Any, dtype: str) -> bool:
 
 
 def _module_ref(spec: KernelSpec) -> str:
-    """Where the child finds ``spec``: the module holding it as a global, by dotted name under kernels, else path."""
+    """Where the child finds ``spec``: the module holding it as a global, by dotted name under kernels, else path;
+    for a spec registered without a name of its own (``register(KernelSpec(...))``), the file that registered it."""
     if id(spec) not in _refs:
         for name, module in list(sys.modules.items()):
             if any(value is spec for value in list(getattr(module, "__dict__", {}).values())):
                 _refs[id(spec)] = (spec, name if name.startswith("kernels.") else str(getattr(module, "__file__", name)))
                 break
         else:
-            raise LookupError(f"kernel spec {spec.name!r} is not a global of any imported module")
+            where = registry.where(spec.name)
+            if not (where.endswith(".py") and any(s is spec for s in registry.all_specs())):
+                raise LookupError(f"kernel spec {spec.name!r} is not a global of any imported module")
+            _refs[id(spec)] = (spec, str(Path(where).resolve()))
     return _refs[id(spec)][1]
 
 
@@ -269,7 +284,7 @@ def _spec_in(ref: str, name: str) -> KernelSpec:
     return found[0] if found else registry.get(name)
 
 
-def _in_child(spec: KernelSpec, dtype: str, config: dict, target: Target) -> dict[str, Any]:
+def _in_child(spec: KernelSpec, dtype: str, config: dict, target: Target, function: int = 0) -> dict[str, Any]:
     global _child
     if _child is None or _child.poll() is not None:
         env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
@@ -277,7 +292,8 @@ def _in_child(spec: KernelSpec, dtype: str, config: dict, target: Target) -> dic
         _child = subprocess.Popen([sys.executable, "-m", "suite.compile_matrix"], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=_ROOT, text=True)
         atexit.register(_child.stdin.close)
-    request = {"module": _module_ref(spec), "kernel": spec.name, "dtype": dtype, "config": config, "target": target}
+    request = {"module": _module_ref(spec), "kernel": spec.name, "dtype": dtype, "config": config, "target": target,
+               "function": function}
     with contextlib.suppress(BrokenPipeError):
         _child.stdin.write(json.dumps(request) + "\n")
         _child.stdin.flush()
@@ -297,7 +313,7 @@ def _serve() -> None:
         req = json.loads(line)
         try:
             spec = _spec_in(req["module"], req["kernel"])
-            record = compile_one(spec, req["dtype"], req["config"], tuple(req["target"]))
+            record = compile_one(spec, req["dtype"], req["config"], tuple(req["target"]), function=req["function"])
         except Exception as exc:  # noqa: BLE001 - reported in the record, the process serves on
             record = {"status": "failed", "failure_class": "other", "error": f"compile process: {error_excerpt(exc)}"}
         reply.write(json.dumps(record) + "\n")
@@ -323,7 +339,9 @@ def plan(spec: KernelSpec, target: Target, selection: str | None = None) -> list
 
 
 def compile_kernel(spec: KernelSpec, target: Target, selection: str | None = None) -> list[dict[str, Any]]:
-    return [compile_one(spec, d, cfg, target, default=is_default) for d, cfg, is_default in plan(spec, target, selection)]
+    """Every jitted function of ``spec`` for each (dtype, config) of the plan."""
+    return [record for d, cfg, is_default in plan(spec, target, selection)
+            for record in compile_all(spec, d, cfg, target, default=is_default)]
 
 
 def compile_summary_rows(records: Iterable[Mapping[str, Any]]) -> tuple[list[str], list[list[Any]]]:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from suite import autotune, crash, options, results
+from suite import autotune, crash, interpreter, launches, options, results
 from suite import backend as backend_mod
 from suite import known_issues as known_mod
 from suite.strategies import LARGE_SHAPE_PROFILES, VALIDATION_SEED
@@ -105,13 +105,19 @@ def build(config: pytest.Config) -> SuiteContext:
     except backend_mod.BackendUnavailable as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[BACKEND] = backend
+    if backend.name == "interpret":
+        interpreter.install()
+    launches.install()
     memcheck_mode = _memcheck(config, opts, backend, controller)
     specs = _load_kernels(opts)  # only now: after TRITON_INTERPRET is settled
     try:
         known = known_mod.load(opts.known_issues)
+        from kernels import registry
         from kernels.spec import DTYPES
 
         known_mod.check_kernels(known, [s.name for s in specs], list(DTYPES), opts.known_issues)
+        known += known_mod.from_specs(specs, {s.name: registry.where(s.name) for s in specs})
+        known_mod.check_unique(known)
     except known_mod.KnownIssueError as exc:
         raise pytest.UsageError(f"--known-issues: {exc}") from None
     crash.process.timeout_s = opts.case_timeout

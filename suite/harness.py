@@ -12,8 +12,8 @@ from typing import Any
 
 import torch
 
-from kernels.spec import Case, KernelSpec
-from suite import autotune, crash, memcheck, options
+from kernels.spec import Case, KernelSpec, Tolerance
+from suite import autotune, crash, interpreter, launches, memcheck, options
 from suite.results import json_number
 from suite.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output
 
@@ -97,19 +97,20 @@ class CaseResult:
     configs_run: int = 1
     skipped_configs: list[str] = field(default_factory=list)  # extra configs this device cannot launch
     ran: list[dict[str, Any]] = field(default_factory=list)  # the configs launched on this case, in order
+    note: str = ""  # what the interpreter did that may explain a failure (see suite/interpreter.py)
 
     def message(self) -> str:
         if self.error:
-            return self.error
-        return "; ".join(c.detail for c in self.checks if not c.passed) or "ok"
+            return self.error + self.note
+        return ("; ".join(c.detail for c in self.checks if not c.passed) or "ok") + self.note
 
 
 class BrokenSpec(Exception):  # noqa: N818 - it names the finding
     """The kernel's spec, not the kernel, is wrong: the case fails with failure "spec"."""
 
 
-def operand_roundoff(spec: KernelSpec, backend: Any) -> float:
-    if spec.tolerance.uses_dot:
+def operand_roundoff(tolerance: Tolerance, backend: Any) -> float:
+    if tolerance.uses_dot:
         return DOT_OPERAND_ROUNDOFF.get(backend.profile.fp32_dot_precision, 0.0)
     return 0.0
 
@@ -133,6 +134,57 @@ def declared_outputs(spec: KernelSpec, outputs: Any, what: str) -> dict[str, tor
     if bad := [k for k, v in outputs.items() if not isinstance(v, torch.Tensor)]:
         raise BrokenSpec(f"{what} returned non-tensor outputs {bad}")
     return outputs
+
+
+def prepare_outputs(spec: KernelSpec, inputs: dict, case: Case) -> tuple[dict[str, torch.Tensor], dict]:
+    """The outputs of one launch and their guards: make_outputs' tensors moved between poisoned guard regions, each
+    filled with the poison, or with its initial value where the spec declares one (``initial_outputs``)."""
+    outputs = declared_outputs(spec, spec.make_outputs(inputs, case), "make_outputs")
+    guards = guard(outputs)
+    poison(outputs)
+    for name, source in spec.initial_outputs.items():
+        out = outputs[name]
+        if not isinstance(source, str):
+            out.fill_(source)
+            continue
+        if source not in inputs:
+            raise BrokenSpec(f"initial_outputs[{name!r}] names input {source!r}, but make_inputs returned "
+                             f"{sorted(inputs)}")
+        src = inputs[source]
+        if not isinstance(src, torch.Tensor) or src.shape != out.shape or src.dtype != out.dtype:
+            got = f"{src.dtype} {tuple(src.shape)}" if isinstance(src, torch.Tensor) else type(src).__name__
+            raise BrokenSpec(f"initial_outputs[{name!r}]: input {source!r} is {got}, output {name!r} is {out.dtype} "
+                             f"{tuple(out.shape)}; an output starts as a copy of an input of its shape and dtype")
+        out.copy_(src)
+    return outputs, guards
+
+
+def run_spec(spec: KernelSpec, inputs: dict, outputs: dict, config: dict) -> None:
+    """``spec.run`` with ``config``; an autotuned kernel runs that config and times nothing (suite/launches.py)."""
+    with launches.chosen(config):
+        spec.run(inputs, outputs, config)
+
+
+def launch(spec: KernelSpec, inputs: dict, outputs: dict, config: dict) -> launches.Launches:
+    """``spec.run`` with ``config``: an autotuned kernel runs that config (suite/launches.py); the launches it made."""
+    with launches.recording() as seen, launches.chosen(config):
+        spec.run(inputs, outputs, config)
+    return seen
+
+
+def unreached_outputs(spec: KernelSpec, outputs: dict[str, torch.Tensor], seen: launches.Launches) -> str | None:
+    """Why the run's outputs cannot be checked: an output that no kernel launch received (the launcher allocated its
+    own and copied it in), or None. A run that launched nothing is the memory check's to report (unchecked)."""
+    if not seen.kernels:
+        return None
+    missed = [name for name in spec.outputs if outputs[name].numel() and not seen.reached(outputs[name])]
+    if not missed:
+        return None
+    kernels = ", ".join(sorted(set(seen.kernels)))
+    return (f"output(s) {missed} reached none of the run's {len(seen.kernels)} kernel launch(es) ({kernels}): the "
+            f"launcher allocated its own output and the result was copied in, so the poison and guard regions cannot "
+            f"see what the kernel wrote. Launch the @triton.jit function on the suite's tensors (outputs[{missed[0]!r}]"
+            f"), as the launcher does with the tensors it allocates")
 
 
 def check_reference(spec: KernelSpec, case: Case, inputs: dict, outputs: dict[str, torch.Tensor],
@@ -182,12 +234,14 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
     configs = [dict(config), *(dict(c) for c in extra_configs)]
     state: dict[str, Any] = {"inputs": inputs, "ref": None, "mags": None}
     current, default = configs[0], spec.default_config_for(backend.family)
+    interpreter.take_bf16_operations()
 
     def result(passed: bool, ratio: float, checks=(), error=None, failure=None) -> CaseResult:
         if error is not None and current != default:
             error = f"with config {json.dumps(current, sort_keys=True)}: {error}"
+        note = interpreter.bf16_note(interpreter.take_bf16_operations()) if not passed and failure != "spec" else ""
         return CaseResult(case, passed, ratio, list(checks), error, time.perf_counter() - start, failure,
-                          dict(current), configs_run=configs.index(current) + 1)
+                          dict(current), configs_run=configs.index(current) + 1, note=note)
 
     worst: CaseResult | None = None
     skipped: list[str] = []
@@ -227,10 +281,8 @@ def _run_config(spec: KernelSpec, case: Case, backend: Any, config: dict, state:
             if state["inputs"] is None:
                 state["inputs"] = spec.make_inputs(case, backend.device)
             inputs = state["inputs"]
-            outputs = declared_outputs(spec, spec.make_outputs(inputs, case), "make_outputs")
-            guards = guard(outputs)
-            poison(outputs)
-            spec.run(inputs, outputs, config)
+            outputs, guards = prepare_outputs(spec, inputs, case)
+            seen = launch(spec, inputs, outputs, config)
             synchronize(backend.device)
     except BrokenSpec as exc:
         raise _Stop(result(False, math.inf, error=f"broken spec: {exc}", failure="spec")) from None
@@ -238,6 +290,12 @@ def _run_config(spec: KernelSpec, case: Case, backend: Any, config: dict, state:
         if violation := memcheck.violation_in(exc):
             exc.__traceback__ = None
             raise _Stop(result(False, math.inf, error=str(violation), failure="memory")) from None
+        if gap := interpreter.gap_in(exc):
+            exc.__traceback__ = None
+            raise _Stop(result(False, math.inf, error=f"the interpreter cannot run this: {gap}",
+                               failure="interpreter")) from None
+        if isinstance(exc, launches.NotAnAutotuneConfig):
+            raise _Stop(result(False, math.inf, error=f"broken spec: {exc}", failure="spec")) from None
         if extra and type(exc).__name__ == "OutOfResources":
             exc.__traceback__ = None
             raise _DoesNotFit(str(exc).split(".")[0]) from None
@@ -259,13 +317,15 @@ def _run_config(spec: KernelSpec, case: Case, backend: Any, config: dict, state:
         raise _Stop(result(False, math.inf, error=error, failure=failure)) from None
     if found := memcheck.sanitizer_report():
         raise _Stop(result(False, math.inf, error=found, failure="memory"))
+    if problem := unreached_outputs(spec, outputs, seen):
+        raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure="spec"))
     out_of_bounds = guard_violations(guards)
     if out_of_bounds:
         raise _Stop(result(False, math.inf, error="; ".join(out_of_bounds)))
     if state["ref"] is None:
         try:
             state["ref"] = check_reference(spec, case, inputs, outputs, spec.reference(inputs, case))
-            state["mags"] = spec.tolerance.magnitude(inputs, state["ref"]) if spec.tolerance.magnitude else {}
+            state["mags"] = magnitudes(spec, inputs, state["ref"])
         except torch.OutOfMemoryError as exc:
             error = f"out of memory computing the float64 reference: {exc}"[:2000]
             exc.__traceback__ = None
@@ -279,28 +339,51 @@ def _run_config(spec: KernelSpec, case: Case, backend: Any, config: dict, state:
             raise _Stop(result(False, math.inf, error=f"broken spec: the reference raised {type(exc).__name__}: "
                                                       f"{exc}"[:2000], failure="spec")) from None
     ref, mags = state["ref"], state["mags"]
-    # An fp32 dot rounds its operands to TF32/XF32 where the arch does so by default.
-    operand_u = operand_roundoff(spec, backend) if case.dtype == "fp32" else 0.0
-    return [check_output(name, outputs[name], ref[name], mags.get(name), reduction_length=spec.tolerance.reduction(case),
-                         safety=spec.tolerance.safety, operand_u=operand_u, accumulator=spec.tolerance.accumulator,
-                         unwritten=_never_written(spec, inputs, case, config, name, outputs[name], ref[name]))
-            for name in spec.outputs]
+    checks = []
+    for name in spec.outputs:
+        tol = spec.tolerance_for(name)
+        # An fp32 dot rounds its operands to TF32/XF32 where the arch does so by default.
+        operand_u = operand_roundoff(tol, backend) if case.dtype == "fp32" else 0.0
+        checks.append(check_output(name, outputs[name], ref[name], mags.get(name), reduction_length=tol.reduction(case),
+                                   safety=tol.safety_for(case.dtype), operand_u=operand_u, accumulator=tol.accumulator,
+                                   unwritten=_never_written(spec, inputs, case, config, name, outputs[name],
+                                                            ref[name])))
+    return checks
+
+
+def magnitudes(spec: KernelSpec, inputs: dict, ref: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Each output's magnitude from the tolerance that holds it (none: the bound uses |reference|)."""
+    found: dict[int, dict] = {}
+    out = {}
+    for name in spec.outputs:
+        tol = spec.tolerance_for(name)
+        if tol.magnitude is None:
+            continue
+        if id(tol) not in found:
+            found[id(tol)] = tol.magnitude(inputs, ref) or {}
+        if name in found[id(tol)]:
+            out[name] = found[id(tol)][name]
+    return out
 
 
 def _never_written(spec: KernelSpec, inputs: dict, case: Case, config: dict, name: str, out: torch.Tensor,
                    ref: torch.Tensor) -> torch.Tensor:
     """Elements of output ``name`` the kernel did not write. Where the dtype has no distinct poison (e4m3fn,
     FNUZ fp8) and the reference is NaN, a NaN output is ambiguous: the kernel runs again on outputs poisoned
-    with zeros, and what is still zero there was not written either."""
+    with zeros, and what is still zero there was not written either. An output that starts from a declared value
+    holds no poison: nothing to tell."""
+    if name in spec.initial_outputs:
+        return torch.zeros_like(out, dtype=torch.bool)
     mask = unwritten(out)
     if not out.dtype.is_floating_point:  # an integer the reference itself expects to be INT_POISON was written
         return mask & (ref.to(out.device) != INT_POISON)
     if has_distinct_poison(out.dtype) or not bool((mask & torch.isnan(ref.to(out.device))).any()):
         return mask
-    again = spec.make_outputs(inputs, case)
-    for t in again.values():
-        t.zero_()
-    spec.run(inputs, again, config)
+    again, _ = prepare_outputs(spec, inputs, case)
+    for key, t in again.items():
+        if key not in spec.initial_outputs:
+            t.zero_()
+    launch(spec, inputs, again, config)
     synchronize(str(out.device))
     return mask & (again[name] == 0)
 

@@ -95,10 +95,13 @@ def _retune(config: pytest.Config, ctx: context.SuiteContext) -> None:
     target = ("cuda" if backend.family == "nvidia" else "hip", backend.arch, backend.warp_size)
 
     def compile_record(spec, dtype, cfg):
+        """The record that decides pruning: the first function that fails, else the first that spills."""
         try:
-            return compile_matrix.compile_one(spec, dtype, cfg, target)
+            records = compile_matrix.compile_all(spec, dtype, cfg, target)
         except Exception as exc:  # noqa: BLE001 - no profile for this arch, say: no pruning
             return {"status": "skipped", "error": str(exc)}
+        return next((r for r in records if r["status"] == "failed"), None) or next(
+            (r for r in records if r.get("spills")), records[0])
 
     write(f"autotune: retuning {len(specs)} kernel(s) for {backend.arch} ({backend.sm_count} SMs/CUs) "
           f"into {ctx.cache.path}")

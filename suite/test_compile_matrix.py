@@ -25,7 +25,10 @@ FINDINGS = "suite_finding_records"
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    specs = registry.all_specs()
+    from suite.context import CONTEXT
+
+    ctx = metafunc.config.stash.get(CONTEXT, None)
+    specs = [s for s in registry.all_specs() if ctx is None or ctx.options.selects(s.name)]
     if "kernel_target" in metafunc.fixturenames:
         metafunc.parametrize("kernel_target", [pytest.param((s, t), id=f"{s.name}-{t[1]}") for s in specs
                                                for t in hardware_profiles.targets()])
@@ -39,7 +42,8 @@ def _repro(request: pytest.FixtureRequest, env: str = "") -> str:
 
 
 def _describe(record: dict) -> str:
-    return (f"{record['kernel']}[{record['dtype']}] on {record['target']} config {record['config']}: "
+    function = f" ({record['function']})" if record.get("function") else ""
+    return (f"{record['kernel']}{function}[{record['dtype']}] on {record['target']} config {record['config']}: "
             f"{record['failure_class']}: {record['error']}")
 
 
@@ -48,8 +52,8 @@ def test_compiles_on_target(kernel_target, request: pytest.FixtureRequest) -> No
     spec, target = kernel_target
     records = compile_matrix.compile_kernel(spec, target)
     request.node.user_properties.append((COMPILES, records))
-    if spec.jit_fn is None or spec.compile_signature is None:
-        pytest.skip(f"{spec.name}: not compilable offline (the spec has no jit_fn or compile_signature)")
+    if not spec.jit_kernels():
+        pytest.skip(f"{spec.name}: not compilable offline (the spec has no jit_fn/compile_signature or jit_fns)")
     if all(r["status"] == "skipped" for r in records):
         pytest.skip(f"{spec.name}: no declared dtype ({', '.join(spec.dtypes)}) is supported on {target[1]}")
     broken = [r for r in records if r["default"] and r["status"] == "failed"]
@@ -65,10 +69,10 @@ def test_portability_lints(kernel_spec, request: pytest.FixtureRequest) -> None:
     findings = lints.lint_spec(kernel_spec)
     metas = {family: {_meta(c) for c in [kernel_spec.default_config.get(family, {}), *kernel_spec.configs.get(family, ())]}
              for family in lints.FAMILIES}
-    records = [compile_matrix.compile_one(kernel_spec, dtype, cfg, target, default)
-               for target in hardware_profiles.targets()
+    records = [record for target in hardware_profiles.targets()
                for dtype, cfg, default in compile_matrix.plan(kernel_spec, target)
-               if _meta(cfg) in metas["nvidia"] & metas["amd"]]
+               if _meta(cfg) in metas["nvidia"] & metas["amd"]
+               for record in compile_matrix.compile_all(kernel_spec, dtype, cfg, target, default)]
     findings += lints.lint_compile_records(records)
     repro = _repro(request)
     for finding in findings:

@@ -124,7 +124,7 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
             return
         last_failure[:] = [rec]
         shrink.failed(case, result.config, line)
-        if result.failure in ("fault", "oom", "spec"):  # shrinking would only repeat it
+        if result.failure in ("fault", "oom", "spec", "interpreter"):  # shrinking would only repeat it
             raise crash.CaseAborted(f"{case}\n{result.message()}\nreproduce with: {line}")
         pytest.fail(f"{case}\n{result.message()}\nreproduce with: {line}{shrink.note()}", pytrace=False)
 

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import example, given, settings
 
 from kernels.spec import Case, KernelSpec
-from suite import autotune, crash, memcheck, options
+from suite import autotune, crash, interpreter, memcheck, options
 from suite.context import CONTEXT
-from suite.harness import poison, synchronize
+from suite.harness import guard_violations, launch, prepare_outputs, synchronize
 from suite.strategies import case_strategy
 from suite.test_kernels import ShrinkBudget, repro_case, repro_line, shrink_seconds
 
@@ -33,18 +33,22 @@ def same_bits(a, b) -> bool:
 
 
 def make_runner(spec: KernelSpec, case: Case, backend, config: dict | None = None):
+    """``run(inputs)``: one launch on fresh outputs, guarded and poisoned (or filled with their declared initial
+    values) as in the reference test; a store into a guard region raises MemoryViolation, as the memory checker
+    does."""
     config = config if config is not None else autotune.choose_config(spec, case.dtype, case.shape, backend)
 
     def run(inputs: dict) -> dict:
-        outputs = spec.make_outputs(inputs, case)
-        poison(outputs)
+        outputs, guards = prepare_outputs(spec, inputs, case)
         with crash.watchdog(case), memcheck.scope(spec.name):
             try:
-                spec.run(inputs, outputs, config)
+                launch(spec, inputs, outputs, config)
                 synchronize(backend.device)
             except Exception as exc:
                 if violation := memcheck.violation_in(exc):
                     raise violation from None
+                if gap := interpreter.gap_in(exc):
+                    raise gap from None
                 failure = crash.note_launch_error(exc, backend.device, case)
                 if failure == "oom":
                     outputs.clear()
@@ -52,6 +56,8 @@ def make_runner(spec: KernelSpec, case: Case, backend, config: dict | None = Non
                 if failure in ("fault", "oom"):
                     raise crash.CaseAborted(f"{case}: {type(exc).__name__}: {exc}") from None
                 raise
+        if out_of_bounds := guard_violations(guards):
+            raise memcheck.MemoryViolation("; ".join(out_of_bounds))
         return outputs
 
     return run
@@ -109,11 +115,12 @@ def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
         for name, claimed, fn in checks_for(spec):
             try:
                 message = fn(spec, case, backend, ctx.options.config)
-            except memcheck.MemoryViolation as violation:
+            except (memcheck.MemoryViolation, interpreter.InterpreterGap) as problem:
                 cfg = ctx.options.config or autotune.choose_config(spec, case.dtype, case.shape, backend)
                 line = repro_line(request, case, options.config_args(spec, cfg, backend.family))
                 shrink.failed(case, cfg, line)
-                pytest.fail(f"{case} (checking {name!r}): {violation}\nreproduce with: {line}{shrink.note()}",
+                what = "the interpreter cannot run this: " if isinstance(problem, interpreter.InterpreterGap) else ""
+                pytest.fail(f"{case} (checking {name!r}): {what}{problem}\nreproduce with: {line}{shrink.note()}",
                             pytrace=False)
             finding = findings[name]
             finding["cases_checked"] += 1

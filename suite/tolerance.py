@@ -122,13 +122,32 @@ def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Ten
             idx = _first(ratios == ratios.max())
             problems.append(f"error {err[idx].item():.3e} at {idx} is {ratio:.3g}x the bound {bnd[idx].item():.3e} "
                             f"(got {out64[idx].item()!r}, reference {expected[idx].item()!r}); "
-                            f"{int((ratios > 1).sum())} of {out.numel()} elements over")
+                            f"{int((ratios > 1).sum())} of {out.numel()} elements over"
+                            + (_MAGNITUDE_HINT if mag is None and _within_at_output_scale(
+                                err, expected, finite, out.dtype, reduction_length, safety, operand_u, accumulator)
+                               else ""))
     else:
         ratio, max_abs = 0.0, 0.0
     if problems:
         ratio = math.inf if ratio <= 1.0 else ratio
         return OutputCheck(name, False, ratio, max_abs, f"{name}: " + "; ".join(problems))
     return OutputCheck(name, True, ratio, max_abs, f"{name}: ok, error ratio {ratio:.3g}")
+
+
+_MAGNITUDE_HINT = (" (every error is within the bound measured against the output's largest |reference|: the tolerance "
+                   "has no magnitude, so each element is bounded by its own |reference|, which is too tight where an "
+                   "output is a difference of larger terms, such as a loss or a gradient; if so, give "
+                   "Tolerance(magnitude=...): docs/adding-a-kernel.md, 'Tolerances')")
+
+
+def _within_at_output_scale(err: torch.Tensor, expected: torch.Tensor, finite: torch.Tensor, dtype: torch.dtype,
+                            reduction_length: int, safety: float, operand_u: float, accumulator: str) -> bool:
+    """Whether the errors would pass with every element's magnitude taken as the output's largest |reference|: a
+    failure from cancellation (a missing magnitude), not from a wrong value."""
+    scale = torch.where(finite, expected.abs(), torch.zeros_like(expected)).max()
+    wide = bound(expected, torch.full_like(expected, float(scale)), dtype, reduction_length, safety=safety,
+                 operand_u=operand_u, accumulator=accumulator)
+    return bool((torch.where(finite, err, torch.zeros_like(err)) <= wide).all())
 
 
 def _first(mask: torch.Tensor) -> tuple[int, ...]:

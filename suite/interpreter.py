@@ -1,0 +1,194 @@
+"""Running real kernels on Triton's CPU interpreter (``TRITON_INTERPRET=1``, Triton 3.6): what it lacks, filled in
+where the GPU's meaning is clear, and said plainly where it is not.
+
+Installed once per process when the backend is the interpreter (``install``), before any kernel runs:
+
+- **Float scalar arguments** are fp32 scalars on a GPU (``eps.to(tl.float32)`` is legal there); the interpreter
+  passed the Python float through, which has no ``.to``. They become fp32 scalars here too.
+- **libdevice** (``triton.language.extra.libdevice``: ``rsqrt``, ``tanh``, ``erf``, ...) is a set of stubs that the
+  GPU compiler replaces by the vendor's library; the interpreter called the stubs, which return None. Each stub
+  here computes its function with numpy, in the argument's dtype, and takes fp32 or fp64 as the GPU's library does.
+  A function without an interpreter version raises :class:`InterpreterGap` naming it.
+- **bf16 constants** (``tl.full(..., dtype=tl.bfloat16)``, ``x_bf16 * 2.0``) failed for want of a bf16 constant
+  maker; they are rounded to nearest even, as on a GPU.
+- **bf16 arithmetic** is still done on the raw uint16 bit patterns (triton #4972; docs/hazards.md, hazard 1). That is
+  not patched over: the interpreter notes which bf16 operations a case ran (``bf16_operations``) and the harness
+  names them when the case fails, with what to do.
+
+``@triton.autotune`` kernels are handled in suite/launches.py (they run a chosen config and time nothing), on every
+backend.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+
+class InterpreterGap(Exception):  # noqa: N818 - it names the finding
+    """A construct the CPU interpreter cannot run; the message says what and what to do."""
+
+
+ADVICE = ("run this kernel on a GPU (--backend=cuda or --backend=rocm), or declare a KnownIssue(backend='interpret', "
+          "...) in its spec; see docs/adding-a-kernel.md, 'The interpreter'")
+
+# libdevice functions by name; the rounding-mode variants (_rn, _rz, ...) and the fast_ ones compute the same here.
+_UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "abs": np.abs, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint, "nearbyint": np.rint,
+    "round": lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5), "exp": np.exp, "exp2": np.exp2,
+    "exp10": lambda x: np.power(x.dtype.type(10), x), "expm1": np.expm1, "log": np.log, "log2": np.log2,
+    "log10": np.log10, "log1p": np.log1p, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x), "cbrt": np.cbrt,
+    "rcbrt": lambda x: 1 / np.cbrt(x), "rcp": lambda x: 1 / x, "sin": np.sin, "cos": np.cos, "tan": np.tan,
+    "sinpi": lambda x: np.sin(np.pi * x), "cospi": lambda x: np.cos(np.pi * x), "asin": np.arcsin,
+    "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "asinh": np.arcsinh,
+    "acosh": np.arccosh, "atanh": np.arctanh, "erf": np.vectorize(math.erf, otypes=[float]),
+    "erfc": np.vectorize(math.erfc, otypes=[float]), "lgamma": np.vectorize(math.lgamma, otypes=[float]),
+    "tgamma": np.vectorize(math.gamma, otypes=[float]), "saturatef": lambda x: np.clip(x, 0, 1),
+    "normcdf": lambda x: 0.5 * (1 + np.vectorize(math.erf, otypes=[float])(x / math.sqrt(2))),
+}
+_BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "div": np.divide, "add": np.add, "sub": np.subtract, "mul": np.multiply, "pow": np.power, "powf": np.power,
+    "fmod": np.fmod, "remainder": np.remainder, "fmax": np.fmax, "fmin": np.fmin, "atan2": np.arctan2,
+    "hypot": np.hypot, "copysign": np.copysign, "nextafter": np.nextafter, "fdim": lambda a, b: np.maximum(a - b, 0),
+    "fast_dividef": np.divide,
+}
+_TERNARY = {"fma": lambda a, b, c: a * b + c}
+_PREDICATES = {"isnan": np.isnan, "isinf": np.isinf, "isfinited": np.isfinite, "finitef": np.isfinite,
+               "signbit": np.signbit}
+
+
+def _base_name(name: str) -> str:
+    for suffix in ("_rn", "_rz", "_rd", "_ru"):
+        name = name.removesuffix(suffix)
+    name = name.removeprefix("fast_")
+    return {"expf": "exp", "logf": "log", "log2f": "log2", "log10f": "log10", "sinf": "sin", "cosf": "cos",
+            "tanf": "tan", "tanhf": "tanh", "exp10f": "exp10", "powf": "pow", "dividef": "div", "powi": "pow"}.get(name,
+                                                                                                            name)
+
+
+def libdevice(name: str, args: tuple) -> Any:
+    """The interpreter's version of ``libdevice.<name>(*args)``."""
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle, interpreter_semantic
+
+    base = _base_name(name)
+    fn = _UNARY.get(base) or _BINARY.get(base) or _TERNARY.get(base) or _PREDICATES.get(base)
+    if fn is None:
+        raise InterpreterGap(f"libdevice.{name} has no interpreter version here (Triton's interpreter runs the "
+                             f"libdevice stubs, which return None): {ADVICE}")
+    tensors = [a if isinstance(a, tl.tensor) else interpreter_semantic.to_tensor(a) for a in args]
+    floats = [t for t in tensors if t.dtype.scalar.is_floating()]
+    dtype = (floats or tensors)[0].dtype.scalar
+    if dtype not in (tl.float32, tl.float64):
+        raise InterpreterGap(f"libdevice.{name} got {dtype}: the GPU's libdevice takes fp32 or fp64 (the compile fails "
+                             f"there too); convert first, e.g. x.to(tl.float32)")
+    for _ in range(2):  # twice: the arguments broadcast before the first takes its final shape take it too
+        for i in range(1, len(tensors)):
+            tensors[0], tensors[i] = interpreter_semantic.broadcast_impl_value(tensors[0], tensors[i])
+    np_dtype = np.float32 if dtype == tl.float32 else np.float64
+    data = fn(*[t.handle.data.astype(np_dtype) for t in tensors])
+    out_dtype = tl.int32 if base in _PREDICATES else dtype
+    data = np.asarray(data).astype(np.int32 if base in _PREDICATES else np_dtype)
+    shape = tensors[0].shape
+    ty = tl.block_type(out_dtype, shape) if shape else out_dtype
+    return tl.tensor(TensorHandle(data, out_dtype), ty)
+
+
+def _bf16_bits(value: float) -> np.ndarray:
+    """``value`` rounded to bf16 (nearest even), as the uint16 bit pattern the interpreter stores bf16 in."""
+    import torch
+
+    return np.array([torch.tensor(value, dtype=torch.float32).to(torch.bfloat16).view(torch.int16).item()],
+                    dtype=np.int16).view(np.uint16)
+
+
+# bf16 operations run in the current case: op name -> count (see the module docstring).
+bf16_operations: Counter[str] = Counter()
+
+
+def take_bf16_operations() -> Counter[str]:
+    seen = Counter(bf16_operations)
+    bf16_operations.clear()
+    return seen
+
+
+def bf16_note(seen: Counter[str]) -> str:
+    """What to tell the author of a case that failed after bf16 arithmetic on the interpreter."""
+    if not seen:
+        return ""
+    ops = ", ".join(f"{op} x{n}" for op, n in seen.most_common(4))
+    return (f"\nnote: on the interpreter this kernel did bf16 arithmetic ({ops}), which Triton's interpreter computes "
+            f"on the raw uint16 bit patterns (triton #4972; docs/hazards.md, hazard 1): the result above may be the "
+            f"interpreter's, not the kernel's. Convert to fp32 before computing (x.to(tl.float32)) if the kernel "
+            f"should, or declare a KnownIssue(backend='interpret', dtype='bf16', ...) and check it on a GPU")
+
+
+_installed = False
+
+
+def install() -> None:
+    """Fill in the interpreter's gaps (see the module docstring), once per process; TRITON_INTERPRET=1 must be set."""
+    global _installed
+    if _installed:
+        return
+    import triton.language as tl
+    import triton.language.extra.libdevice as stubs
+    from triton.runtime import interpreter
+
+    original_cvt = interpreter._implicit_cvt
+
+    def implicit_cvt(arg: Any) -> Any:
+        if isinstance(arg, float):  # the JIT passes a Python float as an fp32 scalar
+            return tl.tensor(interpreter.TensorHandle(np.array([arg], dtype=np.float32), tl.float32), tl.float32)
+        return original_cvt(arg)
+
+    interpreter._implicit_cvt = implicit_cvt
+    interpreter.InterpreterBuilder.get_bf16 = lambda self, value: interpreter.TensorHandle(_bf16_bits(value),
+                                                                                        tl.bfloat16)
+    _route_libdevice_stubs(stubs)
+
+    binary_op, create_dot = interpreter.InterpreterBuilder.binary_op, interpreter.InterpreterBuilder.create_dot
+
+    def noting_binary_op(self, lhs, rhs, op):
+        if lhs.dtype.scalar == tl.bfloat16:
+            bf16_operations[getattr(op, "__name__", "op")] += 1
+        return binary_op(self, lhs, rhs, op)
+
+    def noting_dot(self, a, b, d, *rest):
+        if a.dtype.scalar == tl.bfloat16 or b.dtype.scalar == tl.bfloat16:
+            bf16_operations["dot"] += 1
+        return create_dot(self, a, b, d, *rest)
+
+    interpreter.InterpreterBuilder.binary_op = noting_binary_op
+    interpreter.InterpreterBuilder.create_dot = noting_dot
+    _installed = True
+
+
+def _route_libdevice_stubs(stubs: Any) -> None:
+    """Give each libdevice stub a body that calls :func:`libdevice`. The stub functions themselves are changed (not
+    the module's names), so a kernel that imported ``rsqrt`` from the module before this ran reaches it too."""
+    import inspect
+
+    stubs.__dict__["_suite_libdevice"] = libdevice
+    for name, stub in list(vars(stubs).items()):
+        if not inspect.isfunction(stub) or stub.__module__ != stubs.__name__ or name.startswith("_"):
+            continue
+        namespace: dict[str, Any] = {}
+        exec(f"def {name}(*args, _semantic=None):\n    return _suite_libdevice({name!r}, args)\n", {}, namespace)
+        stub.__code__ = namespace[name].__code__
+        stub.__defaults__, stub.__kwdefaults__ = None, {"_semantic": None}
+
+
+def gap_in(exc: BaseException) -> InterpreterGap | None:
+    """The InterpreterGap behind ``exc`` (the interpreter wraps what a kernel raises in InterpreterError)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, InterpreterGap):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None

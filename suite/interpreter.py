@@ -6,9 +6,10 @@ Installed once per process when the backend is the interpreter (``install``), be
 - **Float scalar arguments** are fp32 scalars on a GPU (``eps.to(tl.float32)`` is legal there); the interpreter
   passed the Python float through, which has no ``.to``. They become fp32 scalars here too.
 - **libdevice** (``triton.language.extra.libdevice``: ``rsqrt``, ``tanh``, ``erf``, ...) is a set of stubs that the
-  GPU compiler replaces by the vendor's library; the interpreter called the stubs, which return None. Each stub
-  here computes its function with numpy, in the argument's dtype, and takes fp32 or fp64 as the GPU's library does.
-  A function without an interpreter version raises :class:`InterpreterGap` naming it.
+  GPU compiler replaces by the vendor's library; the interpreter called the stubs, which return None (and the
+  vendors' own modules, ``triton.language.extra.cuda.libdevice``, refused to run). Each function here computes with
+  numpy, in the argument's dtype, and takes fp32 or fp64 as the GPU's library does. A function without an
+  interpreter version raises :class:`InterpreterGap` naming it.
 - **bf16 constants** (``tl.full(..., dtype=tl.bfloat16)``, ``x_bf16 * 2.0``) failed for want of a bf16 constant
   maker; they are rounded to nearest even, as on a GPU.
 - **bf16 arithmetic** is still done on the raw uint16 bit patterns (triton #4972; docs/hazards.md, hazard 1). That is
@@ -150,6 +151,7 @@ def install() -> None:
     interpreter.InterpreterBuilder.get_bf16 = lambda self, value: interpreter.TensorHandle(_bf16_bits(value),
                                                                                         tl.bfloat16)
     _route_libdevice_stubs(stubs)
+    _route_vendor_libdevice()
 
     binary_op, create_dot = interpreter.InterpreterBuilder.binary_op, interpreter.InterpreterBuilder.create_dot
 
@@ -181,6 +183,30 @@ def _route_libdevice_stubs(stubs: Any) -> None:
         exec(f"def {name}(*args, _semantic=None):\n    return _suite_libdevice({name!r}, args)\n", {}, namespace)
         stub.__code__ = namespace[name].__code__
         stub.__defaults__, stub.__kwdefaults__ = None, {"_semantic": None}
+
+
+def _route_vendor_libdevice() -> None:
+    """The same for the vendors' own libdevice modules (``triton.language.extra.cuda.libdevice``, ``...hip...``), whose
+    functions are builtins that refuse to run outside a compile ("Did you forget to add @triton.jit ?"). Each keeps
+    its closure (the wrapped function) and computes through :func:`libdevice` instead."""
+    import importlib
+
+    import triton.language.core as core
+
+    core.__dict__["_suite_libdevice"] = libdevice
+    for vendor in ("cuda", "hip"):
+        try:
+            module = importlib.import_module(f"triton.language.extra.{vendor}.libdevice")
+        except ImportError:
+            continue
+        for name, builtin in list(vars(module).items()):
+            if not (callable(builtin) and getattr(builtin, core.TRITON_BUILTIN, False)
+                    and getattr(builtin, "__code__", None) is not None and builtin.__code__.co_freevars == ("fn",)):
+                continue
+            namespace: dict[str, Any] = {}
+            exec(f"def outer(fn):\n    def {name}(*args, **kwargs):\n        return _suite_libdevice({name!r}, args) "
+                 f"if fn is not None else None\n    return {name}\n", {}, namespace)
+            builtin.__code__ = namespace["outer"](None).__code__
 
 
 def gap_in(exc: BaseException) -> InterpreterGap | None:

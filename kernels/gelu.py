@@ -8,9 +8,10 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import inputs, paths
+from kernels import inputs
 from kernels.registry import register
-from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, next_power_of_2, signature, split_config
+from kernels.spec import DTYPES, Case, KernelSpec, Tolerance, signature
+from kernels.tiles import rows_launch, rows_spec_fields
 
 
 @triton.jit
@@ -32,11 +33,8 @@ def gelu(x: torch.Tensor, out: torch.Tensor | None = None, config: dict | None =
         raise ValueError(f"gelu takes a 2-D tensor with unit column stride, got {tuple(x.shape)} stride {x.stride()}")
     n_rows, n_cols = x.shape
     out = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device) if out is None else out
-    meta, options = split_config(config or {})
-    block_m, block_n = meta.get("BLOCK_M", 4), min(meta.get("BLOCK_N", 1024), triton.next_power_of_2(n_cols))
-    options.setdefault("num_warps", 4)
-    grid = (triton.cdiv(n_rows, block_m), triton.cdiv(n_cols, block_n))
-    gelu_kernel[grid](x, out, n_rows, n_cols, x.stride(0), out.stride(0), BLOCK_M=block_m, BLOCK_N=block_n, **options)
+    grid, launch = rows_launch(n_rows, n_cols, config)
+    gelu_kernel[grid](x, out, n_rows, n_cols, x.stride(0), out.stride(0), **launch)
     return out
 
 
@@ -63,13 +61,10 @@ def _signature(dtype: str, meta: dict) -> tuple[dict, dict]:
                      {"BLOCK_M": meta.get("BLOCK_M", 4), "BLOCK_N": meta.get("BLOCK_N", 1024)})
 
 
-TILES = ((1, 1024), (2, 1024), (4, 1024), (4, 512), (8, 512), (1, 4096))
-
 SPEC = register(KernelSpec(
     name="gelu",
     description="y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), elementwise, 2-D with row strides",
-    dims=(Dim("M", interpret_max=40, gpu_max=4096, nightly_max=16384, blocks=(4,)),
-          Dim("N", interpret_max=300, gpu_max=8192, nightly_max=16384, blocks=(64, 1024))),
+    **rows_spec_fields(),
     dtypes=("fp32", "fp16", "bf16"),
     layouts=("contiguous", "padded_rows"),
     value_classes=("normal", "large", "negative", "special"),
@@ -83,14 +78,6 @@ SPEC = register(KernelSpec(
     flops=lambda case: 9.0 * case.shape["M"] * case.shape["N"],
     min_bytes=lambda case: 2.0 * case.shape["M"] * case.shape["N"] * DTYPES[case.dtype].itemsize,
     torch_baseline=lambda inp: torch.nn.functional.gelu(inp["x"], approximate="tanh"),
-    default_config={"nvidia": {"BLOCK_M": 4, "BLOCK_N": 1024, "num_warps": 4},
-                    "amd": {"BLOCK_M": 4, "BLOCK_N": 1024, "num_warps": 4},
-                    "interpret": {"BLOCK_M": 4, "BLOCK_N": 64}},
-    paths=(*paths.block_loop("N", lambda case, cfg: min(int(cfg.get("BLOCK_N", 1024)), next_power_of_2(case.shape["N"]))),
-           paths.block_loop("M", paths.meta("BLOCK_M", 4))[1]),
-    configs={"interpret": tuple({"BLOCK_M": m, "BLOCK_N": n} for m, n in ((1, 32), (2, 64), (8, 16))),
-             "nvidia": tuple({"BLOCK_M": m, "BLOCK_N": n, "num_warps": w} for m, n in TILES for w in (4, 8)),
-             "amd": tuple({"BLOCK_M": m, "BLOCK_N": n, "num_warps": w} for m, n in TILES for w in (4, 8))},
     benchmark_shapes=({"M": 8192, "N": 8192}, {"M": 16384, "N": 16384}),
     # Tails where exp(-2z) overflows fp32 (x/inf must give -0, not NaN); one past a tile, padded rows.
     examples=({"shape": {"M": 5, "N": 65}, "values": "negative", "seed": 1},

@@ -8,7 +8,7 @@ import triton.language as tl
 
 from kernels import inputs, paths
 from kernels.registry import register
-from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, signature
+from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, signature, split_config
 
 
 @triton.jit
@@ -22,18 +22,23 @@ def vector_add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexp
     tl.store(out_ptr + offsets, (x + y).to(out_ptr.dtype.element_ty), mask=mask)
 
 
+def launch(kernel, name: str, x: torch.Tensor, y: torch.Tensor, out: torch.Tensor | None,
+           config: dict | None) -> torch.Tensor:
+    """Check the arguments of a 1-D add and launch ``kernel`` (this file's, or vector_add_int64's) over them."""
+    if x.shape != y.shape or x.dim() != 1:
+        raise ValueError(f"{name} takes two 1-D tensors of one shape, got {tuple(x.shape)} and {tuple(y.shape)}")
+    if not (x.is_contiguous() and y.is_contiguous()):
+        raise ValueError(f"{name} takes contiguous tensors")
+    out = torch.empty_like(x) if out is None else out
+    meta, options = split_config({"BLOCK_SIZE": 1024, "num_warps": 4, **(config or {})})
+    n = x.numel()
+    kernel[(triton.cdiv(n, meta["BLOCK_SIZE"]),)](x, y, out, n, BLOCK_SIZE=meta["BLOCK_SIZE"], **options)
+    return out
+
+
 def vector_add(x: torch.Tensor, y: torch.Tensor, out: torch.Tensor | None = None,
                config: dict | None = None) -> torch.Tensor:
-    if x.shape != y.shape or x.dim() != 1:
-        raise ValueError(f"vector_add takes two 1-D tensors of one shape, got {tuple(x.shape)} and {tuple(y.shape)}")
-    if not (x.is_contiguous() and y.is_contiguous()):
-        raise ValueError("vector_add takes contiguous tensors")
-    out = torch.empty_like(x) if out is None else out
-    cfg = {"BLOCK_SIZE": 1024, "num_warps": 4, **(config or {})}
-    n = x.numel()
-    grid = (triton.cdiv(n, cfg["BLOCK_SIZE"]),)
-    vector_add_kernel[grid](x, y, out, n, BLOCK_SIZE=cfg["BLOCK_SIZE"], num_warps=cfg["num_warps"])
-    return out
+    return launch(vector_add_kernel, "vector_add", x, y, out, config)
 
 
 def _make_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:

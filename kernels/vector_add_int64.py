@@ -9,8 +9,9 @@ import triton
 import triton.language as tl
 
 from kernels.registry import register
-from kernels.spec import signature, split_config
+from kernels.spec import signature
 from kernels.vector_add import SPEC as VECTOR_ADD
+from kernels.vector_add import launch
 
 
 @triton.jit
@@ -27,16 +28,7 @@ def vector_add_int64_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.co
 def vector_add_int64(x: torch.Tensor, y: torch.Tensor, out: torch.Tensor | None = None,
                      config: dict | None = None) -> torch.Tensor:
     """out = x + y for contiguous 1-D tensors of any length, 2^31 elements and more included."""
-    if x.shape != y.shape or x.dim() != 1:
-        raise ValueError(f"vector_add_int64 takes two 1-D tensors of one shape, got {tuple(x.shape)} and {tuple(y.shape)}")
-    if not (x.is_contiguous() and y.is_contiguous()):
-        raise ValueError("vector_add_int64 takes contiguous tensors")
-    out = torch.empty_like(x) if out is None else out
-    meta, options = split_config({"BLOCK_SIZE": 1024, "num_warps": 4, **(config or {})})
-    n = x.numel()
-    grid = (triton.cdiv(n, meta["BLOCK_SIZE"]),)
-    vector_add_int64_kernel[grid](x, y, out, n, BLOCK_SIZE=meta["BLOCK_SIZE"], **options)
-    return out
+    return launch(vector_add_int64_kernel, "vector_add_int64", x, y, out, config)
 
 
 def _signature(dtype: str, meta: dict) -> tuple[dict, dict]:

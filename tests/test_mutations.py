@@ -1,7 +1,8 @@
 """The classic Triton bugs, planted into the shipped kernels' own source (in a copy of the repository), each fail
 the default interpreter run with a message that names the out-of-bounds access or the config.
 
-Each mutation is a one-line edit of kernels/vector_add.py or kernels/matmul.py; the test asserts that the edit
+Each mutation is a one-line edit of kernels/vector_add.py, kernels/matmul.py or the tile order matmul calls
+(kernels/tiles.py); the test asserts that the edit
 applies exactly once, so a change to the kernel that removes the planted line fails here rather than passing.
 """
 
@@ -36,7 +37,7 @@ MUTATIONS = {
         "a = tl.load(a_ptrs, mask=(offs_m[:, None] <= M) & (offs_k[None, :] < k_left), other=0.0)",
         ["out-of-bounds load", "'a_ptr'"]),
     "matmul: wrong group index": (
-        "matmul", "first_pid_m = group_id * GROUP_M", "first_pid_m = group_id", ["with config", "GROUP_M"]),
+        "matmul", "first_pid_m = group_id * GROUP_M", "first_pid_m = group_id", ["with config", "GROUP_M"], "tiles"),
 }
 
 
@@ -51,12 +52,12 @@ def pristine(tmp_path_factory):
 
 @pytest.mark.parametrize("what", sorted(MUTATIONS))
 def test_planted_kernel_bug_fails_the_default_run(pristine, tmp_path, what):
-    kernel, line, planted, words = MUTATIONS[what]
+    kernel, line, planted, words, *where = MUTATIONS[what]
     repo = tmp_path / "repo"
     shutil.copytree(pristine, repo)
-    source = repo / "kernels" / f"{kernel}.py"
+    source = repo / "kernels" / f"{where[0] if where else kernel}.py"  # the tile order is matmul's shared helper
     text = source.read_text()
-    assert text.count(line) == 1, f"{kernel}.py no longer has the line this mutation plants into: {line!r}"
+    assert text.count(line) == 1, f"{source.name} no longer has the line this mutation plants into: {line!r}"
     source.write_text(text.replace(line, planted))
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["SUITE_SHRINK_SECONDS"] = "3"

@@ -1,8 +1,8 @@
 """Hardware profiles: one JSON file per GPU in profiles/ with datasheet figures, limits, capabilities and sources,
 and the per-arch autotune caches in autotune/.
 
-Every figure comes from the facts the project keeps with their sources (docs/portability-facts.md); fields that
-are uncertain are listed in a profile's ``uncertain``. The loader lives in ``hardware_profiles.loader``.
+Every figure comes with its source (the datasheet table is in docs/hazards.md, "Hardware figures the profiles
+cite"); fields that are uncertain are listed in a profile's ``uncertain``. The loader lives in ``hardware_profiles.loader``.
 """
 
 from hardware_profiles.loader import (

@@ -285,7 +285,7 @@ def detect(arch: str, device_name: str, sm_count: int, warp_size: int,
     if shared_memory_per_block_bytes is None:
         shared_memory_per_block_bytes = model.shared_memory_per_block_bytes if model else 0
         (assumed if model else unknown).append("shared_memory_per_block_bytes")
-    origin = f"the {model.key} profile" if model else f"{vendor} defaults in shared/PORTABILITY-FACTS.md"
+    origin = f"the {model.key} profile" if model else f"{vendor} defaults (docs/hazards.md, per-SM/CU limits)"
     profile = _bare(
         key=f"detected-{arch}", name=device_name, arch=arch, vendor=vendor, family=vendor, device_names=(device_name,),
         sm_count=sm_count, warp_size=warp_size, shared_memory_per_block_bytes=shared_memory_per_block_bytes, **limits,
@@ -319,5 +319,5 @@ def interpreter_profile() -> Profile:
         device_names=(), sm_count=1, warp_size=32, max_threads_per_block=0, shared_memory_per_block_bytes=0,
         max_registers_per_thread=0, dtypes=("fp32", "fp16", "bf16"), fp8_flavour=None, fp32_dot_precision="ieee",
         sources={"default": "Triton interpreter (no hardware)"},
-        notes="No hardware limits or peaks; interpreter bf16 rounding differs from GPUs (facts file, hazard 1).",
+        notes="No hardware limits or peaks; interpreter bf16 rounding differs from GPUs (docs/hazards.md, hazard 1).",
         path="<builtin>")

@@ -1,5 +1,5 @@
 """64-bit offsets: tensors past 2^31 elements, where int32 offset arithmetic overflows
-(PORTABILITY-FACTS.md, hazard 8). GPU only, memory permitting; recorded as a case."""
+(docs/hazards.md, hazard 8). GPU only, memory permitting; recorded as a case."""
 
 from __future__ import annotations
 

@@ -67,7 +67,7 @@ def test_get_by_key_and_by_arch_and_unknown_key_lists_keys():
     ("mi325x", 304, 64, 6.0, 256, 32, 1307.4),
     ("mi355x", 256, 64, 8.0, 288, 32, 2516.6),
 ])
-def test_datasheet_figures_match_the_facts_file(key, sm, warp, bw, mem, l2, fp16):
+def test_datasheet_figures_match_the_table_in_docs(key, sm, warp, bw, mem, l2, fp16):
     p = hp.get(key)
     assert (p.sm_count, p.warp_size, p.peak_bandwidth_tbs, p.memory_gb, p.l2_mb) == (sm, warp, bw, mem, l2)
     assert p.peak_tflops["fp16"] == p.peak_tflops["bf16"] == fp16

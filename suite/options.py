@@ -250,6 +250,8 @@ def repro_prefix(ctx: Any, nodeid: str) -> list[str]:
         parts.append(f"--case-timeout={opts.case_timeout:g}")
     if opts.known_issues.resolve() != known_mod.DEFAULT_PATH.resolve():
         parts.append(f"--known-issues={opts.known_issues}")
+    if opts.no_memcheck:  # the memory checker changes how an out-of-bounds store is reported
+        parts.append("--no-memcheck")
     return parts
 
 

@@ -99,6 +99,7 @@ LOADED_CHECKS = {
 }
 
 
+@pytest.mark.kernels()  # the kernel parameter names it
 @pytest.mark.parametrize("kernel", sorted(LOADED_CHECKS))
 def test_offline_registers_match_the_loaded_kernel(kernel: str, request: pytest.FixtureRequest) -> None:
     """On an NVIDIA GPU: the registers, spills and shared memory that the matrix records

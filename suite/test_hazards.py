@@ -37,6 +37,7 @@ def gpu(request: pytest.FixtureRequest):
     return backend
 
 
+@pytest.mark.kernels()  # probe kernels of its own
 def test_a_grid_past_65535_programs_on_axis_0_runs_every_program(gpu, request: pytest.FixtureRequest) -> None:
     from kernels.vector_add import vector_add
 
@@ -56,6 +57,7 @@ def test_a_grid_past_65535_programs_on_axis_0_runs_every_program(gpu, request: p
     assert missing == wrong == 0, message
 
 
+@pytest.mark.kernels()  # probe kernels of its own
 def test_a_grid_past_65535_on_axis_1_is_refused_or_right(gpu, request: pytest.FixtureRequest) -> None:
     from kernels.gelu import gelu
 

@@ -12,6 +12,7 @@ from suite.context import BACKEND
 ELEMENTS = 2**31 + 4099  # past the int32 range, not a multiple of any block
 
 
+@pytest.mark.kernels("vector_add_int64")
 def test_vector_add_past_2_to_the_31(request: pytest.FixtureRequest) -> None:
     backend = request.config.stash[BACKEND]
     if backend.device == "cpu":

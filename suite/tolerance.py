@@ -73,7 +73,8 @@ def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Ten
     if unwritten is not None and bool(unwritten.any()):
         return OutputCheck(name, False, math.inf, math.inf,
                            f"{name}: {int(unwritten.sum())} of {out.numel()} elements never written (they still hold "
-                           f"the poison; first at {_first(unwritten)})")
+                           f"the poison; first at {_first(unwritten)}. A kernel that reads its output before writing it, "
+                           f"in place or accumulating, needs the output's starting value declared in initial_outputs)")
     # Compared where the output lives: a benchmark's outputs have hundreds of millions of elements.
     device = out.device
     out64 = out.detach().to(device, torch.float64)

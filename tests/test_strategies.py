@@ -78,12 +78,15 @@ def test_shared_example_database_saves_and_replays_failures(run_suite, tmp_path)
     # underflowing row, which 10 random examples miss in some runs).
     args = ("suite/test_kernels.py", "--kernel-module=tests/fixtures/planted_bugs.py",
             "--kernels=planted_vector_add_dropped_mask", "-k", "fp32", "--hypothesis-profile=dev")
-    first = run_suite(*args, f"--hypothesis-db={db}", results_dir=tmp_path / "first")
+    # Shrinking runs to the end (no deadline): on a loaded machine a deadline would stop the two runs at
+    # different cases.
+    full = {"SUITE_SHRINK_SECONDS": "600"}
+    first = run_suite(*args, f"--hypothesis-db={db}", results_dir=tmp_path / "first", env=full)
     assert first.returncode == 1, first.output[-3000:]
     assert f"hypothesis database: {db}" in first.output
     saved = [p for p in db.rglob("*") if p.is_file()]
     assert saved, "no example saved"
-    second = run_suite(*args, results_dir=tmp_path / "second", env={"SUITE_HYPOTHESIS_DB": str(db)})
+    second = run_suite(*args, results_dir=tmp_path / "second", env={"SUITE_HYPOTHESIS_DB": str(db), **full})
     assert second.returncode == 1, second.output[-3000:]
     repro = [[c["repro"] for c in r.run_data()["cases"] if c["outcome"] == "failed"] for r in (first, second)]
     assert repro[0] == repro[1] and len(repro[0]) == 1

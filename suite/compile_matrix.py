@@ -47,6 +47,7 @@ from triton.runtime.jit import JITFunction
 import hardware_profiles
 from kernels import registry
 from kernels.spec import KernelSpec, split_config, unwrap_jit
+from suite import timing
 
 Target = tuple[str, str, int]  # (backend, arch, warp size), as hardware_profiles.targets() gives them
 FAILURE_CLASSES = ("out_of_shared_memory", "too_many_threads", "unsupported_dtype_or_op", "invalid_option_for_vendor",
@@ -189,7 +190,8 @@ def compile_one(spec: KernelSpec, dtype: str, config: Mapping[str, Any], target:
     backend, arch, warp = target
     key = (spec.name, id(spec), function, dtype, json.dumps(dict(config), sort_keys=True, default=str), arch)
     if key not in _memo:
-        _memo[key] = _compile(spec, dtype, dict(config), target, function)
+        with timing.phase("compile_matrix"):
+            _memo[key] = _compile(spec, dtype, dict(config), target, function)
     return {**_memo[key], "config": dict(config), "default": default}
 
 

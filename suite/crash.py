@@ -146,6 +146,9 @@ def pin_worker(workerinput: dict[str, Any]) -> None:
     gpu = workerinput.get("suite_gpu")
     if gpu is not None:
         os.environ[workerinput["suite_gpu_variable"]] = gpu
+    from suite.gpu_share import SHARE_ENV
+
+    os.environ[SHARE_ENV] = str(workerinput.get("suite_workers_per_gpu", 1))
     process.journal = Journal(workerinput.get("suite_journal_dir"), workerinput["workerid"])
 
 
@@ -266,6 +269,8 @@ def pytest_configure_node(node: Any) -> None:
     node.workerinput["suite_gpu"] = gpu
     node.workerinput["suite_gpu_variable"] = ctx.gpu_variable
     node.workerinput["suite_journal_dir"] = ctx.journal_dir
+    workers = node.config.option.numprocesses if isinstance(node.config.option.numprocesses, int) else 1
+    node.workerinput["suite_workers_per_gpu"] = -(-workers // max(1, len(ctx.gpus)))
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from kernels.spec import Case, KernelSpec, Tolerance
-from suite import autotune, crash, interpreter, launches, memcheck, options
+from suite import autotune, crash, interpreter, launches, memcheck, options, timing
 from suite.results import json_number
 from suite.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output
 
@@ -279,11 +279,13 @@ def _run_config(spec: KernelSpec, case: Case, backend: Any, config: dict, state:
     try:
         with crash.watchdog(case, options.config_args(spec, config, backend.family)), memcheck.scope(spec.name):
             if state["inputs"] is None:
-                state["inputs"] = spec.make_inputs(case, backend.device)
+                with timing.phase("inputs"):
+                    state["inputs"] = spec.make_inputs(case, backend.device)
             inputs = state["inputs"]
-            outputs, guards = prepare_outputs(spec, inputs, case)
-            seen = launch(spec, inputs, outputs, config)
-            synchronize(backend.device)
+            with timing.phase("launch"):
+                outputs, guards = prepare_outputs(spec, inputs, case)
+                seen = launch(spec, inputs, outputs, config)
+                synchronize(backend.device)
     except BrokenSpec as exc:
         raise _Stop(result(False, math.inf, error=f"broken spec: {exc}", failure="spec")) from None
     except Exception as exc:  # a compile or launch failure is a result, not a harness crash
@@ -321,11 +323,12 @@ def _run_config(spec: KernelSpec, case: Case, backend: Any, config: dict, state:
         raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure="spec"))
     out_of_bounds = guard_violations(guards)
     if out_of_bounds:
-        raise _Stop(result(False, math.inf, error="; ".join(out_of_bounds)))
+        raise _Stop(result(False, math.inf, error="; ".join(out_of_bounds), failure="memory"))
     if state["ref"] is None:
         try:
-            state["ref"] = check_reference(spec, case, inputs, outputs, spec.reference(inputs, case))
-            state["mags"] = magnitudes(spec, inputs, state["ref"])
+            with timing.phase("reference"):
+                state["ref"] = check_reference(spec, case, inputs, outputs, spec.reference(inputs, case))
+                state["mags"] = magnitudes(spec, inputs, state["ref"])
         except torch.OutOfMemoryError as exc:
             error = f"out of memory computing the float64 reference: {exc}"[:2000]
             exc.__traceback__ = None
@@ -339,6 +342,12 @@ def _run_config(spec: KernelSpec, case: Case, backend: Any, config: dict, state:
             raise _Stop(result(False, math.inf, error=f"broken spec: the reference raised {type(exc).__name__}: "
                                                       f"{exc}"[:2000], failure="spec")) from None
     ref, mags = state["ref"], state["mags"]
+    with timing.phase("check"):
+        return _check_outputs(spec, case, backend, config, inputs, outputs, ref, mags)
+
+
+def _check_outputs(spec: KernelSpec, case: Case, backend: Any, config: dict, inputs: dict, outputs: dict,
+                   ref: dict, mags: dict) -> list[OutputCheck]:
     checks = []
     for name in spec.outputs:
         tol = spec.tolerance_for(name)

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import json
 import os
+from types import SimpleNamespace
 
 import pytest
 
-from suite import autotune, context, crash, memcheck, options, summary
+from suite import autotune, context, crash, gpu_share, memcheck, options, summary, timing
 from suite.context import BACKEND, CONTEXT
 from suite.recorder import AUTOTUNE_PROPERTY, KNOWN_PROPERTY, MEMCHECK_PROPERTY, RunRecorder
 from suite.strategies import register_profiles
@@ -36,9 +37,13 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     ctx = context.build(config)
     config.stash[CONTEXT] = ctx
+    timing.install()
+    if context.is_worker(config) or not context.xdist_on(config):  # the processes that run cases
+        gpu_share.share.setup(ctx.backend.device)
     if ctx.run_file is not None:
         ctx.run_file.data["autotune"] = autotune_record(ctx)
         ctx.run_file.data["memcheck"] = {"mode": ctx.memcheck, "kernels": {}, "unchecked": {}}
+        ctx.run_file.data["gpu_share"] = {"workers": _workers(config), "oom_retried": 0, "oom_retried_passed": 0}
         recorder = RunRecorder(ctx.run_file, ctx)
         config.pluginmanager.register(recorder, "suite-run-recorder")
         config.pluginmanager.register(SummaryPrinter(ctx), "suite-summary")
@@ -48,16 +53,25 @@ def pytest_configure(config: pytest.Config) -> None:
         crash.process.announce = crash.announce_past_capture(config)
 
 
+def _workers(config: pytest.Config) -> int:
+    n = getattr(config.option, "numprocesses", None)
+    return n if isinstance(n, int) and n > 0 else 1
+
+
 def _uses_gpu(choice: str) -> bool:
     return choice in ("cuda", "rocm") or (choice == "auto" and os.environ.get("TRITON_INTERPRET", "0") in ("", "0"))
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """``-n auto`` on a GPU backend: one worker per visible GPU (the interpreter: one per CPU)."""
+    """``-n auto`` on a GPU backend: WORKERS_PER_GPU workers on each visible GPU, at most one per CPU core (the
+    interpreter: one per CPU). They share each GPU's memory through suite/gpu_share.py."""
     if not _uses_gpu(config.getoption("--backend")):
         return None
-    return context._gpu_count() or None
+    gpus = context._gpu_count()
+    if not gpus:
+        return None
+    return max(gpus, min(os.cpu_count() or 1, gpu_share.WORKERS_PER_GPU * gpus))
 
 
 def autotune_record(ctx: context.SuiteContext) -> dict | None:
@@ -122,8 +136,11 @@ def _retune(config: pytest.Config, ctx: context.SuiteContext) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
-    """Worker side: hand this test's autotune and memory-check counts to the controller."""
+    """Worker side: hand this test's time breakdown, autotune and memory-check counts to the controller."""
+    if call.when == "setup":
+        timing.clock.take()  # what ran before this test is not its time
     if call.when == "call":
+        item.user_properties.append((timing.TIMING_PROPERTY, timing.clock.take()))
         lookup = autotune.active()
         delta = lookup.take() if lookup else None
         if delta:
@@ -131,6 +148,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         counts = memcheck.take_counts()
         if counts:
             item.user_properties.append((MEMCHECK_PROPERTY, counts))
+        if retried := gpu_share.share.take_counts():
+            item.user_properties.append((gpu_share.SHARE_PROPERTY, retried))
     return (yield)
 
 
@@ -202,7 +221,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     from another kernel's failure would otherwise run a case the kernel does not define): checked before any test
     runs. (Under xdist the workers collect; there the test itself fails with the same message.)"""
     ctx = config.stash.get(CONTEXT, None)
-    if ctx is None or (ctx.options.repro is None and ctx.options.config is None):
+    if ctx is None:
+        return
+    if ctx.options.kernels:
+        _deselect_other_kernels(config, ctx, items)
+    if ctx.options.repro is None and ctx.options.config is None:
         return
     from kernels.spec import Case
 
@@ -218,6 +241,24 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
                 spec.check_case(Case.parse(spec.name, dtype, ctx.options.repro))
             except ValueError as exc:
                 _refuse(config, f"--repro={ctx.options.repro}: {exc} (test {item.nodeid})")
+
+
+def _deselect_other_kernels(config: pytest.Config, ctx: context.SuiteContext, items: list[pytest.Item]) -> None:
+    """``--kernels`` filters every test: one marked ``kernels(...)`` runs only where a pattern selects one of its
+    kernels (``kernels()``, probe kernels of its own, runs only without --kernels)."""
+    kept, dropped = [], []
+    for item in items:
+        mark = item.get_closest_marker("kernels")
+        names = list(mark.args) if mark else None
+        if mark and "kernel" in getattr(item, "callspec", SimpleNamespace(params={})).params:
+            names = [item.callspec.params["kernel"]]
+        if names is not None and not any(ctx.options.selects(n) for n in names):
+            dropped.append(item)
+        else:
+            kept.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 def _refuse(config: pytest.Config, message: str) -> None:

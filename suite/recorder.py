@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from suite import crash, memcheck, results
+from suite import crash, gpu_share, memcheck, results, timing
 from suite.context import SuiteContext
 
 KNOWN_PROPERTY = "suite_known_issue"
@@ -62,12 +62,14 @@ class RunRecorder:
         extra = {key: props[prop] for prop, key in results.RECORD_PROPERTIES.items() if prop in props}
         self._count_autotune(props.get(AUTOTUNE_PROPERTY))
         self._count_memcheck(props.get(MEMCHECK_PROPERTY))
+        self._count_share(props.get(gpu_share.SHARE_PROPERTY))
         if props.get(crash.POISONED_PROPERTY):
             self.run_file.data.setdefault("incidents", []).append(
                 {"kind": "fault", "nodeid": report.nodeid, "worker": _worker_id(report),
                  "message": f"GPU context poisoned by {props[crash.POISONED_PROPERTY]}"[:2000]})
         self.run_file.add_report(report.nodeid, outcome, report.duration, message,
-                                 props.get(results.CASES_PROPERTY, []), props.get(KNOWN_PROPERTY), extra)
+                                 props.get(results.CASES_PROPERTY, []), props.get(KNOWN_PROPERTY), extra,
+                                 timing=props.get(timing.TIMING_PROPERTY))
 
     def _count_autotune(self, delta: dict | None) -> None:
         record = self.run_file.data.get("autotune")
@@ -78,6 +80,13 @@ class RunRecorder:
             record[names[how]] += n
         record["stale_kernels"].update(delta["stale_kernels"])
         record["tuning_benchmarks"] += delta["tuning_benchmarks"]
+
+    def _count_share(self, counts: dict | None) -> None:
+        record = self.run_file.data.get("gpu_share")
+        if not counts or record is None:
+            return
+        for key, n in counts.items():
+            record[key] += n
 
     def _count_memcheck(self, counts: dict | None) -> None:
         record = self.run_file.data.get("memcheck")
@@ -156,6 +165,7 @@ class RunRecorder:
         if not self.run_file.started:
             return
         self._mark_unchecked()
+        self.run_file.data["timing"] = timing.summed(self.run_file.data["tests"])
         if self.interrupted:  # Ctrl-C: what finished is kept, and the file says the run was stopped on purpose
             self.run_file.finish("interrupted")
             return

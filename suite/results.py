@@ -151,7 +151,7 @@ class RunFile:
 
     def add_report(self, nodeid: str, outcome: str, duration: float, message: str | None,
                    records: list[dict[str, Any]], known_issue: dict | None,
-                   extra: dict[str, list[dict[str, Any]]] | None = None) -> None:
+                   extra: dict[str, list[dict[str, Any]]] | None = None, timing: dict | None = None) -> None:
         self.start()
         for key, items in (extra or {}).items():
             if key == "ceilings":
@@ -159,7 +159,8 @@ class RunFile:
             else:
                 self.data[key].extend(items)
         self.data["tests"].append({"nodeid": nodeid, "outcome": outcome, "duration_s": round(duration, 4),
-                                   "message": message, "known_issue": known_issue["id"] if known_issue else None})
+                                   "message": message, "known_issue": known_issue["id"] if known_issue else None,
+                                   **({"timing": timing} if timing else {})})
         for record in records:
             if known_issue and record["outcome"] == "failed":
                 record = {**record, "outcome": "xfailed", "known_issue": known_issue["id"]}

@@ -57,6 +57,11 @@ def write_summary(tr, data: dict, path: Path) -> None:
         if "reports" in mem:
             tr.write_line(f"memory check: {len(mem['reports'])} report(s) in the checker's logs ({mem['log_dir']})"
                           + "".join(f"\n  {r[:300]}" for r in mem["reports"][:5]))
+    share = data.get("gpu_share")
+    too_large = sum(1 for c in data["cases"] if c.get("failure") == "too_large")
+    if share and (share["oom_retried"] or too_large):
+        tr.write_line(f"GPU sharing ({share['workers']} workers): {share['oom_retried']} out-of-memory case(s) ran "
+                      f"again alone, {share['oom_retried_passed']} then passed; {too_large} too large for this GPU")
     for inc in data.get("incidents", []):
         tr.write_line(f"INCIDENT {inc['kind']} in {inc['nodeid']} (worker {inc['worker']}): "
                       f"{inc['message'].splitlines()[0][:300]}")
@@ -68,6 +73,8 @@ def write_summary(tr, data: dict, path: Path) -> None:
         tr.write_line(f"{c['outcome'].upper()} case {c['kernel']}[{c['dtype']}]: reproduce with: {c['repro']}")
     if len(failing) > 20:
         tr.write_line(f"... and {len(failing) - 20} more failing cases in the result file")
+    if line := timing_lines(data):
+        tr.write_line(line)
     tr.write_line(f"result file ({data['status']}): {path}")
 
 
@@ -128,3 +135,20 @@ def reach_rows(coverage: list[dict]) -> list[list]:
                      f"{len(taken)}/{len(declared)}" if declared else "-", ", ".join(searched) or "-",
                      ", ".join(missing) or "-", unfit or "-"])
     return rows
+
+
+def timing_lines(data: dict, slowest: int = 3) -> str:
+    """Where the tests' time went, and the slowest tests with their own breakdown (a run is as long as its
+    longest test once the workers are many)."""
+    from suite import timing
+
+    total = timing.summed(data["tests"])
+    line = timing.breakdown_line(total)
+    if not line:
+        return ""
+    tests = sorted(data["tests"], key=lambda t: -t["duration_s"])[:slowest]
+    for t in tests:
+        parts = [f"{k[:-2].replace('_', ' ')} {v:.1f}" for k, v in (t.get("timing") or {}).items()
+                 if k.endswith("_s") and v >= 0.05]
+        line += f"\n  slow: {t['nodeid']} {t['duration_s']:.1f} s" + (f" ({', '.join(parts)})" if parts else "")
+    return line

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import example, given, seed
 
 from kernels.spec import Case
-from suite import autotune, crash, options, reach, results
+from suite import autotune, crash, gpu_share, options, reach, results
 from suite.context import CONTEXT
 from suite.harness import CaseResult, record, run_case
 from suite.recorder import KNOWN_PROPERTY
@@ -104,6 +104,13 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
         pytest.fail(f"--config: {problem}", pytrace=False)
     every_config = ctx.large_shapes and backend.name != "interpret"  # nightly on a GPU: the whole config space
     shrink = ShrinkBudget(shrink_seconds(ctx.profile))
+    too_large: list[str] = []
+
+    def fail_if_too_large() -> None:
+        if too_large:
+            pytest.fail(f"{len(too_large)} case(s) too large for this GPU (out of memory with the GPU to themselves; "
+                        f"not a wrong result): lower the dims' gpu_max for this GPU or run on a larger one.\n"
+                        f"{too_large[0]}", pytrace=False)
 
     def check(case: Case, configs: list[dict] | None = None) -> None:
         if shrink.skip(case):
@@ -114,9 +121,14 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
                                                                           every_config))
             if shrink.config is not None and shrink.config not in configs:  # keep testing the config that failed
                 configs.append(shrink.config)
-        result = run_case(spec, case, backend, configs[0], extra_configs=configs[1:])
+        result = gpu_share.run_with_retry(lambda: run_case(spec, case, backend, configs[0],
+                                                           extra_configs=configs[1:]), backend.device)
         line = case_repro(request, spec, result)
         rec = record(result, request.node.nodeid, line)
+        if result.failure == "too_large":  # not the kernel's fault: recorded, and the other cases still run
+            records.append(rec)
+            too_large.append(f"{case}: {result.message()}\nreproduce with: {line}")
+            return
         if result.passed:
             if not last_failure:  # passes seen while shrinking a failure are not cases of the run
                 records.append(rec)
@@ -133,6 +145,7 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
         if ctx.options.repro:
             case = repro_case(spec, dtype, ctx.options.repro)
             check(case, [forced or autotune.choose_config(spec, case.dtype, case.shape, backend)])
+            fail_if_too_large()
             return
         strategy = case_strategy(spec, dtype, backend.name, large=ctx.large_shapes)
 
@@ -148,6 +161,7 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
         run()
         if forced is None:
             reach_missing_paths(spec, backend, strategy, coverage, check)
+        fail_if_too_large()
     finally:
         # Hypothesis replays the minimal failing example last: record that one only.
         records.extend(last_failure)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import example, given, settings
 
 from kernels.spec import Case, KernelSpec
-from suite import autotune, crash, interpreter, memcheck, options
+from suite import autotune, crash, gpu_share, interpreter, memcheck, options, timing
 from suite.context import CONTEXT
 from suite.harness import guard_violations, launch, prepare_outputs, synchronize
 from suite.strategies import case_strategy
@@ -32,30 +32,53 @@ def same_bits(a, b) -> bool:
     return bool((a == b).all())
 
 
+def draw_inputs(spec: KernelSpec, case: Case, backend) -> dict:
+    with timing.phase("inputs"):
+        return spec.make_inputs(case, backend.device)
+
+
 def make_runner(spec: KernelSpec, case: Case, backend, config: dict | None = None):
     """``run(inputs)``: one launch on fresh outputs, guarded and poisoned (or filled with their declared initial
     values) as in the reference test; a store into a guard region raises MemoryViolation, as the memory checker
     does."""
     config = config if config is not None else autotune.choose_config(spec, case.dtype, case.shape, backend)
 
-    def run(inputs: dict) -> dict:
+    def attempt(inputs: dict) -> tuple[dict, list]:
         outputs, guards = prepare_outputs(spec, inputs, case)
+        with timing.phase("launch"):
+            launch(spec, inputs, outputs, config)
+            synchronize(backend.device)
+        return outputs, guards
+
+    def run(inputs: dict) -> dict:
         with crash.watchdog(case), memcheck.scope(spec.name):
+            out_of_memory = False
             try:
-                launch(spec, inputs, outputs, config)
-                synchronize(backend.device)
+                with gpu_share.share.case(backend.device):
+                    outputs, guards = attempt(inputs)
             except Exception as exc:
                 if violation := memcheck.violation_in(exc):
                     raise violation from None
                 if gap := interpreter.gap_in(exc):
                     raise gap from None
                 failure = crash.note_launch_error(exc, backend.device, case)
-                if failure == "oom":
-                    outputs.clear()
-                    crash.free_memory(backend.device)
-                if failure in ("fault", "oom"):
+                if failure == "fault":
                     raise crash.CaseAborted(f"{case}: {type(exc).__name__}: {exc}") from None
-                raise
+                if failure != "oom":
+                    raise
+                exc.__traceback__ = None  # its frames hold this launch's outputs
+                out_of_memory = True
+            if out_of_memory:  # other workers' cases may hold the memory: again with the GPU to this one
+                gpu_share.share.retried += 1
+                try:
+                    with gpu_share.share.alone(backend.device):
+                        outputs, guards = attempt(inputs)
+                except Exception as exc:
+                    if crash.note_launch_error(exc, backend.device, case) == "oom":
+                        message = gpu_share.too_large_message(backend.device, f"{type(exc).__name__}: {exc}")
+                        raise crash.CaseAborted(f"{case}: {message}") from None
+                    raise
+                gpu_share.share.retried_passed += 1
         if out_of_bounds := guard_violations(guards):
             raise memcheck.MemoryViolation("; ".join(out_of_bounds))
         return outputs
@@ -64,7 +87,7 @@ def make_runner(spec: KernelSpec, case: Case, backend, config: dict | None = Non
 
 
 def check_determinism(spec: KernelSpec, case: Case, backend, config: dict | None = None) -> str | None:
-    inputs = spec.make_inputs(case, backend.device)
+    inputs = draw_inputs(spec, case, backend)
     run = make_runner(spec, case, backend, config)
     first, second = run(inputs), run(inputs)
     diff = [name for name in first if not same_bits(first[name], second[name])]
@@ -74,7 +97,7 @@ def check_determinism(spec: KernelSpec, case: Case, backend, config: dict | None
 def check_batch_invariance(spec: KernelSpec, case: Case, backend, config: dict | None = None) -> str | None:
     rows = case.shape[spec.batch_dim]
     part = max(1, rows // 2)
-    inputs = spec.make_inputs(case, backend.device)
+    inputs = draw_inputs(spec, case, backend)
     run = make_runner(spec, case, backend, config)
     full = run(inputs)
     sliced = {k: (v[:part] if k in spec.batch_inputs else v) for k, v in inputs.items()}

@@ -1,0 +1,145 @@
+"""Where a run's wall time goes: each test's time split into phases, and whether Triton's cache started cold.
+
+A worker keeps one :class:`Clock`. The harness wraps its work in ``phase(...)``: drawing inputs, launching, the
+float64 reference, comparing, the compile matrix; Triton's own hooks add the time spent compiling a kernel (taken
+out of the launch that triggered it). Each test's phases travel to the controller with the test report
+(``TIMING_PROPERTY``); the run file keeps them per test and summed, with how many kernels Triton compiled and how
+many it found in its cache. What no phase holds is "other": Hypothesis drawing and shrinking, pytest, the harness's
+own bookkeeping.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+TIMING_PROPERTY = "suite_timing"
+PHASES = ("inputs", "compile", "launch", "reference", "check", "compile_matrix")
+
+
+class Clock:
+    """Exclusive time per phase: a phase entered inside another pauses the outer one."""
+
+    def __init__(self) -> None:
+        self.totals: dict[str, float] = dict.fromkeys(PHASES, 0.0)
+        self.compiled = 0  # kernels Triton compiled from source (its cache missed)
+        self.cached = 0  # kernels Triton loaded from its on-disk cache
+        self._stack: list[list[Any]] = []  # [phase, started]
+
+    def enter(self, name: str) -> int:
+        now = time.perf_counter()
+        if self._stack:
+            outer = self._stack[-1]
+            self.totals[outer[0]] += now - outer[1]
+        self._stack.append([name, now])
+        return len(self._stack) - 1
+
+    def leave(self, depth: int) -> None:
+        """Close the phase opened at ``depth`` and any left open above it (a compile that raised)."""
+        now = time.perf_counter()
+        while len(self._stack) > depth:
+            name, started = self._stack.pop()
+            self.totals[name] += now - started
+        if self._stack:
+            self._stack[-1][1] = now
+
+    def take(self, duration: float | None = None) -> dict[str, Any]:
+        """This test's record, and a fresh start for the next test."""
+        record: dict[str, Any] = {f"{k}_s": round(v, 4) for k, v in self.totals.items() if v > 0}
+        if self.compiled or self.cached:
+            record["triton_compiled"], record["triton_cached"] = self.compiled, self.cached
+        self.totals = dict.fromkeys(PHASES, 0.0)
+        self.compiled = self.cached = 0
+        return record
+
+
+clock = Clock()
+
+
+@contextmanager
+def phase(name: str) -> Iterator[None]:
+    depth = clock.enter(name)
+    try:
+        yield
+    finally:
+        clock.leave(depth)
+
+
+_compile_depth: list[int] = []
+
+
+def _before_compile(**_: Any) -> bool:
+    _compile_depth.append(clock.enter("compile"))
+    return False  # a true value would tell Triton to skip the compile
+
+
+def _after_compile(**_: Any) -> None:
+    if _compile_depth:
+        clock.leave(_compile_depth.pop())
+
+
+def _listener(chained: Any):
+    def listen(*, cache_hit: bool, **kwargs: Any) -> None:
+        if cache_hit:
+            clock.cached += 1
+        else:
+            clock.compiled += 1
+        if chained is not None:
+            chained(cache_hit=cache_hit, **kwargs)
+    listen.suite_timing = True
+    return listen
+
+
+def install() -> None:
+    """Time Triton's JIT compiles in this process (keeping any hooks a user set: they still run)."""
+    try:
+        from triton import knobs
+    except ImportError:  # an older Triton: compile time stays inside the launch phase
+        return
+    if getattr(knobs.compilation.listener, "suite_timing", False):
+        return
+    knobs.compilation.listener = _listener(knobs.compilation.listener)
+    before, after = knobs.runtime.jit_cache_hook, knobs.runtime.jit_post_compile_hook
+
+    def cache_hook(**kw: Any) -> bool:
+        _before_compile()
+        return bool(before(**kw)) if before is not None else False
+
+    def post_hook(**kw: Any) -> None:
+        _after_compile()
+        if after is not None:
+            after(**kw)
+
+    knobs.runtime.jit_cache_hook, knobs.runtime.jit_post_compile_hook = cache_hook, post_hook
+
+
+def summed(tests: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run's breakdown: each phase summed over its tests, "other" the rest of the tests' time."""
+    out: dict[str, Any] = dict.fromkeys((f"{p}_s" for p in PHASES), 0.0)
+    out.update(tests_s=0.0, other_s=0.0, triton_compiled=0, triton_cached=0)
+    for t in tests:
+        timing = t.get("timing") or {}
+        out["tests_s"] += t.get("duration_s", 0.0)
+        for key, value in timing.items():
+            out[key] = out.get(key, 0) + value
+    phases = sum(out[f"{p}_s"] for p in PHASES)
+    out["other_s"] = max(0.0, out["tests_s"] - phases)
+    out = {k: round(v, 3) if isinstance(v, float) else v for k, v in out.items()}
+    compiles = out["triton_compiled"] + out["triton_cached"]
+    # Cold: most of the kernels this run needed were compiled from source, not found in Triton's cache.
+    out["triton_cache"] = "none" if compiles == 0 else ("cold" if out["triton_compiled"] > compiles / 2 else "warm")
+    return out
+
+
+def breakdown_line(total: dict[str, Any]) -> str:
+    """One line for the terminal summary: where the tests' time went."""
+    if not total or not total.get("tests_s"):
+        return ""
+    parts = [f"{p.replace('_', ' ')} {total[f'{p}_s']:.1f} s" for p in PHASES if total.get(f"{p}_s")]
+    parts.append(f"other (Hypothesis, pytest, harness) {total['other_s']:.1f} s")
+    cache = {"cold": "Triton cache started cold", "warm": "Triton cache warm", "none": ""}[total["triton_cache"]]
+    compiles = (f" ({total['triton_compiled']} kernels compiled, {total['triton_cached']} from the cache; {cache})"
+                if total["triton_cache"] != "none" else "")
+    return f"time in tests: {total['tests_s']:.1f} s summed over workers: " + ", ".join(parts) + compiles

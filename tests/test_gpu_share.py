@@ -1,0 +1,142 @@
+"""Out-of-memory errors judged fairly (suite/gpu_share.py), and where a run's time goes (suite/timing.py)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from types import SimpleNamespace
+
+from suite import gpu_share, timing
+from tests.conftest import ROOT
+
+HUNGRY = "--kernel-module=tests/fixtures/memory_hungry.py"
+
+
+def test_an_oom_caused_by_sharing_is_retried_alone_and_passes(run_suite) -> None:
+    run = run_suite("suite/test_kernels.py", HUNGRY, "--kernels=zz_oom_shared")
+    assert run.returncode == 0, run.output[-3000:]
+    data = run.run_data()
+    cases = [c for c in data["cases"] if c["kernel"] == "zz_oom_shared"]
+    assert cases and all(c["outcome"] == "passed" for c in cases)
+    assert data["gpu_share"]["oom_retried"] >= len(cases) // 2 > 0
+    assert data["gpu_share"]["oom_retried_passed"] == data["gpu_share"]["oom_retried"]
+    assert "out-of-memory case(s) ran again alone" in run.output
+
+
+def test_an_oom_alone_is_too_large_never_wrong_and_the_other_cases_still_run(run_suite) -> None:
+    run = run_suite("suite/test_kernels.py", HUNGRY, "--kernels=zz_oom_alone")
+    assert run.returncode == 1, run.output[-3000:]
+    assert "too large for this GPU" in run.output and "not a wrong result" in run.output
+    data = run.run_data()
+    cases = [c for c in data["cases"] if c["kernel"] == "zz_oom_alone"]
+    large = [c for c in cases if c["shape"]["N"] > 200]
+    assert large and all(c["failure"] == "too_large" and c["outcome"] == "failed" for c in large)
+    small = [c for c in cases if c["shape"]["N"] <= 200]
+    assert small and all(c["outcome"] == "passed" for c in small)  # the test went on past the large ones
+    assert {c["shape"]["N"] for c in large} >= {1000}
+
+
+def _fake(outcomes):
+    calls = []
+
+    def run():
+        failure = outcomes[len(calls)]
+        calls.append(failure)
+        return SimpleNamespace(failure=failure, passed=failure is None, error="CUDA out of memory" if failure else None,
+                               note="")
+    return run, calls
+
+
+def test_retry_runs_once_more_and_names_a_case_that_does_not_fit() -> None:
+    run, calls = _fake(["oom", "oom"])
+    result = gpu_share.run_with_retry(run, "cpu")
+    assert calls == ["oom", "oom"] and result.failure == "too_large" and "too large for this GPU" in result.error
+    run, calls = _fake([None])
+    assert gpu_share.run_with_retry(run, "cpu").passed and calls == [None]
+    run, calls = _fake(["memory"])  # any other failure is the kernel's: no retry
+    assert gpu_share.run_with_retry(run, "cpu").failure == "memory" and calls == ["memory"]
+
+
+def test_a_worker_waiting_to_run_alone_is_not_starved_by_new_cases(tmp_path) -> None:
+    """Three processes on one lock: A holds a case; B asks for the GPU alone; C's new case must wait for B."""
+    script = textwrap.dedent(f"""
+        import os, sys, time
+        sys.path.insert(0, {str(ROOT)!r})
+        from suite import gpu_share
+        s = gpu_share.share
+        s.fd = os.open({str(tmp_path / 'g.lock')!r}, os.O_CREAT | os.O_RDWR)
+        s.gate = os.open({str(tmp_path / 'g.gate')!r}, os.O_CREAT | os.O_RDWR)
+        role, log = sys.argv[1], {str(tmp_path / 'log')!r}
+        def note(what):
+            with open(log, "a") as f:
+                f.write(f"{{role}} {{what}} {{time.monotonic():.3f}}\\n")
+        if role == "A":
+            with s.case("cpu"):
+                note("start"); time.sleep(1.5); note("end")
+        elif role == "B":
+            time.sleep(0.3)
+            with s.alone("cpu"):
+                note("start"); time.sleep(0.5); note("end")
+        else:
+            time.sleep(0.8)
+            with s.case("cpu"):
+                note("start")
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", script, role]) for role in "ABC"]
+    for p in procs:
+        assert p.wait(timeout=30) == 0
+    events = {}
+    for line in (tmp_path / "log").read_text().splitlines():
+        role, what, at = line.split()
+        events[f"{role} {what}"] = float(at)
+    assert events["B start"] >= events["A end"]  # alone: after the running case
+    assert events["C start"] >= events["B end"]  # the new case waited behind the exclusive one
+
+
+def test_phases_are_exclusive_and_summed_per_run() -> None:
+    clock = timing.Clock()
+    outer = clock.enter("launch")
+    time.sleep(0.05)
+    inner = clock.enter("compile")
+    time.sleep(0.1)
+    clock.leave(inner)
+    clock.leave(outer)
+    rec = clock.take()
+    assert rec["compile_s"] >= 0.1 and 0.04 <= rec["launch_s"] < 0.1  # the compile is not counted twice
+    assert clock.take() == {}
+    total = timing.summed([{"duration_s": 1.0, "timing": {"launch_s": 0.25, "triton_compiled": 3, "triton_cached": 1}},
+                           {"duration_s": 2.0, "timing": {"inputs_s": 0.5}}, {"duration_s": 1.0}])
+    assert total["tests_s"] == 4.0 and total["other_s"] == 3.25 and total["triton_cache"] == "cold"
+    assert "inputs 0.5 s" in timing.breakdown_line(total)
+
+
+def test_a_run_file_breaks_each_test_time_down(run_suite) -> None:
+    run = run_suite("-n", "2", "--kernels=vector_add")
+    assert run.returncode == 0, run.output[-3000:]
+    data = run.run_data()
+    kernels = [t for t in data["tests"] if "test_matches_reference" in t["nodeid"]]
+    assert kernels and all({"inputs_s", "launch_s", "reference_s", "check_s"} <= set(t["timing"]) for t in kernels)
+    matrix = [t for t in data["tests"] if "test_compile_matrix" in t["nodeid"] and t["outcome"] == "passed"]
+    assert matrix and all(t["timing"].get("compile_matrix_s", 0) > 0 for t in matrix)
+    assert data["timing"]["tests_s"] > 0 and data["timing"]["launch_s"] > 0
+    assert "time in tests:" in run.output and "slow: suite/" in run.output
+
+
+def test_lock_files_are_per_gpu_and_unlocked_when_a_holder_dies(tmp_path) -> None:
+    path = tmp_path / "g.lock"
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import fcntl, os, time
+        fd = os.open({str(path)!r}, os.O_CREAT | os.O_RDWR)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        time.sleep(60)
+    """)])
+    time.sleep(0.5)
+    holder.kill()
+    holder.wait()
+    fd = os.open(path, os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a worker that died (a GPU fault) leaves no lock behind
+    os.close(fd)

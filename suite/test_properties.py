@@ -137,7 +137,8 @@ def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
             case = Case(case.kernel, case.dtype, {**case.shape, spec.batch_dim: 2}, case.layout, case.values, case.seed)
         for name, claimed, fn in checks_for(spec):
             try:
-                message = fn(spec, case, backend, ctx.options.config)
+                with timing.phase("property"):  # the property's own comparisons (its launches count as launch)
+                    message = fn(spec, case, backend, ctx.options.config)
             except (memcheck.MemoryViolation, interpreter.InterpreterGap) as problem:
                 cfg = ctx.options.config or autotune.choose_config(spec, case.dtype, case.shape, backend)
                 line = repro_line(request, case, options.config_args(spec, cfg, backend.family))

@@ -1,8 +1,8 @@
 """Where a run's wall time goes: each test's time split into phases, and whether Triton's cache started cold.
 
 A worker keeps one :class:`Clock`. The harness wraps its work in ``phase(...)``: drawing inputs, launching, the
-float64 reference, comparing, the compile matrix; Triton's own hooks add the time spent compiling a kernel (taken
-out of the launch that triggered it). Each test's phases travel to the controller with the test report
+float64 reference, comparing, a property's own checks, the compile matrix; Triton's own hooks add the time spent
+compiling a kernel (taken out of the launch that triggered it). Each test's phases travel to the controller with the test report
 (``TIMING_PROPERTY``); the run file keeps them per test and summed, with how many kernels Triton compiled and how
 many it found in its cache. What no phase holds is "other": Hypothesis drawing and shrinking, pytest, the harness's
 own bookkeeping.
@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 TIMING_PROPERTY = "suite_timing"
-PHASES = ("inputs", "compile", "launch", "reference", "check", "compile_matrix")
+PHASES = ("inputs", "compile", "launch", "reference", "check", "property", "compile_matrix")
 
 
 class Clock:

@@ -299,3 +299,26 @@ def test_retune_stops_at_a_faulting_config_and_keeps_finished_kernels(tmp_path):
         autotune.retune([VECTOR_ADD, GELU], gpu(), cache, time_config=time_config, progress=lambda m: None)
     on_disk = json.loads((tmp_path / "sm_90.json").read_text())["entries"]
     assert {e["kernel"] for e in on_disk.values()} == {"vector_add"}
+
+
+def test_a_disturbed_timing_is_measured_again_before_it_counts(tmp_path):
+    """The default config timed while something else ran (spread 25% of its median, the others 1%) made a tuned
+    config look 3.5x faster on an H100; it is re-measured, and the steadier measurement is kept."""
+    calls = []
+
+    def time_config(spec, dtype, shape, config):
+        calls.append(dict(config))
+        if config == {"BLOCK_SIZE": 1024, "num_warps": 4} and calls.count(config) == 1:
+            return [0.04, 0.04, 0.14, 0.14, 0.14, 0.2, 0.2, 0.2]  # disturbed
+        return [0.039 * (1 + 0.002 * i) for i in range(8)]
+
+    cache = autotune.load(tmp_path / "sm_90.json", "sm_90")
+    messages = []
+    new = autotune.retune([VECTOR_ADD], gpu(), cache, time_config=time_config, progress=messages.append)
+    e = new[0]
+    default = next(t for t in e["tried"] if t["config"] == {"BLOCK_SIZE": 1024, "num_warps": 4})
+    assert default["remeasured"] and default["median_ms"] < 0.05
+    assert e["speedup_vs_default"] == pytest.approx(1.0, abs=0.02)
+    assert any("re-measured" in m for m in messages)
+    steady = [t for t in e["tried"] if t["status"] == "ok" and t is not default]
+    assert not any(t.get("remeasured") for t in steady)  # a steady timing is taken once

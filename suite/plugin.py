@@ -65,12 +65,16 @@ def _uses_gpu(choice: str) -> bool:
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """``-n auto`` on a GPU backend: WORKERS_PER_GPU workers on each visible GPU, at most one per CPU core (the
-    interpreter: one per CPU). They share each GPU's memory through suite/gpu_share.py."""
+    interpreter: one per CPU). They share each GPU's memory through suite/gpu_share.py. A run that selects the
+    benchmarks (``-m perf``) gets one worker per GPU, and each benchmark takes its GPU alone."""
     if not _uses_gpu(config.getoption("--backend")):
         return None
     gpus = context._gpu_count()
     if not gpus:
         return None
+    expr = (config.option.markexpr or "").strip()
+    if "perf" in expr and expr != "not perf":  # benchmarks: one worker per GPU, as the noise floors were learned
+        return gpus
     return max(gpus, min(os.cpu_count() or 1, gpu_share.WORKERS_PER_GPU * gpus))
 
 

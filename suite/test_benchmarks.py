@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from suite import autotune, bench, results
+from suite import autotune, bench, gpu_share, results
 from suite.context import BACKEND
 
 pytestmark = pytest.mark.perf
@@ -38,7 +38,8 @@ def ceilings(request: pytest.FixtureRequest, plant: dict, noise_floor: tuple[dic
     backend = request.config.stash[BACKEND]
     if backend.device == "cpu":
         pytest.skip("benchmarks need a GPU backend; the interpreter's timings mean nothing")
-    with autotune.purpose("benchmark"):
+    # A timing takes the GPU alone: no other worker's case runs on it meanwhile (suite/gpu_share.py).
+    with autotune.purpose("benchmark"), gpu_share.share.alone(backend.device):
         measured = bench.measure_ceilings(backend.device, backend.profile)
     return {**measured, "noise_floor": noise_floor[1]}
 
@@ -53,6 +54,7 @@ def test_benchmark(kernel_dtype, ceilings: dict, plant: dict, noise_floor: tuple
     request.node.user_properties.append((results.CEILINGS_PROPERTY, ceilings))
     request.node.user_properties.append(("suite_benchmark_records", records))
     for shape in spec.benchmark_shapes:
-        records.append(bench.benchmark(spec, dtype, shape, backend, ceilings, noise_floor[0], plant.get(spec.name)))
+        with gpu_share.share.alone(backend.device):
+            records.append(bench.benchmark(spec, dtype, shape, backend, ceilings, noise_floor[0], plant.get(spec.name)))
     wrong = [r for r in records if not r["correct"]]
     assert not wrong, "; ".join(f"{r['shape']}: {r['message']}" for r in wrong)

@@ -90,15 +90,22 @@ def test_workers_are_pinned_one_gpu_each():
     assert crash.visible_gpus(8, "HIP_VISIBLE_DEVICES", {"HIP_VISIBLE_DEVICES": "4,5,6,7"}) == ["4", "5", "6", "7"]
 
 
-def test_auto_worker_count_is_the_gpu_count(monkeypatch):
+def test_auto_worker_count_shares_each_gpu_but_benchmarks_get_it_alone(monkeypatch):
     from types import SimpleNamespace
 
-    from suite import plugin
+    from suite import gpu_share, plugin
 
-    config = SimpleNamespace(getoption=lambda name: backend)
+    option = SimpleNamespace(markexpr="not perf")
+    config = SimpleNamespace(getoption=lambda name: backend, option=option)
     monkeypatch.setattr(plugin.context, "_gpu_count", lambda: 4)
+    monkeypatch.setattr(plugin.os, "cpu_count", lambda: 128)
     backend = "cuda"
-    assert plugin.pytest_xdist_auto_num_workers(config) == 4
+    assert plugin.pytest_xdist_auto_num_workers(config) == 4 * gpu_share.WORKERS_PER_GPU
+    monkeypatch.setattr(plugin.os, "cpu_count", lambda: 16)  # at most one worker per core
+    assert plugin.pytest_xdist_auto_num_workers(config) == 16
+    for expr in ("perf", "perf or not perf"):  # timings: one worker per GPU
+        option.markexpr = expr
+        assert plugin.pytest_xdist_auto_num_workers(config) == 4
     backend = "interpret"  # xdist's own default: one per CPU
     assert plugin.pytest_xdist_auto_num_workers(config) is None
     monkeypatch.setattr(plugin.context, "_gpu_count", lambda: 0)

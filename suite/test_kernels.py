@@ -57,26 +57,30 @@ def shrink_seconds(profile: str) -> float:
 
 
 class ShrinkBudget:
-    """After the first failure, shrinking may go on for ``seconds``; past that, every case but the smallest
-    failing one passes untested, so Hypothesis stops and replays that one."""
+    """After the first failure, shrinking may go on for ``seconds``; past that, every case that has not failed
+    passes untested, so Hypothesis stops and replays its smallest failing one. Every case that failed still
+    runs: Hypothesis's final replay may pick any of them, and a replay that passed would read as a flaky test."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.started: float | None = None
         self.first: str | None = None  # the first failing case's reproduction line
-        self.best: Case | None = None
+        self.best: Case | None = None  # the latest failing case (Hypothesis only moves to simpler ones)
+        self.failing: list[Case] = []
         self.config: dict | None = None
 
     def failed(self, case: Case, config: dict, repro: str) -> None:
         if self.started is None:
             self.started, self.first = time.monotonic(), repro
         self.best, self.config = case, dict(config)
+        if case not in self.failing:
+            self.failing.append(case)
 
     def expired(self) -> bool:
         return self.started is not None and time.monotonic() - self.started > self.seconds
 
     def skip(self, case: Case) -> bool:
-        return self.expired() and case != self.best
+        return self.expired() and case not in self.failing
 
     def note(self) -> str:
         if not self.expired():

@@ -131,10 +131,10 @@ def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
     shrink = ShrinkBudget(shrink_seconds(ctx.profile))
 
     def check(case: Case) -> None:
-        if shrink.skip(case):
-            return
         if spec.batch_dim and case.shape.get(spec.batch_dim, 0) < 2:
             case = Case(case.kernel, case.dtype, {**case.shape, spec.batch_dim: 2}, case.layout, case.values, case.seed)
+        if shrink.skip(case):
+            return
         for name, claimed, fn in checks_for(spec):
             try:
                 with timing.phase("property"):  # the property's own comparisons (its launches count as launch)

@@ -144,10 +144,14 @@ def findings_section(runs: list[Run], plats: list[Platform]) -> tuple[Section, l
     for run in runs:
         for f in run.data["findings"]:
             key = (f["kernel"], f["dtype"], f["property"], run.platform)
-            m = merged.setdefault(key, {"holds": True, "claimed": False, "cases": 0})
+            m = merged.setdefault(key, {"holds": True, "claimed": False, "cases": 0, "stopped": False})
             m["holds"] = m["holds"] and bool(f["holds"])
+            m["stopped"] = m["stopped"] or bool(f.get("stopped"))
             m["claimed"] = m["claimed"] or bool(f["claimed"])
             m["cases"] += f["cases_checked"] if isinstance(f["cases_checked"], int) else 0
+            if f.get("stopped") and f["holds"]:
+                details.append([run.label, f["kernel"], f["dtype"], f["property"], fmt(bool(f["claimed"])),
+                                "stopped: " + one_line(f["stopped"]), f["repro"] or "-"])
             if not f["holds"]:
                 details.append([run.label, f["kernel"], f["dtype"], f["property"], fmt(bool(f["claimed"])),
                                 one_line(f["message"]), f["repro"] or "-"])
@@ -159,7 +163,9 @@ def findings_section(runs: list[Run], plats: list[Platform]) -> tuple[Section, l
             if m is None:
                 row.append("-")
                 continue
-            if m["holds"]:
+            if m["holds"] and m["stopped"]:  # a case broke while checking it: no verdict either way
+                row.append(f"stopped after {m['cases']} cases")
+            elif m["holds"]:
                 row.append(f"holds ({m['cases']} cases)")
             else:
                 row.append("BROKEN: claimed but does not hold" if m["claimed"] else "does not hold (not claimed)")

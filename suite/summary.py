@@ -103,11 +103,14 @@ def case_summary_rows(cases: list[dict], tests: list[dict]) -> list[list]:
 
 
 def findings_rows(findings: list[dict]) -> list[list]:
-    """Kernel x dtype: each property as 'name' (holds), 'name: NO' (broken claim), 'name: no' (finding) or
-    'name: unchecked' (the test ended before any case was checked)."""
+    """Kernel x dtype: each property as 'name' (holds), 'name: NO' (broken claim), 'name: no' (finding),
+    'name: stopped' (a case broke while checking it: an out-of-bounds access, a construct the interpreter cannot
+    run) or 'name: unchecked' (the test ended before any case was checked)."""
     table: dict[tuple[str, str], list[str]] = defaultdict(list)
     for f in findings:
-        if not f.get("cases_checked"):
+        if f.get("stopped"):
+            text = f"{f['property']}: stopped"
+        elif not f.get("cases_checked"):
             text = f"{f['property']}: unchecked"
         elif f["holds"]:
             text = f["property"]

@@ -144,6 +144,8 @@ def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
                 line = repro_line(request, case, options.config_args(spec, cfg, backend.family))
                 shrink.failed(case, cfg, line)
                 what = "the interpreter cannot run this: " if isinstance(problem, interpreter.InterpreterGap) else ""
+                # Not a verdict on the property: the summary says it was stopped, never that it holds.
+                findings[name].update(stopped=f"{case}: {what}{problem}"[:2000], repro=line)
                 pytest.fail(f"{case} (checking {name!r}): {what}{problem}\nreproduce with: {line}{shrink.note()}",
                             pytrace=False)
             finding = findings[name]

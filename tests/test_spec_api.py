@@ -158,6 +158,10 @@ def test_property_runs_have_guard_regions(run_suite):
     assert run.returncode == 1, run.output[-3000:]
     assert "(checking 'batch_invariant'): " in run.output
     assert "elements written past the end of output 'out' (out-of-bounds store)" in run.output, run.output[-3000:]
+    # The summary and the run file never say that a property the run could not check holds.
+    assert "batch_invariant: stopped" in run.output, run.output[-3000:]
+    stopped = [f for f in run.run_data()["findings"] if f["property"] == "batch_invariant"]
+    assert stopped and all(f.get("stopped") and "out-of-bounds store" in f["stopped"] for f in stopped)
 
 
 def test_every_jitted_function_is_compiled_for_the_targets(run_suite):

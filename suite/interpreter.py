@@ -215,6 +215,19 @@ def gap_in(exc: BaseException) -> InterpreterGap | None:
     while exc is not None and id(exc) not in seen:
         if isinstance(exc, InterpreterGap):
             return exc
+        if isinstance(exc, NotImplementedError) and _raised_by_triton_interpreter(exc):
+            return InterpreterGap(f"Triton's CPU interpreter says: {exc} ({ADVICE})")
         seen.add(id(exc))
         exc = exc.__cause__ or exc.__context__
     return None
+
+
+def _raised_by_triton_interpreter(exc: BaseException) -> bool:
+    """Raised inside Triton's own interpreter (``inline_asm``, ``extern_elementwise``, ...): what it lacks, not a
+    bug of the kernel."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename.replace("\\", "/").endswith("triton/runtime/interpreter.py"):
+            return True
+        tb = tb.tb_next
+    return False

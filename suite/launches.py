@@ -140,6 +140,10 @@ def install() -> None:
     def run(self, *args, **kwargs):
         choice = getattr(_state, "config", None) or {}
         name = getattr(getattr(self, "base_fn", None), "__name__", "kernel")
+        if conflicts := sorted(set(kwargs) & {k for c in self.configs for k in c.kwargs}):
+            raise NotAnAutotuneConfig(
+                f"the launcher passes {conflicts} to {name}, which @triton.autotune tunes: leave tuned "
+                f"meta-parameters to the autotuner (the suite makes it run the case's config)")
         config = pick(list(self.configs), choice, name)
         configs, self.configs = self.configs, [config]  # one config: the autotuner launches it, timing nothing
         try:

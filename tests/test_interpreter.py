@@ -108,6 +108,26 @@ def test_what_the_interpreter_cannot_run_is_named_with_what_to_do():
 
 
 @triton.jit
+def inline_asm_copy(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    y = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True, pack=1)
+    tl.store(out_ptr + offs, y)
+
+
+def test_what_triton_s_own_interpreter_lacks_is_a_gap_too():
+    """inline_asm raises NotImplementedError inside Triton's interpreter: named as what the interpreter lacks (the
+    case fails as 'interpreter', with the advice), not as a bug of the kernel."""
+    x = torch.ones(4)
+    with pytest.raises(Exception) as err:
+        inline_asm_copy[(1,)](x, x, BLOCK=4)
+    gap = interpreter.gap_in(err.value)
+    assert gap is not None and "inline_asm not supported in interpreter mode" in str(gap)
+    assert "--backend=cuda" in str(gap)
+    assert interpreter.gap_in(NotImplementedError("a launcher's own")) is None  # only the interpreter's
+
+
+@triton.jit
 def bf16_multiply(x_ptr, out_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs)

@@ -111,6 +111,10 @@ def test_an_autotuned_kernel_runs_the_chosen_config_and_never_benchmarks(monkeyp
     with pytest.raises(launches.NotAnAutotuneConfig, match=r"config \{'BLOCK_SIZE': 64\} is none of autotuned_copy"):
         with launches.chosen({"BLOCK_SIZE": 64}):
             autotuned_copy[(1,)](x, x, x, 100)
+    # A launcher that passes a tuned meta-parameter itself: named, not "got multiple values for keyword argument".
+    with pytest.raises(launches.NotAnAutotuneConfig, match=r"passes \['BLOCK_SIZE'\] to autotuned_copy, which "):
+        with launches.chosen({}):
+            autotuned_copy[(1,)](x, x, x, 100, BLOCK_SIZE=32)
 
 
 def test_launches_record_the_storages_they_received():

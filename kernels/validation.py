@@ -162,6 +162,9 @@ def _check_dims(dims: Any, fail: Callable[[str, str], SpecError]) -> tuple[str, 
             raise fail("dims", f"{what}: min must be a non-negative integer, got {dim.min!r}")
         for bound in ("interpret_max", "gpu_max"):
             value = getattr(dim, bound)
+            if value is None:
+                raise fail("dims", f"{what}: {bound} is required (the largest size drawn on the interpreter / on a "
+                                   f"GPU), unless the dim has fixed choices=(...)")
             if not _is_int(value) or value < dim.min:
                 raise fail("dims", f"{what}: {bound} must be an integer >= min ({dim.min}), got {value!r}")
         if dim.nightly_max is not None and (not _is_int(dim.nightly_max) or dim.nightly_max < dim.min):
@@ -267,7 +270,7 @@ def triton_specifier_problem(text: Any) -> str | None:
 def _check_known_issues(issues: Any, dtypes: tuple[str, ...], fail: Callable[[str, str], SpecError]) -> None:
     import fnmatch
 
-    from kernels.spec import BACKENDS, KnownIssue
+    from kernels.spec import BACKENDS, KNOWN_ISSUE_TESTS, KnownIssue
 
     ids = []
     for i, issue in enumerate(_tuple(issues, "known_issues", fail)):
@@ -288,6 +291,9 @@ def _check_known_issues(issues: Any, dtypes: tuple[str, ...], fail: Callable[[st
                                        f"(a name or a glob such as '*')")
         if problem := triton_specifier_problem(issue.triton):
             raise fail("known_issues", f"{where}: triton {problem}")
+        if not fnmatch.filter(KNOWN_ISSUE_TESTS, issue.test):
+            raise fail("known_issues", f"{where}: test {issue.test!r} matches none of the tests a known issue can "
+                                       f"mark: {', '.join(KNOWN_ISSUE_TESTS)} (those run per kernel and dtype)")
         if not fnmatch.filter(dtypes, issue.dtype):
             raise fail("known_issues", f"{where}: dtype {issue.dtype!r} matches none of the spec's dtypes "
                                        f"{list(dtypes)}")

@@ -14,7 +14,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.spec import JitKernel, KnownIssue, Tolerance, autotune_configs, is_autotuned
+from kernels.spec import Dim, JitKernel, KnownIssue, Tolerance, autotune_configs, is_autotuned
 from kernels.validation import SpecError
 from kernels.vector_add import SPEC as VECTOR_ADD
 from kernels.vector_add import vector_add_kernel
@@ -52,6 +52,9 @@ def _sig(dtype, meta):
     ({"known_issues": (KnownIssue(id="k", reason="", link=""),)}, ["reason is empty"]),
     ({"known_issues": (KnownIssue(id="k", reason="r", link=""),) * 2}, ["ids ['k'] appear more than once"]),
     ({"known_issues": ({"id": "k"},)}, ["[0] must be KnownIssue(id=..., reason=..., link=...)"]),
+    ({"known_issues": (KnownIssue(id="k", reason="r", link="", test="test_compiles_on_target"),)},
+     ["test 'test_compiles_on_target' matches none of the tests", "test_matches_reference, test_properties"]),
+    ({"dims": (Dim("N"),)}, ["dim 'N': interpret_max is required", "unless the dim has fixed choices"]),
 ])
 def test_spec_mistakes_name_the_module_spec_and_field(change, words):
     with pytest.raises(SpecError) as err:
@@ -61,6 +64,13 @@ def test_spec_mistakes_name_the_module_spec_and_field(change, words):
     for word in words:
         assert word in message, message
     assert "\n" not in message
+
+
+def test_a_dim_with_choices_needs_no_maxima():
+    spec = dataclasses.replace(VECTOR_ADD, dims=(Dim("N", choices=(64, 128)),), benchmark_shapes=({"N": 128},))
+    assert spec.dims[0].interpret_max is None
+    KnownIssue(id="k", reason="r", link="", test="test_*")  # a glob over the per-kernel tests is fine
+    dataclasses.replace(VECTOR_ADD, known_issues=(KnownIssue(id="k", reason="r", link="", test="test_prop*"),))
 
 
 def test_each_output_and_dtype_takes_its_own_rule():

@@ -353,39 +353,36 @@ def _check_example(spec: Any, i: int, example: Any, dim_names: tuple[str, ...], 
         raise fail("examples", f"{where} {dict(example)!r}: {'; '.join(problems)}")
 
 
+def _check_named(items: Any, field: str, cls: type, attr: str, signature: str,
+                 fail: Callable[[str, str], SpecError], reserved: tuple[str, ...] = ()) -> None:
+    """Entries of ``cls`` with an identifier ``name``, a callable ``attr`` and names that appear once."""
+    what = cls.__name__.lower().replace("codepath", "path")
+    names = []
+    for item in _tuple(items, field, fail):
+        if not isinstance(item, cls):
+            raise fail(field, f"entries must be {cls.__name__}(...), got {type(item).__name__}")
+        if not isinstance(item.name, str) or not _IDENTIFIER.fullmatch(item.name):
+            raise fail(field, f"{what} name {item.name!r} must be an identifier")
+        if item.name in reserved:
+            raise fail(field, f"{item.name!r} is a {what} the suite checks itself; name yours otherwise")
+        if not callable(getattr(item, attr)):
+            raise fail(field, f"{what} {item.name!r}: {attr} must be callable {signature}")
+        names.append(item.name)
+    if dup := sorted({n for n in names if names.count(n) > 1}):
+        raise fail(field, f"{what} names {dup} appear more than once")
+
+
 def _check_properties(properties: Any, fail: Callable[[str, str], SpecError]) -> None:
     from kernels.spec import Property
 
-    names = []
-    for prop in _tuple(properties, "properties", fail):
-        if not isinstance(prop, Property):
-            raise fail("properties", f"entries must be Property(...), got {type(prop).__name__}")
-        if not isinstance(prop.name, str) or not _IDENTIFIER.fullmatch(prop.name):
-            raise fail("properties", f"property name {prop.name!r} must be an identifier")
-        if prop.name in _BUILTIN_PROPERTIES:
-            raise fail("properties", f"{prop.name!r} is a property the suite checks itself; name yours otherwise")
-        if not callable(prop.check):
-            raise fail("properties", f"property {prop.name!r}: check must be callable (case, device, run) -> "
-                                     f"message or None")
-        names.append(prop.name)
-    if dup := sorted({n for n in names if names.count(n) > 1}):
-        raise fail("properties", f"property names {dup} appear more than once")
+    _check_named(properties, "properties", Property, "check", "(case, device, run) -> message or None", fail,
+                 reserved=_BUILTIN_PROPERTIES)
 
 
 def _check_paths(paths: Any, fail: Callable[[str, str], SpecError]) -> None:
     from kernels.spec import CodePath
 
-    names = []
-    for path in _tuple(paths, "paths", fail):
-        if not isinstance(path, CodePath):
-            raise fail("paths", f"entries must be CodePath(...), got {type(path).__name__}")
-        if not isinstance(path.name, str) or not _IDENTIFIER.fullmatch(path.name):
-            raise fail("paths", f"path name {path.name!r} must be an identifier")
-        if not callable(path.taken):
-            raise fail("paths", f"path {path.name!r}: taken must be callable (case, config) -> bool")
-        names.append(path.name)
-    if dup := sorted({n for n in names if names.count(n) > 1}):
-        raise fail("paths", f"path names {dup} appear more than once")
+    _check_named(paths, "paths", CodePath, "taken", "(case, config) -> bool", fail)
 
 
 def _shape_problems(shape: Any, dim_names: tuple[str, ...], dims: Iterable[Any], positive: bool = False) -> list[str]:

@@ -359,6 +359,13 @@ def retune(specs: Iterable[KernelSpec], backend: Any, cache: Cache, *,
     return new
 
 
+def timing_of(samples: list[float]) -> dict[str, Any]:
+    """An entry's record of one config's samples: median, interquartile range, count."""
+    med = statistics.median(samples)
+    q = statistics.quantiles(samples, n=4) if len(samples) > 1 else [med, med, med]
+    return {"median_ms": round(med, 6), "iqr_ms": round(q[2] - q[0], 6), "samples": len(samples)}
+
+
 def disturbed(timed: list[dict]) -> list[dict]:
     """Timings whose spread (IQR over median) is more than 5% and over four times the typical spread of the
     configs tried beside them: a measurement disturbed by something else on the machine, which would make a
@@ -400,20 +407,15 @@ def _tune_one(spec: KernelSpec, dtype: str, shape: dict[str, int], backend: Any,
             tried.append({"config": cfg, "status": "error", "reason": reason})
             progress(f"autotune {label}: config {j}/{len(configs)} failed: {reason[:160]}")
             continue
-        med = statistics.median(samples)
-        q = statistics.quantiles(samples, n=4) if len(samples) > 1 else [med, med, med]
-        tried.append({"config": cfg, "status": "ok", "median_ms": round(med, 6), "iqr_ms": round(q[2] - q[0], 6),
-                      "samples": len(samples)})
-        progress(f"autotune {label}: config {j}/{len(configs)} {med:.4f} ms")
+        tried.append({"config": cfg, "status": "ok", **timing_of(samples)})
+        progress(f"autotune {label}: config {j}/{len(configs)} {tried[-1]['median_ms']:.4f} ms")
     timed = [t for t in tried if t["status"] == "ok"]
     for t in disturbed(timed):  # measured while something else ran: once more, keeping the steadier measurement
-        samples = time_config(spec, dtype, shape, t["config"])
-        med = statistics.median(samples)
-        q = statistics.quantiles(samples, n=4) if len(samples) > 1 else [med, med, med]
+        again = timing_of(time_config(spec, dtype, shape, t["config"]))
         progress(f"autotune {label}: config {t['config']} re-measured (spread {t['iqr_ms']:.4f} ms at "
-                 f"{t['median_ms']:.4f} ms): {med:.4f} ms")
-        if q[2] - q[0] < t["iqr_ms"]:
-            t.update(median_ms=round(med, 6), iqr_ms=round(q[2] - q[0], 6), samples=len(samples))
+                 f"{t['median_ms']:.4f} ms): {again['median_ms']:.4f} ms")
+        if again["iqr_ms"] < t["iqr_ms"]:
+            t.update(again)
         t["remeasured"] = True
     if not timed:
         reasons = "; ".join(sorted({t["reason"][:160] for t in tried}))

@@ -26,6 +26,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from suite import crash
+
 # Workers per GPU that `-n auto` starts (capped by the CPU cores): measured on an H100 with the ci profile
 # (README, "Running on a GPU runner").
 WORKERS_PER_GPU = 8
@@ -94,7 +96,7 @@ class Share:
     @contextmanager
     def alone(self, device: str) -> Iterator[None]:
         """The GPU to this worker: after the cases running on it finish; new ones wait."""
-        free(device)
+        crash.free_memory(device)
         if self.fd is None or self.exclusive:
             yield
             return
@@ -111,7 +113,7 @@ class Share:
                 yield
             finally:
                 self.exclusive = False
-                free(device)
+                crash.free_memory(device)
                 self._flock(fcntl.LOCK_SH if held else fcntl.LOCK_UN)
         finally:
             self._flock(fcntl.LOCK_UN, self.gate)
@@ -123,20 +125,6 @@ class Share:
 
 
 share = Share()
-
-
-def free(device: str) -> None:
-    import gc
-
-    gc.collect()
-    if device.startswith("cuda"):
-        import torch
-
-        try:
-            torch.cuda.synchronize()
-            torch.cuda.empty_cache()
-        except Exception:  # noqa: BLE001 - a poisoned context: the fault path handles it
-            pass
 
 
 def trim(device: str, workers: int) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-from types import SimpleNamespace
 
 import pytest
 
@@ -253,9 +252,8 @@ def _deselect_other_kernels(config: pytest.Config, ctx: context.SuiteContext, it
     kept, dropped = [], []
     for item in items:
         mark = item.get_closest_marker("kernels")
-        names = list(mark.args) if mark else None
-        if mark and "kernel" in getattr(item, "callspec", SimpleNamespace(params={})).params:
-            names = [item.callspec.params["kernel"]]
+        params = item.callspec.params if hasattr(item, "callspec") else {}
+        names = None if mark is None else [params["kernel"]] if "kernel" in params else list(mark.args)
         if names is not None and not any(ctx.options.selects(n) for n in names):
             dropped.append(item)
         else:

@@ -145,7 +145,7 @@ def timing_lines(data: dict, slowest: int = 3) -> str:
     longest test once the workers are many)."""
     from suite import timing
 
-    total = timing.summed(data["tests"])
+    total = data.get("timing") or timing.summed(data["tests"])  # stored at session finish
     line = timing.breakdown_line(total)
     if not line:
         return ""

@@ -21,11 +21,50 @@ from kernels.spec import DTYPES, Case, CodePath, Dim, KernelSpec, Property, Tole
 
 
 @triton.jit
+def _attention_block(acc, l_i, m_i, q, k_base, v_base, offs_m, start_n, S, qk_scale, stride_ks, stride_kd, stride_vs,
+                     stride_vd, MASKED: tl.constexpr, CAUSAL: tl.constexpr, BLOCK_N: tl.constexpr,
+                     BLOCK_D: tl.constexpr):
+    """One key block of the online softmax; MASKED blocks may cross S or the causal diagonal."""
+    cols = start_n + tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    k_ptrs = k_base + cols[:, None] * stride_ks + offs_d[None, :] * stride_kd
+    v_ptrs = v_base + cols[:, None] * stride_vs + offs_d[None, :] * stride_vd
+    if MASKED:
+        k = tl.load(k_ptrs, mask=cols[:, None] < S, other=0.0)
+    else:
+        k = tl.load(k_ptrs)
+    qk = tl.dot(q, tl.trans(k))
+    if MASKED:
+        keep = cols[None, :] < S
+        if CAUSAL:
+            keep = keep & (cols[None, :] <= offs_m[:, None])
+        # Key 0 is kept for every row (padding rows included), so m_new is finite from the first block on.
+        qk = tl.where(keep, qk * qk_scale, -float("inf"))
+        m_new = tl.maximum(m_i, tl.max(qk, 1))
+        p = tl.math.exp2(qk - m_new[:, None])
+    else:
+        # The scale commutes with the max (it is positive), so it folds into one multiply-add per logit.
+        m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+        p = tl.math.exp2(qk * qk_scale - m_new[:, None])
+    alpha = tl.math.exp2(m_i - m_new)
+    l_i = l_i * alpha + tl.sum(p, 1)
+    if MASKED:
+        v = tl.load(v_ptrs, mask=cols[:, None] < S, other=0.0)
+    else:
+        v = tl.load(v_ptrs)
+    # P is rounded to the input dtype so the second dot runs on tensor cores / MFMA too.
+    acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
+    return acc, l_i, m_new
+
+
+@triton.jit
 def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, H, S, sm_scale,
                          stride_qb, stride_qh, stride_qs, stride_qd, stride_kb, stride_kh, stride_ks, stride_kd,
                          stride_vb, stride_vh, stride_vs, stride_vd, stride_ob, stride_oh, stride_os, stride_od,
                          CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
-    start_m = tl.program_id(0)
+    # Query blocks in reverse: under a causal mask the last blocks have the most keys, so they start first
+    # and the short ones fill the tail of the grid.
+    start_m = tl.num_programs(0) - 1 - tl.program_id(0)
     bh = tl.program_id(1)
     # Batch and head offsets in int64: B * H * S * D passes 2**31 long before one head does.
     b = (bh // H).to(tl.int64)
@@ -35,7 +74,6 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, H, S, sm_scale,
     v_base = v_ptr + b * stride_vb + h * stride_vh
     o_base = o_ptr + b * stride_ob + h * stride_oh
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, BLOCK_D)
     q = tl.load(q_base + offs_m[:, None] * stride_qs + offs_d[None, :] * stride_qd, mask=offs_m[:, None] < S, other=0.0)
     # exp2 is the native instruction on both vendors: fold log2(e) into the scale once.
@@ -43,29 +81,20 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, H, S, sm_scale,
     m_i = tl.full([BLOCK_M], -float("inf"), dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
-    # Causal: key blocks past this query block's last row are never loaded.
+    # Key blocks wholly inside S and (causal) wholly at or before this block's first query need no mask;
+    # the rest, up to S or (causal) this block's last query, do. Blocks past that are never loaded.
     hi = tl.minimum(S, (start_m + 1) * BLOCK_M) if CAUSAL else S
-    for start_n in range(0, hi, BLOCK_N):
-        cols = start_n + offs_n
-        k = tl.load(k_base + cols[:, None] * stride_ks + offs_d[None, :] * stride_kd, mask=cols[:, None] < S, other=0.0)
-        qk = tl.dot(q, tl.trans(k))
-        keep = cols[None, :] < S
-        if CAUSAL:
-            keep = keep & (cols[None, :] <= offs_m[:, None])
-        # Key 0 is kept for every row (padding rows included), so m_new is finite from the first block on.
-        qk = tl.where(keep, qk * qk_scale, -float("inf"))
-        m_new = tl.maximum(m_i, tl.max(qk, 1))
-        alpha = tl.math.exp2(m_i - m_new)
-        p = tl.math.exp2(qk - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, 1)
-        v = tl.load(v_base + cols[:, None] * stride_vs + offs_d[None, :] * stride_vd, mask=cols[:, None] < S, other=0.0)
-        # P is rounded to the input dtype so the second dot runs on tensor cores / MFMA too.
-        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
-        m_i = m_new
+    lo = tl.minimum(S, start_m * BLOCK_M + 1) if CAUSAL else S
+    full = (lo // BLOCK_N) * BLOCK_N
+    for start_n in range(0, full, BLOCK_N):
+        acc, l_i, m_i = _attention_block(acc, l_i, m_i, q, k_base, v_base, offs_m, start_n, S, qk_scale, stride_ks,
+                                         stride_kd, stride_vs, stride_vd, False, CAUSAL, BLOCK_N, BLOCK_D)
+    for start_n in range(full, hi, BLOCK_N):
+        acc, l_i, m_i = _attention_block(acc, l_i, m_i, q, k_base, v_base, offs_m, start_n, S, qk_scale, stride_ks,
+                                         stride_kd, stride_vs, stride_vd, True, CAUSAL, BLOCK_N, BLOCK_D)
     out = acc / l_i[:, None]
     tl.store(o_base + offs_m[:, None] * stride_os + offs_d[None, :] * stride_od, out.to(o_ptr.dtype.element_ty),
              mask=offs_m[:, None] < S)
-
 
 DEFAULTS = {
     # One default for sm_80..sm_100: fp32 at D=128 must fit sm_80's 163 KB. On an H100 (bf16, D=128, S=4096)
@@ -174,6 +203,13 @@ def _check_causal_prefix(case: Case, device: str, run) -> str | None:
             f"{a.numel()} elements differ; first at [b, h, s, d]={idx}: {a[idx].item()!r} -> {b[idx].item()!r}")
 
 
+def _unmasked_blocks(case: Case, cfg: dict) -> bool:
+    """Whether the last query block (the one with the most keys) has a key block that needs no mask."""
+    seq, block_m, block_n = case.shape["S"], int(cfg.get("BLOCK_M", 64)), int(cfg.get("BLOCK_N", 32))
+    lo = min(seq, (cdiv(seq, block_m) - 1) * block_m + 1) if case.shape["CAUSAL"] else seq
+    return lo >= block_n
+
+
 def _flops(case: Case) -> float:
     b, h, s, d = (case.shape[n] for n in ("B", "H", "S", "D"))
     return 4.0 * b * h * s * s * d * (0.5 if case.shape["CAUSAL"] else 1.0)
@@ -211,6 +247,8 @@ SPEC = register(KernelSpec(
                                                                                 is_causal=bool(inp["causal"])),
     default_config=DEFAULTS,
     paths=(*paths.block_loop("S", paths.meta("BLOCK_N", 32), "the loop over key blocks"),
+           CodePath("unmasked_key_blocks", "some key blocks lie wholly inside S and before the causal diagonal: "
+                    "they skip the mask", lambda case, cfg: _unmasked_blocks(case, cfg)),
            CodePath("query_blocks", "S spans several query blocks (causal: blocks past the diagonal are skipped)",
                     lambda case, cfg: cdiv(case.shape["S"], int(cfg.get("BLOCK_M", 64))) > 1)),
     configs={
@@ -218,7 +256,8 @@ SPEC = register(KernelSpec(
                                                                                                      (16, 32))),
         "nvidia": tuple({"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": w, "num_stages": s}
                         for bm, bn, w, s in ((64, 32, 4, 3), (64, 64, 4, 3), (128, 64, 8, 2), (64, 64, 4, 2),
-                                             (128, 64, 8, 3), (128, 128, 8, 2), (128, 32, 4, 3), (64, 128, 4, 2))),
+                                             (128, 64, 8, 3), (128, 128, 8, 2), (128, 32, 4, 3), (64, 128, 4, 2),
+                                             (128, 128, 8, 3), (128, 64, 8, 4), (64, 64, 4, 4))),
         "amd": tuple({"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": w, "num_stages": s, "waves_per_eu": we,
                       "matrix_instr_nonkdim": nk}
                      for bm, bn, w, s, we, nk in ((128, 32, 4, 1, 2, 16), (128, 64, 4, 1, 2, 16), (64, 64, 4, 1, 0, 32),

@@ -1,9 +1,10 @@
 """Seeded dropout on a [M, N] tensor with Triton's Philox generator; outputs the kept values and the mask.
 
 Contract, on every backend:
-- element (r, c) draws ``u = tl.rand(seed, r * N + c)``: the Philox counter is the element's logical
-  index (int64), so the mask depends on (seed, r, c) only, never on block size, grid or row stride;
-- it is kept iff ``u >= p`` (``>=``, not ``>``: tl.rand returns exactly 0.0 with probability 2**-31, so
+- element (r, c), logical index i = r * N + c (int64), draws the (i mod 4)-th of the four 32-bit words of
+  ``tl.randint4x(seed, i // 4)`` (one Philox call serves four elements), turned into ``u`` in [0, 1) as
+  ``tl.rand`` does; so the mask depends on (seed, r, c) only, never on block size, grid or row stride;
+- it is kept iff ``u >= p`` (``>=``, not ``>``: u is exactly 0.0 with probability 2**-31, so
   ``>`` would drop elements at p = 0), giving P(keep) = 1 - p; 0 <= p < 1;
 - kept: ``out = to_dtype(fp32(x) * scale)`` with ``scale = fp32(1 / (1 - p))`` rounded once on the
   host, and one fp32 multiply (correctly rounded everywhere; a GPU ``/`` is not); to_dtype rounds to
@@ -32,16 +33,29 @@ from kernels.spec import DTYPES, Case, CodePath, Dim, KernelSpec, Property, Tole
 def dropout_kernel(x_ptr, out_ptr, mask_ptr, x_row_stride, out_row_stride, n_cols, n_elements, p, scale, seed,
                    BLOCK_SIZE: tl.constexpr):
     # One block of the flattened logical index (int64: past 2**31 elements too), so short rows waste
-    # no lanes; rows are located through their strides.
-    offsets = tl.program_id(0).to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    # no lanes; rows are located through their strides. The block is held as [BLOCK_SIZE // 4, 4]:
+    # row i of it is the four elements that share Philox counter i (one call gives four numbers).
+    pid = tl.program_id(0).to(tl.int64)
+    counters = pid * (BLOCK_SIZE // 4) + tl.arange(0, BLOCK_SIZE // 4)
+    lane = tl.arange(0, 4)
+    offsets = counters[:, None] * 4 + lane[None, :]
     inside = offsets < n_elements
-    row = offsets // n_cols
-    col = offsets - row * n_cols
-    x = tl.load(x_ptr + row * x_row_stride + col, mask=inside, other=0.0).to(tl.float32)
-    keep = tl.rand(seed, offsets) >= p
-    out = tl.where(keep, x * scale, 0.0)
-    tl.store(out_ptr + row * out_row_stride + col, out.to(out_ptr.dtype.element_ty), mask=inside)
+    r0, r1, r2, r3 = tl.randint4x(seed, counters)
+    bits = tl.where(lane[None, :] == 0, r0[:, None],
+                    tl.where(lane[None, :] == 1, r1[:, None], tl.where(lane[None, :] == 2, r2[:, None], r3[:, None])))
+    keep = tl.random.uint_to_uniform_float(bits) >= p
     tl.store(mask_ptr + offsets, keep.to(tl.int8), mask=inside)
+    if (x_row_stride == n_cols) & (out_row_stride == n_cols):
+        # Dense rows: the logical index is the address, with no division (each branch keeps its own
+        # address pattern, so the dense one stays vectorized).
+        x = tl.load(x_ptr + offsets, mask=inside, other=0.0).to(tl.float32)
+        tl.store(out_ptr + offsets, tl.where(keep, x * scale, 0.0).to(out_ptr.dtype.element_ty), mask=inside)
+    else:
+        row = offsets // n_cols
+        col = offsets - row * n_cols
+        x = tl.load(x_ptr + row * x_row_stride + col, mask=inside, other=0.0).to(tl.float32)
+        tl.store(out_ptr + row * out_row_stride + col, tl.where(keep, x * scale, 0.0).to(out_ptr.dtype.element_ty),
+                 mask=inside)
 
 
 def fp32(value: float) -> float:
@@ -61,6 +75,9 @@ def dropout(x: torch.Tensor, p: float, seed: int, out: dict[str, torch.Tensor] |
         out = {"out": torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device),
                "mask": torch.empty((n_rows, n_cols), dtype=torch.int8, device=x.device)}
     cfg = {"BLOCK_SIZE": 1024, "num_warps": 4, **(config or {})}
+    if cfg["BLOCK_SIZE"] % 4:
+        raise ValueError(f"dropout: BLOCK_SIZE must be a multiple of 4 (one Philox call serves 4 elements), "
+                         f"got {cfg['BLOCK_SIZE']}")
     grid = (triton.cdiv(n_rows * n_cols, cfg["BLOCK_SIZE"]),)
     dropout_kernel[grid](x, out["out"], out["mask"], x.stride(0), out["out"].stride(0), n_cols, n_rows * n_cols, fp32(p),
                          fp32(1.0 / (1.0 - fp32(p))), int(seed), BLOCK_SIZE=cfg["BLOCK_SIZE"], num_warps=cfg["num_warps"])
@@ -75,7 +92,10 @@ def _make_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
     # p and the Philox seed travel as 0-d tensors so that a property can change them and re-run.
     gen = inputs.generator(case)
     x = inputs.place(inputs.values((case.shape["M"], case.shape["N"]), case, gen), case, device, case.layout)
-    return {"x": x, "p": torch.tensor(_case_p(case), dtype=torch.float64), "seed": torch.tensor(case.seed)}
+    # On the CPU even where the inputs are drawn on the device (benchmarks): reading a device scalar would
+    # synchronize inside every timed call.
+    return {"x": x, "p": torch.tensor(_case_p(case), dtype=torch.float64, device="cpu"),
+            "seed": torch.tensor(case.seed, device="cpu")}
 
 
 def _make_outputs(inputs: dict[str, torch.Tensor], case: Case | None = None) -> dict[str, torch.Tensor]:
@@ -199,14 +219,18 @@ SPEC = register(KernelSpec(
     torch_baseline=lambda inp: torch.nn.functional.dropout(inp["x"], float(inp["p"]), training=True),
     default_config={"nvidia": {"BLOCK_SIZE": 1024, "num_warps": 4}, "amd": {"BLOCK_SIZE": 1024, "num_warps": 4},
                     "interpret": {"BLOCK_SIZE": 1024, "num_warps": 4}},
-    paths=(CodePath("several_programs", "M * N spans more than one block",
+    paths=(CodePath("dense_rows", "rows are contiguous (row stride == N): addresses are the logical index",
+                    lambda case, cfg: case.layout == "contiguous"),
+           CodePath("strided_rows", "rows are padded: each address goes through the row and column of its index",
+                    lambda case, cfg: case.layout == "padded_rows"),
+           CodePath("several_programs", "M * N spans more than one block",
                     lambda case, cfg: case.shape["M"] * case.shape["N"] > int(cfg.get("BLOCK_SIZE", 1024))),
            CodePath("block_spans_rows", "a block holds the end of one row and the start of the next",
                     lambda case, cfg: case.shape["M"] > 1 and case.shape["N"] % int(cfg.get("BLOCK_SIZE", 1024)) != 0),
            CodePath("masked_tail", "M * N is not a multiple of the block: the last block is masked",
                     lambda case, cfg: case.shape["M"] * case.shape["N"] % int(cfg.get("BLOCK_SIZE", 1024)) != 0)),
     configs={"interpret": tuple({"BLOCK_SIZE": b} for b in (64, 256, 512)),
-             "nvidia": tuple({"BLOCK_SIZE": b, "num_warps": w} for b in (512, 1024, 2048, 4096) for w in (4, 8)),
+             "nvidia": tuple({"BLOCK_SIZE": b, "num_warps": w} for b in (1024, 2048, 4096, 8192) for w in (4, 8, 16)),
              "amd": tuple({"BLOCK_SIZE": b, "num_warps": w, "num_stages": 1} for b in (512, 1024, 2048, 4096)
                           for w in (4, 8))},
     benchmark_shapes=({"M": 8192, "N": 8192, "P": 10}, {"M": 16384, "N": 16384, "P": 50}),

@@ -19,8 +19,15 @@ import triton.language as tl
 
 from kernels import inputs, paths
 from kernels.registry import register
-from kernels.spec import DTYPES, Case, Dim, KernelSpec, Property, Tolerance, signature
-from kernels.tiles import grouped_tile
+from kernels.spec import DTYPES, Case, CodePath, Dim, JitKernel, KernelSpec, Property, Tolerance, signature
+from kernels.tiles import (
+    descriptor_matmul,
+    descriptor_ok,
+    descriptor_path,
+    descriptor_signature,
+    grouped_tile,
+    matmul_descriptor_kernel,
+)
 
 # Largest finite value per flavour. Taken from the table, not torch.finfo, so the reference
 # (which uses torch.finfo) checks it: a scale for the wrong flavour is silently wrong (triton #6542).
@@ -110,6 +117,9 @@ def fp8_scaled_matmul(a: torch.Tensor, a_scale: torch.Tensor, b: torch.Tensor, b
     n = b.shape[1]
     c = torch.empty((m, n), dtype=out_dtype, device=a.device) if out is None else out
     cfg = {**MATMUL_DEFAULTS["nvidia"], **(config or {})}
+    if cfg.pop("TMA", 0) and descriptor_ok(a, b, c):
+        descriptor_matmul(a, b, c, cfg, a_scale, b_scale)
+        return c
     grid = (triton.cdiv(m, cfg["BLOCK_M"]) * triton.cdiv(n, cfg["BLOCK_N"]),)
     fp8_scaled_matmul_kernel[grid](a, b, c, a_scale, b_scale, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
                                    c.stride(0), c.stride(1), BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
@@ -249,6 +259,16 @@ def _matmul_signature(dtype: str, meta: dict) -> tuple[dict, dict]:
              **{n: "i32" for n in ints}}
     return signature(fp8_scaled_matmul_kernel, types, {k: meta[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")})
 
+def _descriptor_case(case: Case, cfg: dict) -> bool:
+    """Whether the case's launch takes the descriptor kernel (see tiles.descriptor_ok): A is row-major; B is
+    K-major except in the ``b_rowmajor`` layouts."""
+    if not cfg.get("TMA"):
+        return False
+    n, k = case.shape["N"], case.shape["K"]
+    b_lead = n if case.layout.endswith("b_rowmajor") else k
+    return descriptor_path(True, k, b_lead, n, 1, DTYPES[_high_precision(case.layout)].itemsize)
+
+
 MATMUL_SPEC = register(KernelSpec(
     name="fp8_scaled_matmul",
     description="C = (Aq * sa) @ (Bq * sb): fp8 operands through tl.dot, fp32 accumulation, row/column scales, bf16/fp16 out",
@@ -272,16 +292,27 @@ MATMUL_SPEC = register(KernelSpec(
                             + case.shape["M"] * case.shape["N"] * DTYPES[_high_precision(case.layout)].itemsize),
     torch_baseline=_scaled_mm_baseline,
     default_config=MATMUL_DEFAULTS,
-    paths=(*paths.grouped_grid("M", paths.meta("BLOCK_M", 128)), *paths.block_loop("K", paths.meta("BLOCK_K", 128))),
+    paths=(*paths.grouped_grid("M", paths.meta("BLOCK_M", 128)), *paths.block_loop("K", paths.meta("BLOCK_K", 128)),
+           CodePath("descriptor", "a TMA config on operands that meet TMA's alignment: the persistent descriptor kernel",
+                    _descriptor_case)),
     configs={
-        "nvidia": tuple({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": w, "num_stages": s}
-                        for bm, bn, bk, w, s in ((128, 128, 128, 8, 3), (128, 256, 128, 8, 3), (128, 128, 64, 4, 4),
-                                                 (64, 128, 128, 4, 4))),
+        # TMA: the persistent descriptor kernel (tiles.matmul_descriptor_kernel); BLOCK_K 256 still promotes the
+        # fp8 products to the fp32 accumulator every 128.
+        "nvidia": (*({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": w, "num_stages": s}
+                     for bm, bn, bk, w, s in ((128, 128, 128, 8, 3), (128, 256, 128, 8, 3), (128, 128, 64, 4, 4),
+                                              (64, 128, 128, 4, 4))),
+                   *({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": w, "num_stages": s, "TMA": 1}
+                     for bm, bn, bk, w, s in ((128, 128, 128, 8, 4), (128, 128, 256, 8, 3), (128, 128, 128, 8, 3),
+                                              (64, 128, 128, 4, 4)))),
         "amd": tuple({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": w, "num_stages": s}
                      for bm, bn, bk, w, s in ((128, 128, 64, 8, 2), (256, 256, 64, 8, 2), (128, 128, 128, 4, 2))),
     },
     benchmark_shapes=({"M": 4096, "N": 4096, "K": 4096}, {"M": 8192, "N": 8192, "K": 8192}),
     compile_signature=_matmul_signature,
+    jit_fns=(JitKernel(matmul_descriptor_kernel, descriptor_signature("bf16", b_k_major=True, scaled=True),
+                       used=lambda cfg: bool(cfg.get("TMA"))),),
+    # A TMA config runs the pointer kernel only on operands TMA cannot take: the matrix checks it with the others.
+    jit_fn_used=lambda cfg: not cfg.get("TMA"),
     batch_dim="M", batch_inputs=("a", "a_scale"), batch_outputs=("c",),
     jit_fn=fp8_scaled_matmul_kernel,
 ))

@@ -1,7 +1,9 @@
 """LayerNorm backward: dx per row, dweight/dbias by a deterministic two-stage reduction (no atomics).
 
-Three launches: per-row coefficients of dx; dx with per-group partial sums of dw and db, each program owning
-one row group and one column block of a [ROW_GROUPS, N] fp32 buffer; a fixed-order sum over the groups.
+Rows that fit the config's block (BLOCK_N >= N) take two launches: one program per row group reads x and dy
+once, BLOCK_M rows at a time, writes dx and its group's row of [ROW_GROUPS, N] fp32 partial sums of dw and db;
+then a fixed-order sum over the groups. Wider rows take three: per-row coefficients of dx; dx with the partial
+sums, each program owning one row group and one column block; the same final sum.
 """
 
 from __future__ import annotations
@@ -14,7 +16,19 @@ import triton.language as tl
 
 from kernels import inputs, paths
 from kernels.registry import register
-from kernels.spec import DTYPES, Case, CodePath, Dim, KernelSpec, Tolerance, cdiv, next_power_of_2, signature, split_config
+from kernels.spec import (
+    DTYPES,
+    Case,
+    CodePath,
+    Dim,
+    JitKernel,
+    KernelSpec,
+    Tolerance,
+    cdiv,
+    next_power_of_2,
+    signature,
+    split_config,
+)
 
 EPS = 1e-5  # of the forward whose statistics the inputs stand for
 
@@ -67,6 +81,51 @@ def layernorm_bwd_kernel(x_ptr, dy_ptr, dx_ptr, w_ptr, mean_ptr, rstd_ptr, c1_pt
 
 
 @triton.jit
+def layernorm_bwd_fused_kernel(x_ptr, dy_ptr, dx_ptr, w_ptr, mean_ptr, rstd_ptr, dw_part_ptr, db_part_ptr,
+                               x_row_stride, dy_row_stride, dx_row_stride, n_rows, n_cols, rows_per_group,
+                               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # Rows that fit one block (BLOCK_N >= n_cols): x and dy are read once, BLOCK_M rows at a time; the row
+    # coefficients, dx and this group's dw/db partial sums all come from the registers.
+    group = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK_N)
+    col_mask = cols < n_cols
+    w = tl.load(w_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)
+    dw = tl.zeros([BLOCK_N], dtype=tl.float32)
+    db = tl.zeros([BLOCK_N], dtype=tl.float32)
+    first = group * rows_per_group
+    last = tl.minimum(first + rows_per_group, n_rows)
+    # The next row tile's x and dy are loaded before this one's reductions, so their loads are in flight
+    # while this tile waits on its sums (one row tile in registers alone leaves the memory system idle).
+    rows = first + tl.arange(0, BLOCK_M)
+    mask = (rows < last)[:, None] & col_mask[None, :]
+    x = tl.load(x_ptr + rows[:, None] * x_row_stride + cols[None, :], mask=mask, other=0.0)
+    dy = tl.load(dy_ptr + rows[:, None] * dy_row_stride + cols[None, :], mask=mask, other=0.0)
+    for start in range(first, last, BLOCK_M):
+        rows = start + tl.arange(0, BLOCK_M)
+        row_mask = rows < last
+        mask = row_mask[:, None] & col_mask[None, :]
+        next_rows = rows + BLOCK_M
+        next_mask = (next_rows < last)[:, None] & col_mask[None, :]
+        next_x = tl.load(x_ptr + next_rows[:, None] * x_row_stride + cols[None, :], mask=next_mask, other=0.0)
+        next_dy = tl.load(dy_ptr + next_rows[:, None] * dy_row_stride + cols[None, :], mask=next_mask, other=0.0)
+        mean = tl.load(mean_ptr + rows, mask=row_mask, other=0.0)
+        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
+        dy32 = dy.to(tl.float32)
+        xhat = tl.where(mask, (x.to(tl.float32) - mean[:, None]) * rstd[:, None], 0.0)
+        wdy = w[None, :] * dy32
+        c1 = tl.sum(xhat * wdy, axis=1) / n_cols
+        c2 = tl.sum(wdy, axis=1) / n_cols
+        dx = (wdy - (xhat * c1[:, None] + c2[:, None])) * rstd[:, None]
+        tl.store(dx_ptr + rows[:, None] * dx_row_stride + cols[None, :], dx.to(dx_ptr.dtype.element_ty), mask=mask)
+        dw += tl.sum(dy32 * xhat, axis=0)
+        db += tl.sum(dy32, axis=0)
+        x = next_x
+        dy = next_dy
+    tl.store(dw_part_ptr + group * n_cols + cols, dw, mask=col_mask)
+    tl.store(db_part_ptr + group * n_cols + cols, db, mask=col_mask)
+
+
+@triton.jit
 def layernorm_bwd_reduce_kernel(dw_part_ptr, db_part_ptr, dw_ptr, db_ptr, n_groups, n_cols, BLOCK_N: tl.constexpr):
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     mask = cols < n_cols
@@ -78,6 +137,13 @@ def layernorm_bwd_reduce_kernel(dw_part_ptr, db_part_ptr, dw_ptr, db_ptr, n_grou
         db += tl.load(db_part_ptr + g * n_cols + cols, mask=mask, other=0.0)
     tl.store(dw_ptr + cols, dw.to(dw_ptr.dtype.element_ty), mask=mask)
     tl.store(db_ptr + cols, db.to(db_ptr.dtype.element_ty), mask=mask)
+
+
+def row_groups(n_rows: int, requested: int, block_m: int) -> tuple[int, int]:
+    """(row groups, rows per group) of a launch: at most ``requested`` groups, each a whole number of BLOCK_M row
+    tiles, none empty (every row of the partial buffers is written)."""
+    rows_per_group = triton.cdiv(triton.cdiv(n_rows, min(requested, n_rows)), block_m) * block_m
+    return triton.cdiv(n_rows, rows_per_group), rows_per_group
 
 
 def layernorm_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, mean: torch.Tensor, rstd: torch.Tensor,
@@ -93,19 +159,24 @@ def layernorm_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, 
                "dbias": torch.empty(n_cols, dtype=weight.dtype, device=x.device)}
     meta, options = split_config(config or {})
     block = min(meta.get("BLOCK_N", 1024), triton.next_power_of_2(n_cols))
-    options.setdefault("num_warps", min(max(block // 256, 1), 8))
-    # No empty groups: every row of the partial buffers is written.
-    rows_per_group = triton.cdiv(n_rows, min(meta.get("ROW_GROUPS", 128), n_rows))
-    groups = triton.cdiv(n_rows, rows_per_group)
+    fused = block >= n_cols
+    block_m = meta.get("BLOCK_M", 1) if fused else 1
+    options.setdefault("num_warps", min(max(block * block_m // 256, 1), 8))
+    groups, rows_per_group = row_groups(n_rows, meta.get("ROW_GROUPS", 128), block_m)
     col_blocks = triton.cdiv(n_cols, block)
     f32 = dict(dtype=torch.float32, device=x.device)
-    c1, c2 = torch.empty(n_rows, **f32), torch.empty(n_rows, **f32)
     dw_part, db_part = torch.empty((groups, n_cols), **f32), torch.empty((groups, n_cols), **f32)
-    layernorm_bwd_coeff_kernel[(n_rows,)](x, dy, weight, mean, rstd, c1, c2, x.stride(0), dy.stride(0), n_cols,
-                                          BLOCK_N=block, **options)
-    layernorm_bwd_kernel[(groups, col_blocks)](x, dy, out["dx"], weight, mean, rstd, c1, c2, dw_part, db_part,
-                                               x.stride(0), dy.stride(0), out["dx"].stride(0), n_rows, n_cols,
-                                               rows_per_group, BLOCK_N=block, **options)
+    if fused:
+        layernorm_bwd_fused_kernel[(groups,)](x, dy, out["dx"], weight, mean, rstd, dw_part, db_part, x.stride(0),
+                                             dy.stride(0), out["dx"].stride(0), n_rows, n_cols, rows_per_group,
+                                             BLOCK_M=block_m, BLOCK_N=block, **options)
+    else:
+        c1, c2 = torch.empty(n_rows, **f32), torch.empty(n_rows, **f32)
+        layernorm_bwd_coeff_kernel[(n_rows,)](x, dy, weight, mean, rstd, c1, c2, x.stride(0), dy.stride(0), n_cols,
+                                              BLOCK_N=block, **options)
+        layernorm_bwd_kernel[(groups, col_blocks)](x, dy, out["dx"], weight, mean, rstd, c1, c2, dw_part, db_part,
+                                                   x.stride(0), dy.stride(0), out["dx"].stride(0), n_rows, n_cols,
+                                                   rows_per_group, BLOCK_N=block, **options)
     layernorm_bwd_reduce_kernel[(col_blocks,)](dw_part, db_part, out["dweight"], out["dbias"], groups, n_cols,
                                                BLOCK_N=block, **options)
     return out
@@ -166,12 +237,21 @@ def _row_groups(case: Case, cfg: dict) -> tuple[int, int]:
     return groups, cdiv(case.shape["M"], groups)
 
 
-def _signature(dtype: str, meta: dict) -> tuple[dict, dict]:
-    types = {"x_ptr": f"*{dtype}", "dy_ptr": f"*{dtype}", "dx_ptr": f"*{dtype}", "w_ptr": f"*{dtype}",
-             **{p: "*fp32" for p in ("mean_ptr", "rstd_ptr", "c1_ptr", "c2_ptr", "dw_part_ptr", "db_part_ptr")},
-             **{i: "i32" for i in ("x_row_stride", "dy_row_stride", "dx_row_stride", "n_rows", "n_cols",
-                                   "rows_per_group")}}
-    return signature(layernorm_bwd_kernel, types, {"BLOCK_N": meta.get("BLOCK_N", 1024)})
+def _types(dtype: str) -> dict[str, str]:
+    return {"x_ptr": f"*{dtype}", "dy_ptr": f"*{dtype}", "dx_ptr": f"*{dtype}", "w_ptr": f"*{dtype}",
+            **{p: "*fp32" for p in ("mean_ptr", "rstd_ptr", "c1_ptr", "c2_ptr", "dw_part_ptr", "db_part_ptr")},
+            **{i: "i32" for i in ("x_row_stride", "dy_row_stride", "dx_row_stride", "n_rows", "n_cols",
+                                  "rows_per_group")}}
+
+
+def _fused_signature(dtype: str, meta: dict) -> tuple[dict, dict]:
+    types = {k: v for k, v in _types(dtype).items() if k not in ("c1_ptr", "c2_ptr")}
+    return signature(layernorm_bwd_fused_kernel, types, {"BLOCK_M": meta.get("BLOCK_M", 1),
+                                                         "BLOCK_N": meta.get("BLOCK_N", 1024)})
+
+
+def _wide_signature(dtype: str, meta: dict) -> tuple[dict, dict]:
+    return signature(layernorm_bwd_kernel, _types(dtype), {"BLOCK_N": meta.get("BLOCK_N", 1024)})
 
 
 SPEC = register(KernelSpec(
@@ -197,10 +277,16 @@ SPEC = register(KernelSpec(
                             + 8.0 * case.shape["M"]),
     torch_baseline=_torch_baseline,
     # ROW_GROUPS x column blocks programs: about one wave of SMs/CUs even when N is a single block.
-    default_config={"nvidia": {"BLOCK_N": 1024, "ROW_GROUPS": 128, "num_warps": 4},
-                    "amd": {"BLOCK_N": 1024, "ROW_GROUPS": 304, "num_warps": 4, "num_stages": 2},
+    # Rows up to 8192 wide take the fused kernel (32 KB of fp32 per row over 16 warps).
+    default_config={"nvidia": {"BLOCK_N": 8192, "BLOCK_M": 1, "ROW_GROUPS": 264, "num_warps": 16},
+                    "amd": {"BLOCK_N": 8192, "BLOCK_M": 1, "ROW_GROUPS": 304, "num_warps": 16, "num_stages": 2},
                     "interpret": {"BLOCK_N": 128, "ROW_GROUPS": 4}},
-    paths=(*paths.block_loop("N", _block_n),
+    paths=(CodePath("fused", "the row fits the block: x and dy are read once, BLOCK_M rows at a time",
+                    lambda case, cfg: _block_n(case, cfg) >= case.shape["N"]),
+           CodePath("partial_row_tile", "the last tile of BLOCK_M rows is cut by M",
+                    lambda case, cfg: _block_n(case, cfg) >= case.shape["N"]
+                    and case.shape["M"] % int(cfg.get("BLOCK_M", 1)) != 0),
+           *paths.block_loop("N", _block_n),
            CodePath("several_rows_per_group", "a row group sums more than one row's weight gradient",
                     lambda case, cfg: _row_groups(case, cfg)[1] > 1),
            CodePath("several_row_groups", "the final reduction adds more than one row group's partial sums",
@@ -208,16 +294,25 @@ SPEC = register(KernelSpec(
            CodePath("empty_row_group", "the rows run out before the last row group: it must contribute zeros",
                     lambda case, cfg: _row_groups(case, cfg)[0] * _row_groups(case, cfg)[1] - case.shape["M"]
                     >= _row_groups(case, cfg)[1])),
-    configs={"interpret": tuple({"BLOCK_N": b, "ROW_GROUPS": g} for b, g in ((16, 7), (32, 2), (64, 3))),
-             "nvidia": tuple({"BLOCK_N": b, "ROW_GROUPS": g, "num_warps": w}
-                             for b in (1024, 2048) for g in (64, 128, 256) for w in (4, 8)),
-             "amd": tuple({"BLOCK_N": b, "ROW_GROUPS": g, "num_warps": w, "num_stages": s}
-                          for b in (512, 1024, 2048) for g in (64, 128, 304) for w in (4, 8) for s in (1, 2))},
+    # The fused kernel for rows up to BLOCK_N wide, in tiles of BLOCK_M rows (the register file bounds the
+    # tile: 8192 x 1 or 1024 x 8 over 8-16 warps), and the three-launch one.
+    configs={"interpret": (*({"BLOCK_N": b, "ROW_GROUPS": g} for b, g in ((16, 7), (32, 2))),
+                           {"BLOCK_N": 512, "BLOCK_M": 2, "ROW_GROUPS": 3}, {"BLOCK_N": 512, "BLOCK_M": 4, "ROW_GROUPS": 7}),
+             "nvidia": (*({"BLOCK_N": n, "BLOCK_M": m, "ROW_GROUPS": g, "num_warps": w}
+                          for n, m in ((8192, 1), (4096, 1), (4096, 2), (2048, 4), (1024, 8))
+                          for g in (132, 264, 528) for w in (8, 16)),
+                        {"BLOCK_N": 1024, "ROW_GROUPS": 128, "num_warps": 8},
+                        {"BLOCK_N": 2048, "ROW_GROUPS": 256, "num_warps": 8}),
+             "amd": (*({"BLOCK_N": n, "BLOCK_M": m, "ROW_GROUPS": g, "num_warps": w, "num_stages": 2}
+                       for n, m in ((8192, 1), (4096, 1), (2048, 2), (1024, 4)) for g in (304, 608) for w in (8, 16)),
+                     *({"BLOCK_N": b, "ROW_GROUPS": g, "num_warps": w, "num_stages": s}
+                       for b in (1024, 2048) for g in (128, 304) for w in (4, 8) for s in (1, 2)))},
     benchmark_shapes=({"M": 8192, "N": 8192}, {"M": 4096, "N": 4096}, {"M": 32768, "N": 1024}),
     # One row per group, a ragged last group, and a column block of one.
     examples=({"shape": {"M": 3, "N": 129}, "values": "normal", "seed": 1},
               {"shape": {"M": 23, "N": 257}, "layout": "padded_rows", "values": "large", "seed": 2}),
-    compile_signature=_signature,
+    compile_signature=_fused_signature,
+    jit_fns=(JitKernel(layernorm_bwd_kernel, _wide_signature),),
     batch_dim="M", batch_inputs=("x", "dy", "mean", "rstd"), batch_outputs=("dx",),
-    jit_fn=layernorm_bwd_kernel,
+    jit_fn=layernorm_bwd_fused_kernel,
 ))

@@ -8,8 +8,15 @@ import triton.language as tl
 
 from kernels import inputs, paths
 from kernels.registry import register
-from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, amd_options, signature
-from kernels.tiles import grouped_tile
+from kernels.spec import DTYPES, Case, CodePath, Dim, JitKernel, KernelSpec, Tolerance, amd_options, signature
+from kernels.tiles import (
+    descriptor_matmul,
+    descriptor_ok,
+    descriptor_path,
+    descriptor_signature,
+    grouped_tile,
+    matmul_descriptor_kernel,
+)
 
 
 @triton.jit
@@ -49,6 +56,9 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, co
     n = b.shape[1]
     c = torch.empty((m, n), dtype=a.dtype, device=a.device) if out is None else out
     cfg = {**DEFAULTS["nvidia"], **(config or {})}
+    if cfg.pop("TMA", 0) and descriptor_ok(a, b, c):
+        descriptor_matmul(a, b, c, cfg)
+        return c
     grid = (triton.cdiv(m, cfg["BLOCK_M"]) * triton.cdiv(n, cfg["BLOCK_N"]),)
     matmul_kernel[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
                         BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"], BLOCK_K=cfg["BLOCK_K"], GROUP_M=cfg["GROUP_M"],
@@ -67,6 +77,15 @@ def _make_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
 
 def _magnitude(inputs: dict[str, torch.Tensor], ref: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {"c": inputs["a"].double().abs() @ inputs["b"].double().abs()}
+
+
+def _descriptor_case(case: Case, cfg: dict) -> bool:
+    """Whether the case's launch takes the descriptor kernel (see tiles.descriptor_ok)."""
+    if not cfg.get("TMA"):
+        return False
+    n, k, size = case.shape["N"], case.shape["K"], DTYPES[case.dtype].itemsize
+    b_rows = case.layout in ("contiguous", "transposed_a")
+    return descriptor_path(case.layout in ("contiguous", "transposed_b"), k, n if b_rows else k, n, size)
 
 
 def _signature(dtype: str, meta: dict) -> tuple[dict, dict]:
@@ -99,12 +118,17 @@ SPEC = register(KernelSpec(
     default_config=DEFAULTS,
     configs={
         # Small tiles and groups, so that the interpreter's small shapes span several groups and K steps.
-        "interpret": tuple({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": g, "num_warps": 4, "num_stages": 1}
-                           for bm, bn, bk, g in ((16, 16, 16, 2), (16, 32, 8, 3), (32, 16, 16, 1))),
-        "nvidia": tuple({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": w, "num_stages": s}
-                        for bm, bn, bk, w, s in ((128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (64, 128, 32, 4, 4),
-                                                 (128, 128, 32, 4, 4), (256, 128, 64, 8, 3), (128, 256, 64, 8, 4),
-                                                 (256, 128, 64, 8, 4), (128, 128, 64, 4, 4), (256, 128, 32, 8, 4))),
+        "interpret": (*({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": g, "num_warps": 4, "num_stages": 1}
+                        for bm, bn, bk, g in ((16, 16, 16, 2), (16, 32, 8, 3), (32, 16, 16, 1))),
+                      {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 16, "GROUP_M": 2, "num_warps": 4, "num_stages": 1, "TMA": 1}),
+        # TMA: the persistent descriptor kernel (tiles.matmul_descriptor_kernel), TMA loads on sm_90 and later.
+        "nvidia": (*({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": w, "num_stages": s}
+                     for bm, bn, bk, w, s in ((128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (64, 128, 32, 4, 4),
+                                              (128, 128, 32, 4, 4), (256, 128, 64, 8, 3), (128, 256, 64, 8, 4),
+                                              (256, 128, 64, 8, 4), (128, 128, 64, 4, 4), (256, 128, 32, 8, 4))),
+                   *({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": g, "num_warps": w, "num_stages": s, "TMA": 1}
+                     for bm, bn, bk, g, w, s in ((128, 256, 64, 8, 8, 3), (128, 256, 64, 4, 8, 3), (128, 128, 64, 8, 8, 4),
+                                                 (256, 128, 64, 8, 8, 3), (64, 128, 64, 8, 4, 4)))),
         # AMD: waves_per_eu (occupancy hint), matrix_instr_nonkdim (16x16 or 32x32 MFMA), kpack (k-packing).
         "amd": tuple({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": w, "num_stages": s,
                       "waves_per_eu": we, "matrix_instr_nonkdim": nk, "kpack": kp}
@@ -113,8 +137,14 @@ SPEC = register(KernelSpec(
     },
     benchmark_shapes=({"M": 4096, "N": 4096, "K": 4096}, {"M": 8192, "N": 8192, "K": 8192}),
     paths=(*paths.grouped_grid("M", paths.meta("BLOCK_M", 128)), *paths.block_loop("K", paths.meta("BLOCK_K", 64)),
-           paths.block_loop("M", paths.meta("BLOCK_M", 128))[1], paths.block_loop("N", paths.meta("BLOCK_N", 128))[1]),
+           paths.block_loop("M", paths.meta("BLOCK_M", 128))[1], paths.block_loop("N", paths.meta("BLOCK_N", 128))[1],
+           CodePath("descriptor", "a TMA config on operands that meet TMA's alignment: the persistent descriptor kernel",
+                    _descriptor_case)),
     compile_signature=_signature,
+    jit_fns=(JitKernel(matmul_descriptor_kernel, descriptor_signature(None, b_k_major=False, scaled=False),
+                       used=lambda cfg: bool(cfg.get("TMA"))),),
+    # A TMA config runs the pointer kernel only on operands TMA cannot take: the matrix checks it with the others.
+    jit_fn_used=lambda cfg: not cfg.get("TMA"),
     batch_dim='M', batch_inputs=('a',), batch_outputs=('c',),
     jit_fn=matmul_kernel,
 ))

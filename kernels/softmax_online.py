@@ -1,4 +1,7 @@
-"""Online row softmax for rows wider than one block: a running max and rescaled running sum, then a write pass."""
+"""Online row softmax for rows wider than one block: a running max and rescaled running sum, then a write pass.
+
+A row that fits the config's block takes a one-pass kernel instead: read once, max, sum and write from registers.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +14,30 @@ import triton.language as tl
 
 from kernels import inputs, paths
 from kernels.registry import register
-from kernels.spec import DTYPES, Case, Dim, KernelSpec, Property, Tolerance, next_power_of_2, signature, split_config
+from kernels.spec import (
+    DTYPES,
+    Case,
+    CodePath,
+    Dim,
+    JitKernel,
+    KernelSpec,
+    Property,
+    Tolerance,
+    next_power_of_2,
+    signature,
+    split_config,
+)
+
+
+@triton.jit
+def softmax_one_block_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_cols, BLOCK_SIZE: tl.constexpr):
+    # A row that fits one block is read once and kept in registers (the online kernel reads it twice).
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    x = tl.load(in_ptr + row * in_row_stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    e = tl.exp(x - tl.max(x, axis=0))
+    tl.store(out_ptr + row * out_row_stride + cols, (e / tl.sum(e, axis=0)).to(out_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -38,6 +64,10 @@ def softmax_online_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_cols
         x = tl.load(in_row + cols, mask=mask, other=-float("inf")).to(tl.float32)
         tl.store(out_row + cols, (tl.exp(x - row_max) / row_sum).to(out_ptr.dtype.element_ty), mask=mask)
 
+def one_block(n_cols: int, meta: dict) -> bool:
+    """Whether a row fits the config's block, so that it is read once (softmax_one_block_kernel)."""
+    return n_cols <= meta.get("BLOCK_SIZE", 4096)
+
 
 def softmax_online(x: torch.Tensor, out: torch.Tensor | None = None, config: dict | None = None) -> torch.Tensor:
     """Softmax over the last dim of a 2-D tensor whose rows are unit-stride; rows of any width."""
@@ -48,7 +78,8 @@ def softmax_online(x: torch.Tensor, out: torch.Tensor | None = None, config: dic
     meta, options = split_config(config or {})
     block = min(meta.get("BLOCK_SIZE", 4096), triton.next_power_of_2(n_cols))
     options.setdefault("num_warps", 4 if block <= 1024 else 8)
-    softmax_online_kernel[(n_rows,)](out, x, x.stride(0), out.stride(0), n_cols, BLOCK_SIZE=block, **options)
+    kernel = softmax_one_block_kernel if one_block(n_cols, meta) else softmax_online_kernel
+    kernel[(n_rows,)](out, x, x.stride(0), out.stride(0), n_cols, BLOCK_SIZE=block, **options)
     return out
 
 
@@ -143,10 +174,11 @@ def shift_invariant(make_inputs: Callable[[Case, str], dict], input: str = "x", 
     return Property("shift_invariant", f"adding +-{shift:g} to a row leaves its softmax unchanged", check)
 
 
-def _signature(dtype: str, meta: dict) -> tuple[dict, dict]:
-    return signature(softmax_online_kernel, {"out_ptr": f"*{dtype}", "in_ptr": f"*{dtype}", "in_row_stride": "i32",
-                                             "out_row_stride": "i32", "n_cols": "i32"},
-                     {"BLOCK_SIZE": meta.get("BLOCK_SIZE", 4096)})
+def _signature(kernel) -> Callable[[str, dict], tuple[dict, dict]]:
+    def make(dtype: str, meta: dict) -> tuple[dict, dict]:
+        return signature(kernel, {"out_ptr": f"*{dtype}", "in_ptr": f"*{dtype}", "in_row_stride": "i32",
+                                  "out_row_stride": "i32", "n_cols": "i32"}, {"BLOCK_SIZE": meta.get("BLOCK_SIZE", 4096)})
+    return make
 
 
 SPEC = register(KernelSpec(
@@ -170,11 +202,16 @@ SPEC = register(KernelSpec(
     default_config={"nvidia": {"BLOCK_SIZE": 4096, "num_warps": 8},
                     "amd": {"BLOCK_SIZE": 4096, "num_warps": 8, "num_stages": 2},
                     "interpret": {"BLOCK_SIZE": 128}},
-    paths=paths.block_loop("N", lambda case, cfg: min(int(cfg.get("BLOCK_SIZE", 4096)), next_power_of_2(case.shape["N"]))),
+    paths=(CodePath("one_block", "the row fits the block: the one-pass kernel reads it once",
+                    lambda case, cfg: one_block(case.shape["N"], cfg)),
+           *paths.block_loop("N", lambda case, cfg: min(int(cfg.get("BLOCK_SIZE", 4096)), next_power_of_2(case.shape["N"])))),
     configs={"interpret": tuple({"BLOCK_SIZE": b} for b in (32, 64, 512)),
-             "nvidia": tuple({"BLOCK_SIZE": b, "num_warps": w} for b in (1024, 2048, 4096, 8192) for w in (4, 8, 16)),
+             # Up to 32768: a row that wide still fits the registers of 32 warps, read once.
+             "nvidia": (*({"BLOCK_SIZE": b, "num_warps": w} for b in (1024, 2048, 4096, 8192, 16384) for w in (4, 8, 16)),
+                        {"BLOCK_SIZE": 16384, "num_warps": 32}, {"BLOCK_SIZE": 32768, "num_warps": 16},
+                        {"BLOCK_SIZE": 32768, "num_warps": 32}),
              "amd": tuple({"BLOCK_SIZE": b, "num_warps": w, "num_stages": s}
-                          for b in (1024, 2048, 4096, 8192) for w in (4, 8, 16) for s in (1, 2))},
+                          for b in (1024, 2048, 4096, 8192, 16384) for w in (4, 8, 16) for s in (1, 2))},
     benchmark_shapes=({"M": 8192, "N": 8192}, {"M": 4096, "N": 32768}, {"M": 1024, "N": 131072}),
     # A -inf prefix spanning whole blocks; one column past a block; an all-negative padded row; rows with a wide
     # spread, whose smallest outputs are fp32 subnormals (GPUs flush them; the interpreter's bf16 cast mangles them).
@@ -183,7 +220,8 @@ SPEC = register(KernelSpec(
               {"shape": {"M": 3, "N": 1025}, "layout": "padded_rows", "values": "negative", "seed": 2},
               {"shape": {"M": 4, "N": 1000}, "values": "large", "seed": 0}),
     properties=(rows_sum_to_one(_make_inputs), shift_invariant(_make_inputs)),
-    compile_signature=_signature,
+    compile_signature=_signature(softmax_online_kernel),
+    jit_fns=(JitKernel(softmax_one_block_kernel, _signature(softmax_one_block_kernel)),),
     batch_dim="M", batch_inputs=("x",), batch_outputs=("out",),
     jit_fn=softmax_online_kernel,
 ))

@@ -259,10 +259,13 @@ class CodePath:
 class JitKernel:
     """One ``@triton.jit`` function of a spec (wrapped in ``@triton.autotune`` or not) and how to compile it with no
     GPU: ``signature(dtype, meta) -> (signature, constexprs)``, ``meta`` being a config's constexpr part (see
-    :func:`signature` and :func:`split_config`). The compile matrix compiles every one of a spec's functions."""
+    :func:`signature` and :func:`split_config`). The compile matrix compiles every one of a spec's functions, each
+    with the configs that can launch it: ``used(config)`` says whether one can (None: every config), so a kernel
+    that only some configs select (say, a TMA variant) is neither compiled nor pruned with the others."""
 
     fn: Any
     signature: Callable[[str, Mapping[str, Any]], tuple[dict, dict]]
+    used: Callable[[Mapping[str, Any]], bool] | None = None
 
     @property
     def name(self) -> str:
@@ -358,6 +361,8 @@ class KernelSpec:
     # constexpr part (see split_config); launch options come from the config itself.
     jit_fn: Any = None
     compile_signature: Callable[[str, Mapping[str, Any]], tuple[dict, dict]] | None = None
+    # Which configs launch jit_fn (JitKernel.used; None: all), where a config key selects another function.
+    jit_fn_used: Callable[[Mapping[str, Any]], bool] | None = None
     # More jitted functions the run launches (a forward and a backward, two stages), each compiled by the
     # compile matrix like jit_fn.
     jit_fns: tuple[JitKernel, ...] = ()
@@ -377,7 +382,7 @@ class KernelSpec:
 
     def jit_kernels(self) -> tuple[JitKernel, ...]:
         """Every jitted function of the spec: ``jit_fn`` (with ``compile_signature``) first, then ``jit_fns``."""
-        first = (JitKernel(self.jit_fn, self.compile_signature),) if self.jit_fn is not None else ()
+        first = (JitKernel(self.jit_fn, self.compile_signature, self.jit_fn_used),) if self.jit_fn is not None else ()
         return first + tuple(k for k in self.jit_fns if isinstance(k, JitKernel))
 
     def tolerance_for(self, output: str) -> Tolerance:

@@ -198,7 +198,19 @@ def compile_one(spec: KernelSpec, dtype: str, config: Mapping[str, Any], target:
 def compile_all(spec: KernelSpec, dtype: str, config: Mapping[str, Any], target: Target,
                 default: bool = False) -> list[dict[str, Any]]:
     """A record per jitted function of the spec (one skipped record where it declares none)."""
-    return [compile_one(spec, dtype, config, target, default, i) for i in range(max(1, len(spec.jit_kernels())))]
+    kernels = spec.jit_kernels()
+    return [compile_one(spec, dtype, config, target, default, i) if i >= len(kernels) or kernels[i].used is None
+            or kernels[i].used(config) else _not_launched(spec, kernels[i], dtype, config, target, default)
+            for i in range(max(1, len(kernels)))]
+
+
+def _not_launched(spec: KernelSpec, kernel: Any, dtype: str, config: Mapping[str, Any], target: Target,
+                  default: bool) -> dict[str, Any]:
+    """The record of a function that no launch with ``config`` runs (its JitKernel.used says so)."""
+    return {"kind": "compile", "kernel": spec.name, "function": kernel.name, "dtype": dtype, "target": target[1],
+            "backend": target[0], "family": family_of(target), "config": dict(config), "status": "skipped",
+            "failure_class": None, "error": "not launched with this config", "triton": triton.__version__,
+            "default": default}
 
 
 def _compile(spec: KernelSpec, dtype: str, config: dict, target: Target, function: int = 0) -> dict[str, Any]:

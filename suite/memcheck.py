@@ -220,13 +220,14 @@ def install() -> Checker:
     rmw, cas = builder_cls.create_atomic_rmw, builder_cls.create_atomic_cas
     init_args, call = executor._init_args_hst, executor.__call__
 
-    def create_masked_load(self, ptrs, mask, other, *rest):
+    # Keyword arguments pass through: tensor-descriptor loads and stores arrive here with cache modifiers.
+    def create_masked_load(self, ptrs, mask, other, *rest, **kw):
         checker.check("load", ptrs, mask)
-        return load(self, ptrs, mask, other, *rest)
+        return load(self, ptrs, mask, other, *rest, **kw)
 
-    def create_masked_store(self, ptrs, value, mask, *rest):
+    def create_masked_store(self, ptrs, value, mask, *rest, **kw):
         checker.check("store", ptrs, mask)
-        return store(self, ptrs, value, mask, *rest)
+        return store(self, ptrs, value, mask, *rest, **kw)
 
     def create_atomic_rmw(self, op, ptr, val, mask, *rest):
         checker.check("atomic", ptr, mask)

@@ -137,7 +137,8 @@ def _make_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
             tensors[name] = inputs.place(x, case, device)
         else:
             raise ValueError(f"attention: unknown layout {case.layout!r}")
-    return {**tensors, "causal": torch.tensor(case.shape["CAUSAL"])}
+    # On the CPU even where benchmarks draw inputs on the device: reading a device flag would synchronize.
+    return {**tensors, "causal": torch.tensor(case.shape["CAUSAL"], device="cpu")}
 
 
 def _future(x: torch.Tensor) -> torch.Tensor:

@@ -83,12 +83,13 @@ def _scratch(size: int, alignment: int, stream: Any) -> torch.Tensor:
 
 
 def descriptor_ok(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> bool:
-    """Whether A, B and C meet TMA's rules: A and C row-major, B row- or column-major, every base address and
-    leading stride a multiple of 16 bytes."""
+    """Whether A, B and C take the descriptor kernel: 8- or 16-bit operands (the TMA configs' fp32 tiles, with the
+    epilogue's, overflow sm_90's shared memory), and TMA's rules: A and C row-major, B row- or column-major, every
+    base address and leading stride a multiple of 16 bytes."""
     def aligned(t: torch.Tensor, leading: int) -> bool:
         return t.data_ptr() % 16 == 0 and (leading * t.element_size()) % 16 == 0
     b_k_major = b.stride(0) == 1 and b.shape[1] > 1
-    return (a.stride(1) == 1 and c.stride(1) == 1 and (b.stride(1) == 1 or b_k_major)
+    return (a.element_size() <= 2 and a.stride(1) == 1 and c.stride(1) == 1 and (b.stride(1) == 1 or b_k_major)
             and aligned(a, a.stride(0)) and aligned(c, c.stride(0)) and aligned(b, b.stride(1) if b_k_major else b.stride(0)))
 
 
@@ -123,9 +124,9 @@ def descriptor_signature(out_dtype: str | None, b_k_major: bool, scaled: bool):
 
 def descriptor_path(a_rows: bool, a_lead: int, b_lead: int, c_lead: int, itemsize: int,
                     out_itemsize: int | None = None) -> bool:
-    """descriptor_ok on paper, for a case's freshly allocated (so aligned) operands: A row-major, and the leading
-    dimension (in elements) of A, B and C each a multiple of 16 bytes."""
-    return (a_rows and (a_lead * itemsize) % 16 == 0 and (b_lead * itemsize) % 16 == 0
+    """descriptor_ok on paper, for a case's freshly allocated (so aligned) operands: 8- or 16-bit operands, A
+    row-major, and the leading dimension (in elements) of A, B and C each a multiple of 16 bytes."""
+    return (itemsize <= 2 and a_rows and (a_lead * itemsize) % 16 == 0 and (b_lead * itemsize) % 16 == 0
             and (c_lead * (out_itemsize or itemsize)) % 16 == 0)
 
 

@@ -369,6 +369,16 @@ def is_compute_bound(spec: KernelSpec, case: Case, dtype: str, ceilings: dict[st
                 and spec.flops(case) / (tflops * 1e12) > spec.min_bytes(case) / (ceilings["copy_gbps"] * 1e9))
 
 
+class TimedSync(Exception):
+    """A benchmark whose timed calls would synchronize the device (a spec error; nothing is timed)."""
+
+
+def device_scalars(inputs: dict[str, Any]) -> list[str]:
+    """The inputs that are 0-d tensors off the CPU: reading one (``float(t)``, ``bool(t)``) synchronizes."""
+    return [name for name, t in inputs.items()
+            if isinstance(t, torch.Tensor) and t.dim() == 0 and t.device.type != "cpu"]
+
+
 def benchmark(spec: KernelSpec, dtype: str, shape: dict[str, int], backend: Any, ceilings: dict[str, Any],
               floors: dict[str, Any] | None = None, plant: float | None = None, timer: Timer | None = None) -> dict:
     """One benchmark record. floors: the noise-floor file's entries (noise_floor); plant: SUITE_BENCH_PLANT's
@@ -382,6 +392,10 @@ def benchmark(spec: KernelSpec, dtype: str, shape: dict[str, int], backend: Any,
     # Inputs are drawn once, on the device, for the check and the timing.
     with drawn_on(backend.device):
         inputs = spec.make_inputs(case, backend.device)
+    if scalars := device_scalars(inputs):
+        raise TimedSync(f"broken spec: {spec.name}'s make_inputs returns {', '.join(map(repr, scalars))} as 0-d "
+                        f"tensor(s) on {backend.device} when drawn there: the launcher and the torch baseline read "
+                        f"them, so every timed call would wait for the device; make them with device='cpu'")
     correct = run_case(spec, case, backend, config, inputs)
     outputs, _ = prepare_outputs(spec, inputs, case)
     floors = floors or {}

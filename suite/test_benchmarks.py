@@ -55,6 +55,10 @@ def test_benchmark(kernel_dtype, ceilings: dict, plant: dict, noise_floor: tuple
     request.node.user_properties.append(("suite_benchmark_records", records))
     for shape in spec.benchmark_shapes:
         with gpu_share.share.alone(backend.device):
-            records.append(bench.benchmark(spec, dtype, shape, backend, ceilings, noise_floor[0], plant.get(spec.name)))
+            try:
+                records.append(bench.benchmark(spec, dtype, shape, backend, ceilings, noise_floor[0],
+                                               plant.get(spec.name)))
+            except bench.TimedSync as exc:
+                pytest.fail(f"{shape}: {exc}", pytrace=False)
     wrong = [r for r in records if not r["correct"]]
     assert not wrong, "; ".join(f"{r['shape']}: {r['message']}" for r in wrong)

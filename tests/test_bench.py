@@ -10,6 +10,7 @@ import time
 from types import SimpleNamespace
 
 import pytest
+import torch
 
 from suite import bench
 
@@ -256,3 +257,62 @@ def test_the_gpu_timer_flushes_before_every_timed_call_and_times_between_events(
     out = timer.samples(sleepy, 2, 4)
     assert len(out) == 4 and all(1.5 < t < 50 for t in out)
     assert flushes == [2, 3, 4, 5]  # after the 2 warm-up calls, one flush before each timed call
+
+
+def test_a_benchmark_refuses_scalar_inputs_that_would_sync_every_timed_call():
+    """Benchmarks draw inputs under torch.device(<gpu>): a 0-d tensor made there is read by the launcher (float(p),
+    bool(causal)) with a device sync inside every timed call, kernel and baseline alike. Dropout measured 0.79-1.03x
+    torch that way on an H100, 1.16-1.17x with its scalars on the CPU. Planted: a spec that makes its scalar with no
+    device, drawn under the meta device; nothing is timed."""
+    import dataclasses
+
+    from kernels.dropout import SPEC
+
+    def make_inputs(case, device):
+        return {"x": torch.empty(4, 4), "p": torch.tensor(0.5)}  # no device=: follows torch.device(...)
+
+    planted = dataclasses.replace(SPEC, name="dropout_device_scalar", make_inputs=make_inputs)
+    backend = SimpleNamespace(device="meta", family="nvidia")
+
+    def never(*args, **kwargs):
+        raise AssertionError("timed a benchmark whose inputs sync the device")
+
+    with pytest.raises(bench.TimedSync, match=r"'p'.*0-d tensor\(s\) on meta.*device='cpu'"):
+        bench.benchmark(planted, "fp32", {"M": 4, "N": 4, "P": 50}, backend, {}, timer=SimpleNamespace(samples=never))
+    assert bench.device_scalars({"x": torch.empty(2, device="meta"), "p": torch.tensor(0.5, device="meta"),
+                                 "seed": torch.tensor(3)}) == ["p"]
+
+
+def test_no_shipped_kernel_makes_a_scalar_input_on_the_default_device():
+    """Every built-in spec's benchmark inputs: no 0-d input is made without an explicit device (under drawn_on(<gpu>)
+    it would land on the GPU). Seen on the CPU by watching the factory calls, so no GPU is needed."""
+    from torch.overrides import TorchFunctionMode
+
+    from kernels import registry
+    from kernels.spec import Case
+
+    class Undeviced(TorchFunctionMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.made: set[int] = set()
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            if (func in (torch.tensor, torch.as_tensor, torch.scalar_tensor) and kwargs.get("device") is None
+                    and isinstance(out, torch.Tensor) and out.dim() == 0):
+                self.made.add(id(out))
+            return out
+
+    registry.load_builtin()
+    found, seen = {}, 0
+    for spec in registry.all_specs():
+        for shape in spec.benchmark_shapes[:1]:
+            small = {k: (v if any(d.name == k and d.choices for d in spec.dims) else min(v, 64)) for k, v in shape.items()}
+            with Undeviced() as mode:
+                inputs = spec.make_inputs(Case(spec.name, spec.dtypes[0], small, seed=0), "cpu")
+            seen += 1
+            if names := [n for n, t in inputs.items() if id(t) in mode.made]:
+                found[spec.name] = names
+    assert seen >= 15, seen
+    assert not found, f"0-d inputs that benchmarks would make on the GPU: {found}"

@@ -21,6 +21,8 @@ from kernels import inputs, paths
 from kernels.registry import register
 from kernels.spec import DTYPES, Case, CodePath, Dim, JitKernel, KernelSpec, Property, Tolerance, signature
 from kernels.tiles import (
+    descriptor_applies,
+    descriptor_launched,
     descriptor_matmul,
     descriptor_ok,
     descriptor_path,
@@ -72,8 +74,8 @@ def fp8_scaled_matmul_kernel(a_ptr, b_ptr, c_ptr, a_scale_ptr, b_scale_ptr, M, N
         a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), other=0.0)
         b = tl.load(b_ptrs, mask=(offs_k[:, None] < k_left) & (offs_n[None, :] < N), other=0.0)
         # Hopper's fp8 MMA keeps about 14 bits of its running sum (Triton's sm_90 default lets it run over
-        # all of K); adding each BLOCK_K partial product into the fp32 accumulator keeps fp32 accumulation.
-        acc = tl.dot(a, b, acc, max_num_imprecise_acc=BLOCK_K)
+        # all of K); adding each partial product of at most 128 into the fp32 accumulator keeps fp32 accumulation.
+        acc = tl.dot(a, b, acc, max_num_imprecise_acc=min(BLOCK_K, 128))
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
     a_scale = tl.load(a_scale_ptr + offs_m, mask=offs_m < M, other=0.0)
@@ -294,7 +296,7 @@ MATMUL_SPEC = register(KernelSpec(
     default_config=MATMUL_DEFAULTS,
     paths=(*paths.grouped_grid("M", paths.meta("BLOCK_M", 128)), *paths.block_loop("K", paths.meta("BLOCK_K", 128)),
            CodePath("descriptor", "a TMA config on operands that meet TMA's alignment: the persistent descriptor kernel",
-                    _descriptor_case)),
+                    _descriptor_case, applies=descriptor_applies)),
     configs={
         # TMA: the persistent descriptor kernel (tiles.matmul_descriptor_kernel); BLOCK_K 256 still promotes the
         # fp8 products to the fp32 accumulator every 128.
@@ -310,9 +312,10 @@ MATMUL_SPEC = register(KernelSpec(
     benchmark_shapes=({"M": 4096, "N": 4096, "K": 4096}, {"M": 8192, "N": 8192, "K": 8192}),
     compile_signature=_matmul_signature,
     jit_fns=(JitKernel(matmul_descriptor_kernel, descriptor_signature("bf16", b_k_major=True, scaled=True),
-                       used=lambda cfg: bool(cfg.get("TMA"))),),
-    # A TMA config runs the pointer kernel only on operands TMA cannot take: the matrix checks it with the others.
-    jit_fn_used=lambda cfg: not cfg.get("TMA"),
+                       used=descriptor_launched),),
+    # A TMA config runs the pointer kernel at fp32, and on operands TMA cannot take (misaligned, transposed A);
+    # the matrix checks the pointer kernel with the TMA configs at fp32 only.
+    jit_fn_used=lambda dtype, cfg: not descriptor_launched(dtype, cfg),
     batch_dim="M", batch_inputs=("a", "a_scale"), batch_outputs=("c",),
     jit_fn=fp8_scaled_matmul_kernel,
 ))

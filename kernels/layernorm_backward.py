@@ -24,7 +24,6 @@ from kernels.spec import (
     JitKernel,
     KernelSpec,
     Tolerance,
-    cdiv,
     next_power_of_2,
     signature,
     split_config,
@@ -233,8 +232,8 @@ def _block_n(case: Case, cfg: dict) -> int:
 
 def _row_groups(case: Case, cfg: dict) -> tuple[int, int]:
     """(row groups, rows per group) as the launcher makes them."""
-    groups = min(int(cfg.get("ROW_GROUPS", 128)), case.shape["M"])
-    return groups, cdiv(case.shape["M"], groups)
+    block_m = int(cfg.get("BLOCK_M", 1)) if _block_n(case, cfg) >= case.shape["N"] else 1
+    return row_groups(case.shape["M"], int(cfg.get("ROW_GROUPS", 128)), block_m)
 
 
 def _types(dtype: str) -> dict[str, str]:
@@ -291,9 +290,8 @@ SPEC = register(KernelSpec(
                     lambda case, cfg: _row_groups(case, cfg)[1] > 1),
            CodePath("several_row_groups", "the final reduction adds more than one row group's partial sums",
                     lambda case, cfg: _row_groups(case, cfg)[0] > 1),
-           CodePath("empty_row_group", "the rows run out before the last row group: it must contribute zeros",
-                    lambda case, cfg: _row_groups(case, cfg)[0] * _row_groups(case, cfg)[1] - case.shape["M"]
-                    >= _row_groups(case, cfg)[1])),
+           CodePath("ragged_last_group", "the last row group holds fewer rows than the others: its loop stops at M",
+                    lambda case, cfg: _row_groups(case, cfg)[0] * _row_groups(case, cfg)[1] > case.shape["M"])),
     # The fused kernel for rows up to BLOCK_N wide, in tiles of BLOCK_M rows (the register file bounds the
     # tile: 8192 x 1 or 1024 x 8 over 8-16 warps), and the three-launch one.
     configs={"interpret": (*({"BLOCK_N": b, "ROW_GROUPS": g} for b, g in ((16, 7), (32, 2))),

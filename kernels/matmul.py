@@ -10,6 +10,8 @@ from kernels import inputs, paths
 from kernels.registry import register
 from kernels.spec import DTYPES, Case, CodePath, Dim, JitKernel, KernelSpec, Tolerance, amd_options, signature
 from kernels.tiles import (
+    descriptor_applies,
+    descriptor_launched,
     descriptor_matmul,
     descriptor_ok,
     descriptor_path,
@@ -139,12 +141,13 @@ SPEC = register(KernelSpec(
     paths=(*paths.grouped_grid("M", paths.meta("BLOCK_M", 128)), *paths.block_loop("K", paths.meta("BLOCK_K", 64)),
            paths.block_loop("M", paths.meta("BLOCK_M", 128))[1], paths.block_loop("N", paths.meta("BLOCK_N", 128))[1],
            CodePath("descriptor", "a TMA config on operands that meet TMA's alignment: the persistent descriptor kernel",
-                    _descriptor_case)),
+                    _descriptor_case, applies=descriptor_applies)),
     compile_signature=_signature,
     jit_fns=(JitKernel(matmul_descriptor_kernel, descriptor_signature(None, b_k_major=False, scaled=False),
-                       used=lambda cfg: bool(cfg.get("TMA"))),),
-    # A TMA config runs the pointer kernel only on operands TMA cannot take: the matrix checks it with the others.
-    jit_fn_used=lambda cfg: not cfg.get("TMA"),
+                       used=descriptor_launched),),
+    # A TMA config runs the pointer kernel at fp32, and on operands TMA cannot take (misaligned, transposed A);
+    # the matrix checks the pointer kernel with the TMA configs at fp32 only.
+    jit_fn_used=lambda dtype, cfg: not descriptor_launched(dtype, cfg),
     batch_dim='M', batch_inputs=('a',), batch_outputs=('c',),
     jit_fn=matmul_kernel,
 ))

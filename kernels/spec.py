@@ -248,11 +248,18 @@ class CodePath:
     """A path through the kernel that only some shapes and configs take: a loop that runs more than once, a
     masked tail, a grid that spans several groups. ``taken(case, config)`` says whether a case run with a config
     takes it, mirroring the launcher's arithmetic. The suite shows that every declared path was exercised in a
-    run, and where the drawn cases missed one it finds a case and config that take it and runs that too."""
+    run, and where the drawn cases missed one it finds a case and config that take it and runs that too.
+    ``applies(dtype, family)`` says whether the path exists for that dtype on that vendor family (``nvidia``,
+    ``amd``, ``interpret``; None: everywhere), e.g. a TMA path that only 16-bit operands on NVIDIA configs take:
+    elsewhere it is neither counted nor searched for."""
 
     name: str
     description: str
     taken: Callable[[Case, Mapping[str, Any]], bool]
+    applies: Callable[[str, str], bool] | None = None
+
+    def applies_to(self, dtype: str, family: str | None) -> bool:
+        return self.applies is None or family is None or bool(self.applies(dtype, family))
 
 
 @dataclass(frozen=True)
@@ -260,12 +267,12 @@ class JitKernel:
     """One ``@triton.jit`` function of a spec (wrapped in ``@triton.autotune`` or not) and how to compile it with no
     GPU: ``signature(dtype, meta) -> (signature, constexprs)``, ``meta`` being a config's constexpr part (see
     :func:`signature` and :func:`split_config`). The compile matrix compiles every one of a spec's functions, each
-    with the configs that can launch it: ``used(config)`` says whether one can (None: every config), so a kernel
-    that only some configs select (say, a TMA variant) is neither compiled nor pruned with the others."""
+    with the dtypes and configs that launch it: ``used(dtype, config)`` says whether they do (None: all), so a
+    kernel that only some configs select (say, a TMA variant) is neither compiled nor pruned with the others."""
 
     fn: Any
     signature: Callable[[str, Mapping[str, Any]], tuple[dict, dict]]
-    used: Callable[[Mapping[str, Any]], bool] | None = None
+    used: Callable[[str, Mapping[str, Any]], bool] | None = None
 
     @property
     def name(self) -> str:
@@ -361,8 +368,8 @@ class KernelSpec:
     # constexpr part (see split_config); launch options come from the config itself.
     jit_fn: Any = None
     compile_signature: Callable[[str, Mapping[str, Any]], tuple[dict, dict]] | None = None
-    # Which configs launch jit_fn (JitKernel.used; None: all), where a config key selects another function.
-    jit_fn_used: Callable[[Mapping[str, Any]], bool] | None = None
+    # Which dtypes and configs launch jit_fn (JitKernel.used; None: all), where a config key selects another function.
+    jit_fn_used: Callable[[str, Mapping[str, Any]], bool] | None = None
     # More jitted functions the run launches (a forward and a backward, two stages), each compiled by the
     # compile matrix like jit_fn.
     jit_fns: tuple[JitKernel, ...] = ()

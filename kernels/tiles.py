@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -77,9 +78,19 @@ def matmul_descriptor_kernel(a_ptr, b_ptr, c_ptr, a_scale_ptr, b_scale_ptr, M, N
         c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
 
 
-def _scratch(size: int, alignment: int, stream: Any) -> torch.Tensor:
-    # Where a kernel builds its descriptors on the device (128 bytes a program on sm_90).
-    return torch.empty(size, dtype=torch.int8, device=torch.cuda.current_device() if torch.cuda.is_available() else "cpu")
+def descriptor_applies(dtype: str, family: str) -> bool:
+    """Whether the descriptor kernel exists for ``dtype`` on a vendor family: 8- and 16-bit operands (the TMA
+    configs' fp32 tiles overflow sm_90's shared memory), on the families whose config spaces carry TMA configs."""
+    from kernels.spec import DTYPES
+
+    return family in ("nvidia", "interpret") and DTYPES[dtype].itemsize <= 2
+
+
+def descriptor_launched(dtype: str, config: Mapping[str, Any]) -> bool:
+    """JitKernel.used of the descriptor kernel: a TMA config at a dtype that takes it."""
+    from kernels.spec import DTYPES
+
+    return bool(config.get("TMA")) and DTYPES[dtype].itemsize <= 2
 
 
 def descriptor_ok(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> bool:
@@ -100,7 +111,8 @@ def descriptor_matmul(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config:
     m, k = a.shape
     n = b.shape[1]
     b_k_major = b.stride(1) != 1
-    triton.set_allocator(_scratch)
+    # Where each program builds its descriptors on the device (128 bytes a program on sm_90).
+    triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device=a.device))
     tiles = triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"])
     units = torch.cuda.get_device_properties(a.device).multi_processor_count if a.is_cuda else 4
     scaled = a_scale is not None

@@ -383,6 +383,9 @@ def _check_paths(paths: Any, fail: Callable[[str, str], SpecError]) -> None:
     from kernels.spec import CodePath
 
     _check_named(paths, "paths", CodePath, "taken", "(case, config) -> bool", fail)
+    for path in paths:
+        if path.applies is not None and not callable(path.applies):
+            raise fail("paths", f"path {path.name!r}: applies must be callable (dtype, family) -> bool or None")
 
 
 def _shape_problems(shape: Any, dim_names: tuple[str, ...], dims: Iterable[Any], positive: bool = False) -> list[str]:

@@ -200,7 +200,7 @@ def compile_all(spec: KernelSpec, dtype: str, config: Mapping[str, Any], target:
     """A record per jitted function of the spec (one skipped record where it declares none)."""
     kernels = spec.jit_kernels()
     return [compile_one(spec, dtype, config, target, default, i) if i >= len(kernels) or kernels[i].used is None
-            or kernels[i].used(config) else _not_launched(spec, kernels[i], dtype, config, target, default)
+            or kernels[i].used(dtype, config) else _not_launched(spec, kernels[i], dtype, config, target, default)
             for i in range(max(1, len(kernels)))]
 
 

@@ -61,10 +61,12 @@ def taken(path: CodePath, case: Case, config: Mapping[str, Any]) -> bool:
 class Coverage:
     """The configs run and paths taken in one kernel x dtype test."""
 
-    def __init__(self, spec: KernelSpec, dtype: str) -> None:
+    def __init__(self, spec: KernelSpec, dtype: str, family: str | None = None) -> None:
         self.spec, self.dtype = spec, dtype
+        # Paths that do not exist for this dtype on this family (CodePath.applies) are neither counted nor searched.
+        self.declared = [p for p in spec.paths if p.applies_to(dtype, family)]
         self.configs: Counter[str] = Counter()
-        self.paths: Counter[str] = Counter({p.name: 0 for p in spec.paths})
+        self.paths: Counter[str] = Counter({p.name: 0 for p in self.declared})
         self.searched: list[str] = []
         self.unreachable: list[str] = []
         self.not_fitting: Counter[str] = Counter()
@@ -74,12 +76,12 @@ class Coverage:
             self.not_fitting[why.split(" (")[0]] += 1
         for config in configs:
             self.configs[key(config)] += 1
-            for path in self.spec.paths:
+            for path in self.declared:
                 if taken(path, case, config):
                     self.paths[path.name] += 1
 
     def missing(self) -> list[CodePath]:
-        return [p for p in self.spec.paths if not self.paths[p.name]]
+        return [p for p in self.declared if not self.paths[p.name]]
 
     def record(self) -> dict[str, Any]:
         return {"kernel": self.spec.name, "dtype": self.dtype, "configs": dict(self.configs), "paths": dict(self.paths),

@@ -100,7 +100,7 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
     request.node.user_properties.append((results.CASES_PROPERTY, records))
     if known_issue:
         request.node.user_properties.append((KNOWN_PROPERTY, known_issue.as_record()))
-    coverage = reach.Coverage(spec, dtype)
+    coverage = reach.Coverage(spec, dtype, backend.family)
     request.node.user_properties.append((reach.COVERAGE_PROPERTY, [coverage.record()]))
     last_failure: list[dict] = []
     forced = forced_config(request)

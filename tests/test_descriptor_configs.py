@@ -60,3 +60,34 @@ def test_fp32_operands_stay_on_the_pointer_kernel():
     a, b, c = (torch.empty(64, 64, dtype=torch.float32) for _ in range(3))
     assert not descriptor_ok(a, b, c)
     assert descriptor_ok(a.half(), b.half(), c.half())
+
+
+def test_the_descriptor_path_is_declared_only_where_it_exists():
+    """CodePath.applies: fp32 matmul and every AMD dtype have no descriptor path (no TMA config takes them), so a run
+    there neither counts it nor searches for a case that takes it (the search would fail: no case can)."""
+    from suite.reach import Coverage
+
+    def declared(spec, dtype, family):
+        return "descriptor" in {p.name for p in Coverage(spec, dtype, family).declared}
+
+    assert declared(matmul.SPEC, "fp16", "nvidia") and declared(matmul.SPEC, "bf16", "interpret")
+    assert not declared(matmul.SPEC, "fp32", "nvidia") and not declared(matmul.SPEC, "fp32", "interpret")
+    assert not declared(matmul.SPEC, "fp16", "amd") and not declared(fp8.MATMUL_SPEC, "fp8e4b8", "amd")
+    assert declared(fp8.MATMUL_SPEC, "fp8e4nv", "nvidia")
+    # Every family whose config space holds a TMA config declares the path for some dtype, and no other does.
+    for spec in (matmul.SPEC, fp8.MATMUL_SPEC):
+        for family, configs in spec.configs.items():
+            has_tma = any(c.get("TMA") for c in configs)
+            assert has_tma == any(declared(spec, d, family) for d in spec.dtypes), (spec.name, family)
+
+
+def test_compile_matrix_compiles_each_function_where_it_is_launched():
+    """JitKernel.used: at fp32 a TMA config launches the pointer kernel (compiled), not the descriptor kernel (not
+    compiled, so its fp32 tiles cannot prune the config); at fp16 the other way round. (Whether the tile then fits
+    is the record's verdict: at fp32 most TMA tiles overflow sm_90 in the pointer kernel too.)"""
+    tma = next(dict(c) for c in matmul.SPEC.configs["nvidia"] if c.get("TMA"))
+    for dtype, launched in (("fp32", "matmul_kernel"), ("fp16", "matmul_descriptor_kernel")):
+        records = {r["function"]: r for r in cm.compile_all(matmul.SPEC, dtype, tma, SM90)}
+        assert records[launched]["status"] in ("ok", "failed"), (dtype, records[launched])
+        other = ({"matmul_kernel", "matmul_descriptor_kernel"} - {launched}).pop()
+        assert records[other]["status"] == "skipped" and records[other]["error"] == "not launched with this config"

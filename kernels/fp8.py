@@ -19,17 +19,8 @@ import triton.language as tl
 
 from kernels import inputs, paths
 from kernels.registry import register
-from kernels.spec import DTYPES, Case, CodePath, Dim, JitKernel, KernelSpec, Property, Tolerance, signature
-from kernels.tiles import (
-    descriptor_applies,
-    descriptor_launched,
-    descriptor_matmul,
-    descriptor_ok,
-    descriptor_path,
-    descriptor_signature,
-    grouped_tile,
-    matmul_descriptor_kernel,
-)
+from kernels.spec import DTYPES, Case, Dim, KernelSpec, Property, Tolerance, signature
+from kernels.tiles import descriptor_fields, descriptor_matmul, descriptor_ok, descriptor_path, grouped_tile
 
 # Largest finite value per flavour. Taken from the table, not torch.finfo, so the reference
 # (which uses torch.finfo) checks it: a scale for the wrong flavour is silently wrong (triton #6542).
@@ -271,6 +262,9 @@ def _descriptor_case(case: Case, cfg: dict) -> bool:
     return descriptor_path(True, k, b_lead, n, 1, DTYPES[_high_precision(case.layout)].itemsize)
 
 
+DESCRIPTOR = descriptor_fields(_descriptor_case, "bf16", b_k_major=True, scaled=True)
+
+
 MATMUL_SPEC = register(KernelSpec(
     name="fp8_scaled_matmul",
     description="C = (Aq * sa) @ (Bq * sb): fp8 operands through tl.dot, fp32 accumulation, row/column scales, bf16/fp16 out",
@@ -295,8 +289,7 @@ MATMUL_SPEC = register(KernelSpec(
     torch_baseline=_scaled_mm_baseline,
     default_config=MATMUL_DEFAULTS,
     paths=(*paths.grouped_grid("M", paths.meta("BLOCK_M", 128)), *paths.block_loop("K", paths.meta("BLOCK_K", 128)),
-           CodePath("descriptor", "a TMA config on operands that meet TMA's alignment: the persistent descriptor kernel",
-                    _descriptor_case, applies=descriptor_applies)),
+           DESCRIPTOR["path"]),
     configs={
         # TMA: the persistent descriptor kernel (tiles.matmul_descriptor_kernel); BLOCK_K 256 still promotes the
         # fp8 products to the fp32 accumulator every 128.
@@ -311,11 +304,7 @@ MATMUL_SPEC = register(KernelSpec(
     },
     benchmark_shapes=({"M": 4096, "N": 4096, "K": 4096}, {"M": 8192, "N": 8192, "K": 8192}),
     compile_signature=_matmul_signature,
-    jit_fns=(JitKernel(matmul_descriptor_kernel, descriptor_signature("bf16", b_k_major=True, scaled=True),
-                       used=descriptor_launched),),
-    # A TMA config runs the pointer kernel at fp32, and on operands TMA cannot take (misaligned, transposed A);
-    # the matrix checks the pointer kernel with the TMA configs at fp32 only.
-    jit_fn_used=lambda dtype, cfg: not descriptor_launched(dtype, cfg),
+    jit_fns=DESCRIPTOR["jit_fns"], jit_fn_used=DESCRIPTOR["jit_fn_used"],
     batch_dim="M", batch_inputs=("a", "a_scale"), batch_outputs=("c",),
     jit_fn=fp8_scaled_matmul_kernel,
 ))

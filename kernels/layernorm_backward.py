@@ -9,6 +9,8 @@ sums, each program owning one row group and one column block; the same final sum
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 import torch
 import triton
@@ -24,6 +26,7 @@ from kernels.spec import (
     JitKernel,
     KernelSpec,
     Tolerance,
+    cdiv,
     next_power_of_2,
     signature,
     split_config,
@@ -138,11 +141,23 @@ def layernorm_bwd_reduce_kernel(dw_part_ptr, db_part_ptr, dw_ptr, db_ptr, n_grou
     tl.store(db_ptr + cols, db.to(db_ptr.dtype.element_ty), mask=mask)
 
 
-def row_groups(n_rows: int, requested: int, block_m: int) -> tuple[int, int]:
-    """(row groups, rows per group) of a launch: at most ``requested`` groups, each a whole number of BLOCK_M row
-    tiles, none empty (every row of the partial buffers is written)."""
-    rows_per_group = triton.cdiv(triton.cdiv(n_rows, min(requested, n_rows)), block_m) * block_m
-    return triton.cdiv(n_rows, rows_per_group), rows_per_group
+class Plan(NamedTuple):
+    block: int  # BLOCK_N
+    fused: bool  # the row fits the block: the fused kernel
+    block_m: int  # rows per step of the fused kernel (1 for the three-launch path)
+    groups: int
+    rows_per_group: int
+
+
+def plan(n_rows: int, n_cols: int, meta: Mapping[str, Any]) -> Plan:
+    """How a launch with config ``meta`` tiles [n_rows, n_cols]: what the launcher runs and the code paths read. At
+    most ROW_GROUPS row groups, each a whole number of BLOCK_M row tiles, none empty (every row of the partial
+    buffers is written)."""
+    block = min(int(meta.get("BLOCK_N", 1024)), next_power_of_2(n_cols))
+    fused = block >= n_cols
+    block_m = int(meta.get("BLOCK_M", 1)) if fused else 1
+    rows_per_group = cdiv(cdiv(n_rows, min(int(meta.get("ROW_GROUPS", 128)), n_rows)), block_m) * block_m
+    return Plan(block, fused, block_m, cdiv(n_rows, rows_per_group), rows_per_group)
 
 
 def layernorm_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, mean: torch.Tensor, rstd: torch.Tensor,
@@ -157,11 +172,8 @@ def layernorm_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, 
                "dweight": torch.empty(n_cols, dtype=weight.dtype, device=x.device),
                "dbias": torch.empty(n_cols, dtype=weight.dtype, device=x.device)}
     meta, options = split_config(config or {})
-    block = min(meta.get("BLOCK_N", 1024), triton.next_power_of_2(n_cols))
-    fused = block >= n_cols
-    block_m = meta.get("BLOCK_M", 1) if fused else 1
+    block, fused, block_m, groups, rows_per_group = plan(n_rows, n_cols, meta)
     options.setdefault("num_warps", min(max(block * block_m // 256, 1), 8))
-    groups, rows_per_group = row_groups(n_rows, meta.get("ROW_GROUPS", 128), block_m)
     col_blocks = triton.cdiv(n_cols, block)
     f32 = dict(dtype=torch.float32, device=x.device)
     dw_part, db_part = torch.empty((groups, n_cols), **f32), torch.empty((groups, n_cols), **f32)
@@ -226,14 +238,8 @@ def _torch_baseline(inp: dict[str, torch.Tensor]):
         inp["weight"], [True, True, True])
 
 
-def _block_n(case: Case, cfg: dict) -> int:
-    return min(int(cfg.get("BLOCK_N", 1024)), next_power_of_2(case.shape["N"]))
-
-
-def _row_groups(case: Case, cfg: dict) -> tuple[int, int]:
-    """(row groups, rows per group) as the launcher makes them."""
-    block_m = int(cfg.get("BLOCK_M", 1)) if _block_n(case, cfg) >= case.shape["N"] else 1
-    return row_groups(case.shape["M"], int(cfg.get("ROW_GROUPS", 128)), block_m)
+def _plan(case: Case, cfg: dict) -> Plan:
+    return plan(case.shape["M"], case.shape["N"], cfg)
 
 
 def _types(dtype: str) -> dict[str, str]:
@@ -281,17 +287,16 @@ SPEC = register(KernelSpec(
                     "amd": {"BLOCK_N": 8192, "BLOCK_M": 1, "ROW_GROUPS": 304, "num_warps": 16, "num_stages": 2},
                     "interpret": {"BLOCK_N": 128, "ROW_GROUPS": 4}},
     paths=(CodePath("fused", "the row fits the block: x and dy are read once, BLOCK_M rows at a time",
-                    lambda case, cfg: _block_n(case, cfg) >= case.shape["N"]),
+                    lambda case, cfg: _plan(case, cfg).fused),
            CodePath("partial_row_tile", "the last tile of BLOCK_M rows is cut by M",
-                    lambda case, cfg: _block_n(case, cfg) >= case.shape["N"]
-                    and case.shape["M"] % int(cfg.get("BLOCK_M", 1)) != 0),
-           *paths.block_loop("N", _block_n),
+                    lambda case, cfg: _plan(case, cfg).fused and case.shape["M"] % _plan(case, cfg).block_m != 0),
+           *paths.block_loop("N", lambda case, cfg: _plan(case, cfg).block),
            CodePath("several_rows_per_group", "a row group sums more than one row's weight gradient",
-                    lambda case, cfg: _row_groups(case, cfg)[1] > 1),
+                    lambda case, cfg: _plan(case, cfg).rows_per_group > 1),
            CodePath("several_row_groups", "the final reduction adds more than one row group's partial sums",
-                    lambda case, cfg: _row_groups(case, cfg)[0] > 1),
+                    lambda case, cfg: _plan(case, cfg).groups > 1),
            CodePath("ragged_last_group", "the last row group holds fewer rows than the others: its loop stops at M",
-                    lambda case, cfg: _row_groups(case, cfg)[0] * _row_groups(case, cfg)[1] > case.shape["M"])),
+                    lambda case, cfg: _plan(case, cfg).groups * _plan(case, cfg).rows_per_group > case.shape["M"])),
     # The fused kernel for rows up to BLOCK_N wide, in tiles of BLOCK_M rows (the register file bounds the
     # tile: 8192 x 1 or 1024 x 8 over 8-16 warps), and the three-launch one.
     configs={"interpret": (*({"BLOCK_N": b, "ROW_GROUPS": g} for b, g in ((16, 7), (32, 2))),

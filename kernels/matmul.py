@@ -8,17 +8,8 @@ import triton.language as tl
 
 from kernels import inputs, paths
 from kernels.registry import register
-from kernels.spec import DTYPES, Case, CodePath, Dim, JitKernel, KernelSpec, Tolerance, amd_options, signature
-from kernels.tiles import (
-    descriptor_applies,
-    descriptor_launched,
-    descriptor_matmul,
-    descriptor_ok,
-    descriptor_path,
-    descriptor_signature,
-    grouped_tile,
-    matmul_descriptor_kernel,
-)
+from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, amd_options, signature
+from kernels.tiles import descriptor_fields, descriptor_matmul, descriptor_ok, descriptor_path, grouped_tile
 
 
 @triton.jit
@@ -90,6 +81,9 @@ def _descriptor_case(case: Case, cfg: dict) -> bool:
     return descriptor_path(case.layout in ("contiguous", "transposed_b"), k, n if b_rows else k, n, size)
 
 
+DESCRIPTOR = descriptor_fields(_descriptor_case, None, b_k_major=False, scaled=False)
+
+
 def _signature(dtype: str, meta: dict) -> tuple[dict, dict]:
     ints = ("M", "N", "K", "stride_am", "stride_bk", "stride_cm")
     types = {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": f"*{dtype}", **{n: "i32" for n in ints}}
@@ -140,14 +134,9 @@ SPEC = register(KernelSpec(
     benchmark_shapes=({"M": 4096, "N": 4096, "K": 4096}, {"M": 8192, "N": 8192, "K": 8192}),
     paths=(*paths.grouped_grid("M", paths.meta("BLOCK_M", 128)), *paths.block_loop("K", paths.meta("BLOCK_K", 64)),
            paths.block_loop("M", paths.meta("BLOCK_M", 128))[1], paths.block_loop("N", paths.meta("BLOCK_N", 128))[1],
-           CodePath("descriptor", "a TMA config on operands that meet TMA's alignment: the persistent descriptor kernel",
-                    _descriptor_case, applies=descriptor_applies)),
+           DESCRIPTOR["path"]),
     compile_signature=_signature,
-    jit_fns=(JitKernel(matmul_descriptor_kernel, descriptor_signature(None, b_k_major=False, scaled=False),
-                       used=descriptor_launched),),
-    # A TMA config runs the pointer kernel at fp32, and on operands TMA cannot take (misaligned, transposed A);
-    # the matrix checks the pointer kernel with the TMA configs at fp32 only.
-    jit_fn_used=lambda dtype, cfg: not descriptor_launched(dtype, cfg),
+    jit_fns=DESCRIPTOR["jit_fns"], jit_fn_used=DESCRIPTOR["jit_fn_used"],
     batch_dim='M', batch_inputs=('a',), batch_outputs=('c',),
     jit_fn=matmul_kernel,
 ))

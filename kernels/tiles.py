@@ -22,7 +22,7 @@ import triton
 import triton.language as tl
 
 from kernels import paths
-from kernels.spec import Dim, next_power_of_2, signature, split_config
+from kernels.spec import DTYPES, CodePath, Dim, JitKernel, next_power_of_2, signature, split_config
 
 
 @triton.jit
@@ -78,30 +78,37 @@ def matmul_descriptor_kernel(a_ptr, b_ptr, c_ptr, a_scale_ptr, b_scale_ptr, M, N
         c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
 
 
-def descriptor_applies(dtype: str, family: str) -> bool:
-    """Whether the descriptor kernel exists for ``dtype`` on a vendor family: 8- and 16-bit operands (the TMA
-    configs' fp32 tiles overflow sm_90's shared memory), on the families whose config spaces carry TMA configs."""
-    from kernels.spec import DTYPES
+# 8- and 16-bit operands only: the TMA configs' fp32 tiles, with the epilogue's, overflow sm_90's shared memory.
+DESCRIPTOR_MAX_ITEMSIZE = 2
 
-    return family in ("nvidia", "interpret") and DTYPES[dtype].itemsize <= 2
+
+def _descriptor_dtype(dtype: str) -> bool:
+    return DTYPES[dtype].itemsize <= DESCRIPTOR_MAX_ITEMSIZE
+
+
+def descriptor_applies(dtype: str, family: str) -> bool:
+    """CodePath.applies of the descriptor path: a dtype it takes, on the families whose configs carry TMA ones."""
+    return family in ("nvidia", "interpret") and _descriptor_dtype(dtype)
 
 
 def descriptor_launched(dtype: str, config: Mapping[str, Any]) -> bool:
     """JitKernel.used of the descriptor kernel: a TMA config at a dtype that takes it."""
-    from kernels.spec import DTYPES
+    return bool(config.get("TMA")) and _descriptor_dtype(dtype)
 
-    return bool(config.get("TMA")) and DTYPES[dtype].itemsize <= 2
+
+def _b_k_major(b: torch.Tensor) -> bool:
+    return b.stride(1) != 1
 
 
 def descriptor_ok(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> bool:
-    """Whether A, B and C take the descriptor kernel: 8- or 16-bit operands (the TMA configs' fp32 tiles, with the
-    epilogue's, overflow sm_90's shared memory), and TMA's rules: A and C row-major, B row- or column-major, every
-    base address and leading stride a multiple of 16 bytes."""
+    """Whether A, B and C take the descriptor kernel: 8- or 16-bit operands, and TMA's rules: A and C row-major, B
+    row- or column-major, every base address and leading stride a multiple of 16 bytes."""
     def aligned(t: torch.Tensor, leading: int) -> bool:
         return t.data_ptr() % 16 == 0 and (leading * t.element_size()) % 16 == 0
-    b_k_major = b.stride(0) == 1 and b.shape[1] > 1
-    return (a.element_size() <= 2 and a.stride(1) == 1 and c.stride(1) == 1 and (b.stride(1) == 1 or b_k_major)
-            and aligned(a, a.stride(0)) and aligned(c, c.stride(0)) and aligned(b, b.stride(1) if b_k_major else b.stride(0)))
+    k_major = _b_k_major(b)
+    return (a.element_size() <= DESCRIPTOR_MAX_ITEMSIZE and a.stride(1) == 1 and c.stride(1) == 1
+            and (not k_major or b.stride(0) == 1) and aligned(a, a.stride(0)) and aligned(c, c.stride(0))
+            and aligned(b, b.stride(1) if k_major else b.stride(0)))
 
 
 def descriptor_matmul(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config: dict,
@@ -110,7 +117,7 @@ def descriptor_matmul(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config:
     meta, options = split_config(config)
     m, k = a.shape
     n = b.shape[1]
-    b_k_major = b.stride(1) != 1
+    b_k_major = _b_k_major(b)
     # Where each program builds its descriptors on the device (128 bytes a program on sm_90).
     triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device=a.device))
     tiles = triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"])
@@ -122,23 +129,29 @@ def descriptor_matmul(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config:
         BLOCK_K=meta["BLOCK_K"], GROUP_M=meta.get("GROUP_M", 8), B_K_MAJOR=b_k_major, SCALED=scaled, **options)
 
 
-def descriptor_signature(out_dtype: str | None, b_k_major: bool, scaled: bool):
-    """The compile matrix's signature of matmul_descriptor_kernel: operands of the case dtype, C of ``out_dtype``
-    (None: the case dtype)."""
+def descriptor_fields(taken: Any, out_dtype: str | None, b_k_major: bool, scaled: bool) -> dict[str, Any]:
+    """The KernelSpec fields of a matmul spec that offers the descriptor kernel as its TMA configs: the ``descriptor``
+    code path (``taken(case, config)`` mirrors the launcher's descriptor_ok), the kernel for the compile matrix (C of
+    ``out_dtype``, None: the case dtype; one B orientation), and which dtypes and configs run the pointer kernel
+    (``jit_fn``) instead: at fp32, and on operands TMA cannot take (misaligned, transposed A), which the matrix checks
+    at fp32 only."""
     def make(dtype: str, meta: dict) -> tuple[dict, dict]:
         types = {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": f"*{out_dtype or dtype}", "a_scale_ptr": "*fp32",
                  "b_scale_ptr": "*fp32", **{n: "i32" for n in ("M", "N", "K", "stride_am", "stride_b", "stride_cm")}}
         return signature(matmul_descriptor_kernel, types, {**{k: meta[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K")},
                                                            "GROUP_M": meta.get("GROUP_M", 8), "B_K_MAJOR": b_k_major,
                                                            "SCALED": scaled})
-    return make
+    return {"path": CodePath("descriptor", "a TMA config on operands that meet TMA's alignment: the persistent "
+                                           "descriptor kernel", taken, applies=descriptor_applies),
+            "jit_fns": (JitKernel(matmul_descriptor_kernel, make, used=descriptor_launched),),
+            "jit_fn_used": lambda dtype, config: not descriptor_launched(dtype, config)}
 
 
 def descriptor_path(a_rows: bool, a_lead: int, b_lead: int, c_lead: int, itemsize: int,
                     out_itemsize: int | None = None) -> bool:
     """descriptor_ok on paper, for a case's freshly allocated (so aligned) operands: 8- or 16-bit operands, A
     row-major, and the leading dimension (in elements) of A, B and C each a multiple of 16 bytes."""
-    return (itemsize <= 2 and a_rows and (a_lead * itemsize) % 16 == 0 and (b_lead * itemsize) % 16 == 0
+    return (itemsize <= DESCRIPTOR_MAX_ITEMSIZE and a_rows and (a_lead * itemsize) % 16 == 0 and (b_lead * itemsize) % 16 == 0
             and (c_lead * (out_itemsize or itemsize)) % 16 == 0)
 
 

@@ -198,19 +198,7 @@ def compile_one(spec: KernelSpec, dtype: str, config: Mapping[str, Any], target:
 def compile_all(spec: KernelSpec, dtype: str, config: Mapping[str, Any], target: Target,
                 default: bool = False) -> list[dict[str, Any]]:
     """A record per jitted function of the spec (one skipped record where it declares none)."""
-    kernels = spec.jit_kernels()
-    return [compile_one(spec, dtype, config, target, default, i) if i >= len(kernels) or kernels[i].used is None
-            or kernels[i].used(dtype, config) else _not_launched(spec, kernels[i], dtype, config, target, default)
-            for i in range(max(1, len(kernels)))]
-
-
-def _not_launched(spec: KernelSpec, kernel: Any, dtype: str, config: Mapping[str, Any], target: Target,
-                  default: bool) -> dict[str, Any]:
-    """The record of a function that no launch with ``config`` runs (its JitKernel.used says so)."""
-    return {"kind": "compile", "kernel": spec.name, "function": kernel.name, "dtype": dtype, "target": target[1],
-            "backend": target[0], "family": family_of(target), "config": dict(config), "status": "skipped",
-            "failure_class": None, "error": "not launched with this config", "triton": triton.__version__,
-            "default": default}
+    return [compile_one(spec, dtype, config, target, default, i) for i in range(max(1, len(spec.jit_kernels())))]
 
 
 def _compile(spec: KernelSpec, dtype: str, config: dict, target: Target, function: int = 0) -> dict[str, Any]:
@@ -226,6 +214,8 @@ def _compile(spec: KernelSpec, dtype: str, config: dict, target: Target, functio
     record["num_warps"] = options.setdefault("num_warps", DEFAULT_NUM_WARPS)
     if jit is None:
         return {**record, "status": "skipped", "error": "not compilable offline (no jit_fn/compile_signature or jit_fns)"}
+    if jit.used is not None and not jit.used(dtype, config):
+        return {**record, "status": "skipped", "error": "not launched with this config"}
     if not _supports(profile, dtype):
         return {**record, "status": "skipped", "error": f"dtype unsupported on {arch} ({profile.key} profile)"}
     gpu_target = GPUTarget(backend, int(arch.removeprefix("sm_")) if backend == "cuda" else arch, warp)

@@ -95,13 +95,15 @@ def _make_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
     special = case.values in ("masked", "nan")
     x = inputs.values((m, v), Case(case.kernel, case.dtype, case.shape, values="normal") if special else case, gen)
     if case.values == "masked":
-        x[torch.rand((m, v), generator=gen) < 0.125] = -math.inf
+        x[gen.uniform((m, v), x.device) < 0.125] = -math.inf
     elif case.values == "nan":
-        x[torch.arange(1, m, 3), torch.randint(0, v, (len(range(1, m, 3)),), generator=gen)] = math.nan
-    target = torch.randint(0, v, (m,), generator=gen)
-    target[:2] = torch.tensor([v - 1, 0])[:m]
-    target[(torch.rand(m, generator=gen) < 0.25) | (torch.arange(m) % 4 == 2)] = IGNORE_INDEX
-    grad_loss = torch.randn(m, generator=gen, dtype=torch.float64).to(torch.float32)
+        rows = torch.arange(1, m, 3, device=x.device)
+        x[rows, gen.integers(0, v, (len(rows),), x.device)] = math.nan
+    dev = x.device  # every factory call names it: benchmarks draw under another default device
+    target = gen.integers(0, v, (m,), dev)
+    target[:2] = torch.tensor([v - 1, 0], device=dev)[:m]
+    target[(gen.uniform((m,), dev) < 0.25) | (torch.arange(m, device=dev) % 4 == 2)] = IGNORE_INDEX
+    grad_loss = gen.normal((m,), dev).to(torch.float32)
     return {"logits": inputs.place(x, case, device, case.layout), "target": target.to(device),
             "grad_loss": grad_loss.to(device)}
 

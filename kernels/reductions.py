@@ -102,10 +102,10 @@ def _make_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
         return {"x": inputs.rows(case, device, gen)}
     # Small integers: every row has ties at its maximum. Rows 1 mod 4 are all -inf; rows 2 mod 4
     # hold +inf twice; rows 3 mod 4 hold NaN twice.
-    x = torch.randint(-3, 4, (m, n), generator=gen).double()
+    x = gen.integers(-3, 4, (m, n)).double()
     x[1::4] = -math.inf
     for row, special in ((2, math.inf), (3, math.nan)):
-        cols = torch.randint(0, n, (2,), generator=gen)
+        cols = gen.integers(0, n, (2,), x.device)
         x[row::4, cols] = special
     return {"x": inputs.place(x, case, device, case.layout)}
 

@@ -110,6 +110,9 @@ def build(config: pytest.Config) -> SuiteContext:
     launches.install()
     memcheck_mode = _memcheck(config, opts, backend, controller)
     specs = _load_kernels(opts)  # only now: after TRITON_INTERPRET is settled
+    from kernels import inputs
+
+    inputs.set_draw_device(backend.device)  # cases' inputs are drawn where they run (the same numbers everywhere)
     try:
         known = known_mod.load(opts.known_issues)
         from kernels import registry

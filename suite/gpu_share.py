@@ -30,7 +30,7 @@ from suite import crash
 
 # Workers per GPU that `-n auto` starts (capped by the CPU cores): measured on an H100 with the ci profile
 # (README, "Running on a GPU runner").
-WORKERS_PER_GPU = 8
+WORKERS_PER_GPU = 16
 SHARE_PROPERTY = "suite_gpu_share"  # a test's out-of-memory retries, for the run file
 SHARE_ENV = "SUITE_WORKERS_PER_GPU"  # set by the controller for its workers: how many share each GPU
 

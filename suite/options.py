@@ -26,6 +26,9 @@ DEFAULT_CASE_TIMEOUT_S = 300.0
 DEFAULT_RESULTS_DIR = "reports/runs"
 
 
+COMPILE_TARGETS = ("all", "own")
+
+
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("portability", "Triton portability suite")
     group.addoption("--backend", default="auto", choices=backend_mod.BACKENDS,
@@ -61,6 +64,10 @@ def add_options(parser: pytest.Parser) -> None:
                          "NVIDIA, Triton's AddressSanitizer build on AMD); the interpreter checks every case anyway")
     group.addoption("--no-memcheck", action="store_true",
                     help="interpreter: do not check each load and store against the launch's tensors (timing only)")
+    group.addoption("--compile-targets", default=os.environ.get("SUITE_COMPILE_TARGETS"), choices=COMPILE_TARGETS,
+                    help="the compile matrix's targets: all (every profiled arch of both vendors) or own (this "
+                         "runner's arch only: the offline-versus-loaded check; the full matrix is the CPU CI's). "
+                         "Default: all on the interpreter, own on a GPU (env SUITE_COMPILE_TARGETS)")
     group.addoption("--hypothesis-db", default=os.environ.get("SUITE_HYPOTHESIS_DB"), metavar="DIR",
                     help="Hypothesis example database shared across runs (env SUITE_HYPOTHESIS_DB): failing "
                          "examples are saved there and replayed first; used by the dev and nightly profiles")
@@ -85,6 +92,10 @@ class Options:
     hypothesis_db: Path | None
     memcheck: bool = False
     no_memcheck: bool = False
+    compile_targets: str | None = None  # all, own, or None: the backend's default
+
+    def compile_targets_for(self, backend_name: str) -> str:
+        return self.compile_targets or ("all" if backend_name == "interpret" else "own")
 
     def selects(self, kernel: str) -> bool:
         return self.kernels is None or any(fnmatch.fnmatchcase(kernel, p) for p in self.kernels)
@@ -190,6 +201,9 @@ def read(config: pytest.Config, controller: bool) -> Options:
     if db is not None and Path(db).exists() and not Path(db).is_dir():
         raise usage("--hypothesis-db", db, "exists and is not a directory (Hypothesis keeps one file per example "
                                            "in a directory)")
+    targets = (get("--compile-targets") or "").strip().lower() or None
+    if targets is not None and targets not in COMPILE_TARGETS:  # the environment variable bypasses choices=
+        raise usage("SUITE_COMPILE_TARGETS", targets, f"must be one of {', '.join(COMPILE_TARGETS)}")
     timeout, given = case_timeout(get("--case-timeout"))
     if (shrink := os.environ.get("SUITE_SHRINK_SECONDS")) is not None:
         try:
@@ -209,7 +223,7 @@ def read(config: pytest.Config, controller: bool) -> Options:
                                                       "--kernels='softmax,matmul*'"),
         known_issues=Path(known), retune=retune, autotune_dir=Path(autotune_dir) if autotune_dir else None,
         case_timeout=timeout, case_timeout_given=given, hypothesis_db=Path(db) if db else None,
-        memcheck=bool(get("--memcheck")), no_memcheck=bool(get("--no-memcheck")))
+        memcheck=bool(get("--memcheck")), no_memcheck=bool(get("--no-memcheck")), compile_targets=targets)
 
 
 def check_against_registry(options: Options, specs: list[Any]) -> None:

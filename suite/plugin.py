@@ -15,7 +15,7 @@ import os
 
 import pytest
 
-from suite import autotune, context, crash, gpu_share, memcheck, options, summary, timing
+from suite import autotune, context, crash, gpu_share, memcheck, options, schedule, summary, timing
 from suite.context import BACKEND, CONTEXT
 from suite.recorder import AUTOTUNE_PROPERTY, KNOWN_PROPERTY, MEMCHECK_PROPERTY, RunRecorder
 from suite.strategies import register_profiles
@@ -228,6 +228,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     if ctx.options.kernels:
         _deselect_other_kernels(config, ctx, items)
+    if ctx.backend.name != "interpret":
+        schedule.order(items, schedule.load())  # longest first, so that no long test starts last (xdist)
     if ctx.options.repro is None and ctx.options.config is None:
         return
     from kernels.spec import Case

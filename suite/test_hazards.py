@@ -80,3 +80,29 @@ def test_a_grid_past_65535_on_axis_1_is_refused_or_right(gpu, request: pytest.Fi
     message = f"grid (1, {PROGRAMS}) launched: {missing} elements never written, {far} wrong"
     _finding(request, "gelu", "grid_axis1_past_65535", missing == far == 0, message)
     assert missing == far == 0, f"{message}: a launch past the grid's y limit must be refused, not run partly"
+
+
+@pytest.mark.kernels()  # the suite's own input generator
+@pytest.mark.parametrize("kind", ["normal", "bits"])
+def test_inputs_are_the_same_on_every_device(kind: str, request: pytest.FixtureRequest) -> None:
+    """Cases' inputs are drawn on the device they run on (kernels/inputs.py): the Triton kernel that draws them
+    there must give the CPU's numbers bit for bit, or one case would test different inputs on each vendor, and a
+    reproduction line would not reproduce on another backend. On the interpreter, the interpreted kernel."""
+    import numpy as np
+
+    from kernels import inputs
+
+    backend = request.config.stash[BACKEND]
+    code = {"normal": inputs._NORMAL, "bits": inputs._BITS}[kind]
+    bad = []
+    for seed, draw, n in ((0, 1, 1), (12345, 2, 1023), (2**31 - 1, 7, 5000), (2**63 - 1, 3, 1 << 14)):
+        out = torch.empty(n, dtype=torch.int64, device=backend.device)
+        inputs._draw_kernel[(-(-n // 1024),)](out, n, seed, draw, inputs._DOMAIN, KIND=code, BLOCK=1024, num_warps=4)
+        expected = inputs.draw_numpy(seed, draw, code, n)
+        got = out.cpu().numpy()
+        if not np.array_equal(got, expected):
+            first = int(np.flatnonzero(got != expected)[0])
+            bad.append(f"seed={seed} draw={draw} n={n}: element {first} is {got[first]} on {backend.device}, "
+                       f"{expected[first]} on the CPU")
+    _finding(request, "inputs", f"inputs_same_on_every_device_{kind}", not bad, "; ".join(bad) or "equal")
+    assert not bad, "\n".join(bad)

@@ -81,7 +81,7 @@ def test_poison_left_in_an_output_fails_even_where_the_reference_is_nan(run_suit
 DEFAULTS = {"--backend": "auto", "--results-dir": "reports/runs", "--no-results": False, "--repro": None,
             "--config": None, "--kernel-module": [], "--kernels": None, "--known-issues": "suite/known_issues.json",
             "--retune": None, "--autotune-dir": None, "--case-timeout": None, "--hypothesis-db": None,
-            "--memcheck": False, "--no-memcheck": False}
+            "--memcheck": False, "--no-memcheck": False, "--compile-targets": None}
 
 
 def read_options(monkeypatch, controller=False, **given):
@@ -116,6 +116,7 @@ def read_options(monkeypatch, controller=False, **given):
     ({"autotune_dir": "no/such/dir"}, ["--autotune-dir=no/such/dir", "no such directory"]),
     ({"retune": ""}, ["--retune=", "empty value"]),
     ({"known_issues": ""}, ["--known-issues=", "empty value"]),
+    ({"compile_targets": "some"}, ["SUITE_COMPILE_TARGETS=some", "all, own"]),
 ])
 def test_bad_option_values_are_refused(monkeypatch, given, words):
     with pytest.raises(pytest.UsageError) as err:

@@ -15,7 +15,7 @@ counter-based random numbers (Philox4x32-10, the generator of ``tl.randint4x``) 
 the kernel under test, and the CPU in numpy, and the two agree bit for bit: the words are integer arithmetic, and
 each float64 value is one rounding of an integer (``suite/test_hazards.py`` checks it on every backend's device).
 A CUDA and a ROCm run of one case therefore test the same inputs, and an interpreter run of a case printed on a GPU
-reproduces its numbers. The suite sets the device for the run (:func:`drawing_on`); ``values`` and the stream's
+reproduces its numbers. The suite sets the device for the run (:func:`set_draw_device`); ``values`` and the stream's
 ``normal``/``uniform``/``integers`` draw there.
 
 A stream is also a CPU ``torch.Generator`` seeded with the case's seed, for specs that call ``torch.randn(...,
@@ -54,26 +54,14 @@ def drawn_on(device: str) -> Iterator[None]:
     """Draw everything on ``device``, for full-size benchmark inputs: a stream's draws, and also the factory calls of
     a spec's make_inputs (torch's generator included: hundreds of millions of values drawn on the CPU take minutes;
     those numbers differ from a CPU draw of the same seed)."""
-    global _DRAW_DEVICE
-    old = _DRAW_DEVICE
-    _DRAW_DEVICE = device
+    global _DRAW_DEVICE, _STREAM_DEVICE
+    old = _DRAW_DEVICE, _STREAM_DEVICE
+    _DRAW_DEVICE = _STREAM_DEVICE = str(device)
     try:
-        with torch.device(device), drawing_on(device):
+        with torch.device(device):
             yield
     finally:
-        _DRAW_DEVICE = old
-
-
-@contextlib.contextmanager
-def drawing_on(device: str | torch.device) -> Iterator[None]:
-    """Streams draw on ``device`` inside (the suite wraps a run's cases in it: the device the cases run on)."""
-    global _STREAM_DEVICE
-    old = _STREAM_DEVICE
-    _STREAM_DEVICE = str(device)
-    try:
-        yield
-    finally:
-        _STREAM_DEVICE = old
+        _DRAW_DEVICE, _STREAM_DEVICE = old
 
 
 def set_draw_device(device: str | torch.device) -> None:
@@ -115,25 +103,32 @@ class Stream(torch.Generator):
 
     def values(self, shape: tuple[int, ...], case: Case, device: str | torch.device | None = None) -> torch.Tensor:
         """Float64 values of the case's value class (see :func:`values`)."""
-        x = self.normal(shape, device)
-        kind = case.values
-        if kind == "normal":
-            return x
-        if kind == "large":
-            # Large but representable in every float dtype under test, sums included.
-            return x * 1000.0 + 3000.0
-        if kind == "negative":
-            # Far enough below zero that exp() underflows unless the row max is subtracted.
-            return -x.abs() * 4.0 - 100.0
-        if kind == "special":
-            # About one element in 16 is inf, -inf or NaN; at least one is, wherever the seed puts it.
-            pick = self.integers(0, 48, tuple(shape), x.device).reshape(-1)
-            if pick.numel():
-                pick[self.seed % pick.numel()] = self.seed % 3
-            specials = torch.tensor([math.inf, -math.inf, math.nan], dtype=torch.float64, device=x.device)
-            special = (pick < 3).reshape(x.shape)
-            return torch.where(special, specials[pick.clamp(max=2)].reshape(x.shape), x)
-        raise ValueError(f"unknown value class {kind!r}")
+        return _value_class(self.normal(shape, device), case, self._specials)
+
+    def _specials(self, x: torch.Tensor) -> torch.Tensor:
+        # About one element in 16 is inf, -inf or NaN; at least one is, wherever the seed puts it.
+        pick = self.integers(0, 48, tuple(x.shape), x.device).reshape(-1)
+        if pick.numel():
+            pick[self.seed % pick.numel()] = self.seed % 3
+        specials = torch.tensor([math.inf, -math.inf, math.nan], dtype=torch.float64, device=x.device)
+        special = (pick < 3).reshape(x.shape)
+        return torch.where(special, specials[pick.clamp(max=2)].reshape(x.shape), x)
+
+
+def _value_class(x: torch.Tensor, case: Case, specials) -> torch.Tensor:
+    """Standard normal-like ``x`` made into the case's value class; ``specials(x)`` places inf, -inf and NaN."""
+    kind = case.values
+    if kind == "normal":
+        return x
+    if kind == "large":
+        # Large but representable in every float dtype under test, sums included.
+        return x * 1000.0 + 3000.0
+    if kind == "negative":
+        # Far enough below zero that exp() underflows unless the row max is subtracted.
+        return -x.abs() * 4.0 - 100.0
+    if kind == "special":
+        return specials(x)
+    raise ValueError(f"unknown value class {kind!r}")
 
 
 def generator(case: Case) -> Stream:
@@ -145,15 +140,8 @@ def values(shape: tuple[int, ...], case: Case, gen: torch.Generator) -> torch.Te
     device), or, given a plain ``torch.Generator``, torch's normal numbers on the generator's device."""
     if isinstance(gen, Stream):
         return gen.values(tuple(shape), case)
-    x = torch.randn(shape, generator=gen, dtype=torch.float64, device=gen.device)
-    kind = case.values
-    if kind == "normal":
-        return x
-    if kind == "large":
-        return x * 1000.0 + 3000.0
-    if kind == "negative":
-        return -x.abs() * 4.0 - 100.0
-    if kind == "special":
+
+    def specials(x: torch.Tensor) -> torch.Tensor:  # exactly max(1, n // 16) of them, cycling inf, -inf, NaN
         flat = x.reshape(-1)
         n = flat.numel()
         if n:
@@ -162,7 +150,8 @@ def values(shape: tuple[int, ...], case: Case, gen: torch.Generator) -> torch.Te
                                     device=gen.device)
             flat[idx] = specials[torch.arange(idx.numel(), device=gen.device) % 3]
         return x
-    raise ValueError(f"unknown value class {kind!r}")
+
+    return _value_class(torch.randn(shape, generator=gen, dtype=torch.float64, device=gen.device), case, specials)
 
 
 def place(x64: torch.Tensor, case: Case, device: str, layout: str | None = None) -> torch.Tensor:

@@ -290,3 +290,24 @@ def test_records_and_findings_fit_the_run_file_schema() -> None:
     assert [f["rule"] for f in findings] == ["vendor_option_leak", "fp8_flavour_unsupported", "shared_memory_divergence"]
     for finding in findings:
         jsonschema.validate(json.loads(json.dumps(finding)), schema["properties"]["findings"]["items"])
+
+
+def test_a_gpu_run_compiles_the_matrix_for_its_own_arch_only() -> None:
+    """--compile-targets: every profiled target on the interpreter (or asked for), the runner's own on a GPU."""
+    from suite.options import Options
+    from suite.test_compile_matrix import matrix_targets
+
+    every = hardware_profiles.targets()
+
+    def ctx(name: str, arch: str, family: str, warp: int, targets: str | None = None) -> SimpleNamespace:
+        options = Options(backend=name, results_dir=Path("."), write_results=False, repro=None, config=None,
+                          kernel_modules=(), kernels=None, known_issues=Path("."), retune=None, autotune_dir=None,
+                          case_timeout=0.0, case_timeout_given=False, hypothesis_db=None, compile_targets=targets)
+        return SimpleNamespace(options=options, backend=SimpleNamespace(name=name, arch=arch, family=family,
+                                                                        warp_size=warp))
+
+    assert matrix_targets(ctx("interpret", "interpreter", "interpret", 32)) == every
+    assert matrix_targets(ctx("cuda", "sm_90", "nvidia", 32)) == [t for t in every if t[1] == "sm_90"] != []
+    assert matrix_targets(ctx("rocm", "gfx942", "amd", 64)) == [t for t in every if t[1] == "gfx942"] != []
+    assert matrix_targets(ctx("cuda", "sm_89", "nvidia", 32)) == [("cuda", "sm_89", 32)]  # no profile: its own
+    assert matrix_targets(ctx("cuda", "sm_90", "nvidia", 32, "all")) == every

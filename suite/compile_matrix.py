@@ -47,7 +47,7 @@ from triton.runtime.jit import JITFunction
 import hardware_profiles
 from kernels import registry
 from kernels.spec import KernelSpec, split_config, unwrap_jit
-from suite import timing
+from suite import compile_share, timing
 
 Target = tuple[str, str, int]  # (backend, arch, warp size), as hardware_profiles.targets() gives them
 FAILURE_CLASSES = ("out_of_shared_memory", "too_many_threads", "unsupported_dtype_or_op", "invalid_option_for_vendor",
@@ -312,6 +312,7 @@ def _serve() -> None:
     """The child: one JSON request per stdin line, one record per stdout line; stray prints go to stderr."""
     reply = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
+    compile_share.install()
     registry.load_builtin()
     for line in sys.stdin:
         req = json.loads(line)

@@ -1,36 +1,49 @@
-"""Registers, spills and shared memory of a kernel as the GPU loaded it, for checking the
-compile matrix's offline figures: ``python -m suite.loaded_registers KERNEL DTYPE SHAPE CONFIG``.
-
-Runs in a fresh process so that the kernel's JIT cache holds exactly the variant this
-launch compiled. Prints one JSON object.
+"""Registers, spills and shared memory of a kernel as the GPU loaded it, for checking the compile matrix's offline
+figures. ``loaded(spec, dtype, shape, config, backend)`` runs one case with the kernel's JIT cache swapped for an
+empty one, so the variants it returns are exactly those this launch compiled (or loaded from Triton's on-disk cache),
+whatever the process ran before; the process's own cache is put back after. Also a command:
+``python -m suite.loaded_registers KERNEL DTYPE SHAPE CONFIG`` prints one JSON object.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections import defaultdict
+from typing import Any
+
+
+def loaded(spec: Any, dtype: str, shape: dict, config: dict, backend: Any) -> dict[str, Any]:
+    import torch
+
+    from kernels.spec import Case
+    from suite.harness import run_case
+
+    jit = spec.jit_fn
+    own = jit.device_caches
+    jit.device_caches = defaultdict(jit.create_binder)
+    try:
+        result = run_case(spec, Case(spec.name, dtype, shape, seed=0), backend, config)
+        cache = jit.device_caches[torch.cuda.current_device()][0]
+        variants = []
+        for compiled in cache.values():
+            compiled._init_handles()
+            variants.append({"n_regs": compiled.n_regs, "n_spills": compiled.n_spills,
+                             "shared": compiled.metadata.shared})
+    finally:
+        jit.device_caches = own
+    return {"kernel": spec.name, "passed": result.passed, "message": None if result.passed else result.message(),
+            "variants": variants}
 
 
 def main(argv: list[str]) -> int:
     kernel, dtype, shape, config = argv[0], argv[1], json.loads(argv[2]), json.loads(argv[3])
+    from kernels import registry
     from suite.backend import resolve
 
     backend = resolve("cuda")
-    from kernels import registry
-    from kernels.spec import Case
-    from suite.harness import run_case
-
     registry.load_builtin()
-    spec = registry.get(kernel)
-    result = run_case(spec, Case(kernel, dtype, shape, seed=0), backend, config)
-    import torch
-
-    cache = spec.jit_fn.device_caches[torch.cuda.current_device()][0]
-    loaded = []
-    for compiled in cache.values():
-        compiled._init_handles()
-        loaded.append({"n_regs": compiled.n_regs, "n_spills": compiled.n_spills, "shared": compiled.metadata.shared})
-    print(json.dumps({"kernel": kernel, "passed": result.passed, "variants": loaded}))
+    print(json.dumps(loaded(registry.get(kernel), dtype, shape, config, backend)))
     return 0
 
 

@@ -15,7 +15,7 @@ import os
 
 import pytest
 
-from suite import autotune, context, crash, gpu_share, memcheck, options, schedule, summary, timing
+from suite import autotune, compile_share, context, crash, gpu_share, memcheck, options, schedule, summary, timing
 from suite.context import BACKEND, CONTEXT
 from suite.recorder import AUTOTUNE_PROPERTY, KNOWN_PROPERTY, MEMCHECK_PROPERTY, RunRecorder
 from suite.strategies import register_profiles
@@ -37,6 +37,7 @@ def pytest_configure(config: pytest.Config) -> None:
     ctx = context.build(config)
     config.stash[CONTEXT] = ctx
     timing.install()
+    compile_share.install()  # workers needing the same kernel variant compile it once
     if context.is_worker(config) or not context.xdist_on(config):  # the processes that run cases
         gpu_share.share.setup(ctx.backend.device)
     if ctx.run_file is not None:
@@ -143,6 +144,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if call.when == "setup":
         timing.clock.take()  # what ran before this test is not its time
     if call.when == "call":
+        compile_share.release_all()  # a compile that raised in this test keeps no other worker waiting
         item.user_properties.append((timing.TIMING_PROPERTY, timing.clock.take()))
         lookup = autotune.active()
         delta = lookup.take() if lookup else None

@@ -18,7 +18,7 @@ import pytest
 import hardware_profiles
 from kernels import registry
 from kernels.spec import split_config
-from suite import compile_matrix, lints
+from suite import compile_matrix, lints, loaded_registers
 
 COMPILES = "suite_compile_records"
 FINDINGS = "suite_finding_records"
@@ -120,9 +120,6 @@ LOADED_CHECKS = {
 def test_offline_registers_match_the_loaded_kernel(kernel: str, request: pytest.FixtureRequest) -> None:
     """On an NVIDIA GPU: the registers, spills and shared memory that the matrix records
     offline for this arch equal what the driver reports for the kernel the suite launches."""
-    import subprocess
-    import sys
-
     from suite.context import BACKEND
 
     backend = request.config.stash[BACKEND]
@@ -131,10 +128,7 @@ def test_offline_registers_match_the_loaded_kernel(kernel: str, request: pytest.
     shape, config = LOADED_CHECKS[kernel]
     spec = registry.get(kernel)
     offline = compile_matrix.compile_one(spec, "fp16", config, ("cuda", backend.arch, 32))
-    proc = subprocess.run([sys.executable, "-m", "suite.loaded_registers", kernel, "fp16", json.dumps(shape),
-                           json.dumps(config)], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    loaded = json.loads(proc.stdout.strip().splitlines()[-1])
+    loaded = loaded_registers.loaded(spec, "fp16", shape, config, backend)
     finding = {"kernel": kernel, "dtype": "fp16", "backend": backend.name, "arch": backend.arch,
                "property": "offline_registers_match_loaded", "claimed": True, "cases_checked": 1,
                "message": json.dumps({"offline": {k: offline.get(k) for k in ("registers", "spills", "shared_bytes")},

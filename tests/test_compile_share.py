@@ -1,0 +1,135 @@
+"""suite/compile_share.py: workers needing the same kernel variant at once compile it once."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from suite import compile_share
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# A process looking up one cache entry through the shared manager: prints whether it found it and how long it took.
+LOOKUP = textwrap.dedent("""
+    import json, sys, time
+    from suite.compile_share import _held, _manager_class
+    print("looking", flush=True)
+    start = time.monotonic()
+    group = _manager_class()("entry").get_group("kernel.json")
+    print(json.dumps({"group": group, "seconds": time.monotonic() - start, "holds_lock": "entry" in next(iter(_held), "")}))
+""")
+
+# Two processes compiling the same kernel variant for sm_90 (no GPU needed): how many compiled it from source.
+COMPILE = textwrap.dedent("""
+    import json, sys, time
+    from triton import knobs
+    from kernels import registry
+    from suite import compile_matrix, compile_share
+    compile_share.install()
+    counts = {"compiled": 0, "cached": 0}
+    knobs.compilation.listener = lambda *, cache_hit, **_: counts.__setitem__("cached" if cache_hit else "compiled",
+                                                                              counts["cached" if cache_hit else "compiled"] + 1)
+    registry.load_builtin()
+    spec = registry.get("vector_add")
+    go = float(sys.argv[1])
+    while time.time() < go:  # both processes start compiling at the same moment
+        time.sleep(0.005)
+    record = compile_matrix._compile(spec, "fp16", {"BLOCK_SIZE": 512, "num_warps": 4}, ("cuda", "sm_90", 32))
+    print(json.dumps({**counts, "status": record["status"]}))
+""")
+
+
+def _env(cache: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "TRITON_CACHE_MANAGER")}
+    return {**env, "TRITON_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT), **extra}
+
+
+def _hold(cache: Path) -> int:
+    """Take the entry's lock as a worker compiling it would."""
+    (cache / "entry").mkdir(parents=True, exist_ok=True)
+    fd = os.open(cache / "entry" / compile_share.LOCK_NAME, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return fd
+
+
+def _write_entry(cache: Path) -> None:
+    from triton.runtime.cache import FileCacheManager
+
+    os.environ["TRITON_CACHE_DIR"] = str(cache)  # knobs read it when a manager is made
+    try:
+        manager = FileCacheManager("entry")
+        path = manager.put(b"binary", "kernel.cubin")
+        manager.put_group("kernel.json", {"kernel.cubin": path})
+    finally:
+        del os.environ["TRITON_CACHE_DIR"]
+
+
+def test_a_lookup_waits_for_the_worker_compiling_the_entry_and_reads_what_it_wrote(tmp_path: Path) -> None:
+    fd = _hold(tmp_path)
+    child = subprocess.Popen([sys.executable, "-c", LOOKUP], stdout=subprocess.PIPE, text=True, env=_env(tmp_path),
+                             cwd=ROOT)
+    assert child.stdout.readline().strip() == "looking"
+    time.sleep(1.0)
+    assert child.poll() is None, "the lookup did not wait for the entry being compiled"
+    _write_entry(tmp_path)
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
+    out, _ = child.communicate(timeout=60)
+    result = json.loads(out)
+    assert result["group"] and "kernel.cubin" in result["group"], result  # a hit: nothing to compile
+    assert result["seconds"] >= 0.9
+    assert not result["holds_lock"]
+
+
+def test_a_lookup_compiles_itself_when_the_other_worker_wrote_nothing(tmp_path: Path) -> None:
+    """The holder's compile raised (or it died): the waiter gets a miss and the lock, and compiles."""
+    fd = _hold(tmp_path)
+    child = subprocess.Popen([sys.executable, "-c", LOOKUP], stdout=subprocess.PIPE, text=True, env=_env(tmp_path),
+                             cwd=ROOT)
+    assert child.stdout.readline().strip() == "looking"
+    time.sleep(0.5)
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
+    result = json.loads(child.communicate(timeout=60)[0])
+    assert result["group"] is None and result["holds_lock"], result
+
+
+def test_a_miss_with_no_one_compiling_does_not_wait(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-c", LOOKUP], capture_output=True, text=True, env=_env(tmp_path),
+                         cwd=ROOT, timeout=60, check=True).stdout
+    result = json.loads(out.splitlines()[-1])
+    assert result["group"] is None and result["holds_lock"] and result["seconds"] < 0.5, result
+
+
+@pytest.mark.parametrize("share", ["1", "0"])
+def test_two_workers_compiling_the_same_kernel_at_once_compile_it_once(tmp_path: Path, share: str) -> None:
+    go = str(time.time() + 8)  # after both processes have imported triton and torch
+    procs = [subprocess.Popen([sys.executable, "-c", COMPILE, go], stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                              env=_env(tmp_path, SUITE_COMPILE_SHARE=share)) for _ in range(2)]
+    results = [json.loads(p.communicate(timeout=300)[0].strip().splitlines()[-1]) for p in procs]
+    assert all(r["status"] == "ok" for r in results), results
+    compiled = sum(r["compiled"] for r in results)
+    if share == "1":
+        assert compiled == 1, results
+        assert sum(r["cached"] for r in results) == 1, results
+    elif compiled == 1:  # without sharing, both compile when they overlap; a slow start can keep them apart
+        pytest.skip(f"the two compiles did not overlap this time: {results}")
+    else:
+        assert compiled == 2, results
+
+
+def test_loading_the_plugin_imports_no_triton() -> None:
+    """Triton must be imported after the backend sets TRITON_INTERPRET: triton.language's own functions are made
+    interpreted or compiled at import, and an interpreted kernel cannot call compiled ones."""
+    code = "import sys, suite.plugin; print(sorted(m for m in sys.modules if m.split('.')[0] == 'triton'))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120,
+                         env=_env(Path("/nonexistent")), check=True).stdout
+    assert out.strip() == "[]", out

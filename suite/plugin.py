@@ -40,6 +40,8 @@ def pytest_configure(config: pytest.Config) -> None:
     compile_share.install()  # workers needing the same kernel variant compile it once
     if context.is_worker(config) or not context.xdist_on(config):  # the processes that run cases
         gpu_share.share.setup(ctx.backend.device)
+    if context.is_worker(config):
+        share_cpu_threads(int(config.workerinput.get("workercount", 1)))
     if ctx.run_file is not None:
         ctx.run_file.data["autotune"] = autotune_record(ctx)
         ctx.run_file.data["memcheck"] = {"mode": ctx.memcheck, "kernels": {}, "unchecked": {}}
@@ -51,6 +53,20 @@ def pytest_configure(config: pytest.Config) -> None:
             crash.process.on_timeout = recorder.record_timeout
     if not context.is_worker(config):
         crash.process.announce = crash.announce_past_capture(config)
+
+
+def share_cpu_threads(workers: int) -> int | None:
+    """Each of ``workers`` xdist workers gets its share of the CPU cores for torch's own threads (the float64
+    checks some properties make on the CPU): with torch's default of one thread per core in every worker, sixteen
+    workers ran 256 threads on 16 cores. A thread count the user set (OMP_NUM_THREADS) is kept."""
+    if os.environ.get("OMP_NUM_THREADS"):
+        return None
+    import torch
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    threads = max(1, cores // max(1, workers))
+    torch.set_num_threads(threads)
+    return threads
 
 
 def _workers(config: pytest.Config) -> int:

@@ -140,3 +140,23 @@ def test_lock_files_are_per_gpu_and_unlocked_when_a_holder_dies(tmp_path) -> Non
     fd = os.open(path, os.O_RDWR)
     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a worker that died (a GPU fault) leaves no lock behind
     os.close(fd)
+
+
+def test_workers_share_the_cpu_cores_for_torch_threads(monkeypatch) -> None:
+    """Sixteen workers each running torch's default one thread per core oversubscribed a 16-core runner."""
+    import torch
+
+    from suite.plugin import share_cpu_threads
+
+    before = torch.get_num_threads()
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: set(range(16)))
+    try:
+        assert share_cpu_threads(16) == 1 and torch.get_num_threads() == 1
+        assert share_cpu_threads(4) == 4 and torch.get_num_threads() == 4
+        assert share_cpu_threads(32) == 1
+        monkeypatch.setenv("OMP_NUM_THREADS", "3")
+        torch.set_num_threads(3)
+        assert share_cpu_threads(16) is None and torch.get_num_threads() == 3  # the user's choice stands
+    finally:
+        torch.set_num_threads(before)

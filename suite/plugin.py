@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 import pytest
 
@@ -92,6 +93,17 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     if "perf" in expr and expr != "not perf":  # benchmarks: one worker per GPU, as the noise floors were learned
         return gpus
     return max(gpus, min(os.cpu_count() or 1, gpu_share.WORKERS_PER_GPU * gpus))
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """GPU runs with xdist's default distribution: tests handed out by their expected durations (suite/schedule.py),
+    so that no long test waits behind another. ``--dist`` other than ``load``, and the interpreter, keep xdist's."""
+    ctx = config.stash.get(CONTEXT, None)
+    if ctx is None or ctx.backend.name == "interpret" or config.getvalue("dist") != "load":
+        return None
+    costs = schedule.load()
+    return schedule.make_scheduler(config, log, costs) if costs else None
 
 
 def autotune_record(ctx: context.SuiteContext) -> dict | None:

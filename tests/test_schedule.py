@@ -45,3 +45,101 @@ def test_costs_from_a_run_file(tmp_path) -> None:
     proc = subprocess.run([sys.executable, "-m", "suite.schedule", str(tmp_path / "nope.json")],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "nope.json" in proc.stderr
+
+
+class _Config:
+    def __init__(self, workers: int) -> None:
+        self.values = {"tx": [f"{workers}*popen"], "maxschedchunk": None}
+
+    def getvalue(self, name):
+        return self.values[name]
+
+    getoption = getvalue
+
+
+class _Node:
+    def __init__(self, name: str) -> None:
+        self.name, self.queue, self.shutting_down = name, [], False
+        self.gateway = SimpleNamespace(id=name)
+
+    def send_runtest_some(self, indices) -> None:
+        self.queue.extend(indices)
+
+    def shutdown(self) -> None:
+        self.shutting_down = True
+
+
+def _simulate(scheduler, collection: list[str], costs: dict[str, float], workers: int) -> tuple[float, list[str]]:
+    """Run the scheduler as xdist's controller would, each test taking its cost: (makespan, tests run)."""
+    import heapq
+
+    nodes = [_Node(f"gw{i}") for i in range(workers)]
+    for node in nodes:
+        scheduler.add_node(node)
+    for node in nodes:
+        scheduler.add_node_collection(node, collection)
+    scheduler.schedule()
+    ran, events, busy, now = [], [], set(), 0.0
+
+    def start(node) -> None:  # a worker runs its first queued test once it knows the next one (or must stop)
+        if node.name not in busy and node.queue and (len(node.queue) >= 2 or node.shutting_down):
+            busy.add(node.name)
+            heapq.heappush(events, (now + costs[collection[node.queue[0]]], node.name, node))
+
+    for node in nodes:
+        start(node)
+    while events:
+        now, _, node = heapq.heappop(events)
+        index = node.queue.pop(0)
+        ran.append(collection[index])
+        busy.discard(node.name)
+        scheduler.mark_test_complete(node, index, costs[collection[index]])
+        for other in nodes:
+            start(other)
+    return now, ran
+
+
+def test_no_long_test_waits_behind_another() -> None:
+    """On the measured durations of a cold H100 run, xdist's own scheduler queues the second longest test behind
+    the longest; the cost scheduler does not, and every test runs exactly once."""
+    from xdist.scheduler import LoadScheduling
+
+    costs = schedule.load()
+    collection = sorted(costs, key=lambda n: -costs[n])  # what the workers collect: longest first
+    ours, ran = _simulate(schedule.make_scheduler(_Config(16), None, costs), collection, costs, 16)
+    theirs, ran_theirs = _simulate(LoadScheduling(_Config(16)), collection, costs, 16)
+    assert sorted(ran) == sorted(collection) == sorted(ran_theirs)
+    longest = max(costs.values())
+    assert theirs >= longest + costs[collection[1]]  # the two longest, one after the other on one worker
+    assert ours < longest * 1.1, (ours, longest)
+
+
+def test_few_tests_start_on_every_worker() -> None:
+    costs = {f"t{i}": float(i + 1) for i in range(5)}
+    collection = sorted(costs, key=lambda n: -costs[n])
+    makespan, ran = _simulate(schedule.make_scheduler(_Config(8), None, costs), collection, costs, 8)
+    assert sorted(ran) == sorted(collection) and makespan == 5.0  # each on its own worker
+
+
+def test_the_cost_scheduler_runs_a_real_xdist_session(tmp_path) -> None:
+    """Under pytest-xdist itself: every test runs once, and the two long ones run on different workers."""
+    (tmp_path / "test_x.py").write_text(
+        "import os, time, pytest\n"
+        "@pytest.mark.parametrize('n', range(8))\n"
+        "def test_t(n):\n"
+        "    time.sleep(1.0 if n < 2 else 0.05)\n"
+        "    open(f'ran-{n}-' + os.environ['PYTEST_XDIST_WORKER'], 'w').close()\n")
+    costs = {f"test_x.py::test_t[{n}]": (10.0 if n < 2 else 1.0) for n in range(8)}
+    (tmp_path / "conftest.py").write_text(
+        "import pytest\n"
+        "from suite import schedule\n"
+        "@pytest.hookimpl(tryfirst=True)\n"
+        "def pytest_xdist_make_scheduler(config, log):\n"
+        f"    return schedule.make_scheduler(config, log, {costs!r})\n")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-q", "-p", "no:cacheprovider", "-p",
+                           "no:randomly", "test_x.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**__import__("os").environ, "PYTHONPATH": str(schedule.COSTS_PATH.parent.parent)})
+    assert proc.returncode == 0 and "8 passed" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-2000:]
+    ran = sorted(p.name for p in tmp_path.glob("ran-*"))
+    assert [r.split("-")[1] for r in ran] == [str(n) for n in range(8)], ran
+    assert {r.split("-")[2] for r in ran if r.split("-")[1] in "01"} == {"gw0", "gw1"}, ran

@@ -191,7 +191,10 @@ def compile_one(spec: KernelSpec, dtype: str, config: Mapping[str, Any], target:
     key = (spec.name, id(spec), function, dtype, json.dumps(dict(config), sort_keys=True, default=str), arch)
     if key not in _memo:
         with timing.phase("compile_matrix"):
-            _memo[key] = _compile(spec, dtype, dict(config), target, function)
+            try:
+                _memo[key] = _compile(spec, dtype, dict(config), target, function)
+            finally:
+                compile_share.release_all()  # a failed compile's lock: other processes may need the same entry
     return {**_memo[key], "config": dict(config), "default": default}
 
 

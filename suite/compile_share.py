@@ -11,7 +11,9 @@ entry's directory before compiling, and lets it go once the entry is written (``
 the lock taken waits for it, then reads the entry the other one wrote: a cache hit. The waiting is bounded
 (``WAIT_SECONDS``): past it, or when the holder wrote nothing (its compile failed), the waiter compiles itself, as
 Triton would have. A process compiles one kernel at a time, so a lock it still holds when it looks up another entry
-belongs to a compile that raised: it is let go first. The lock dies with its process (a crashed worker blocks no one).
+belongs to a compile that raised: it is let go first, and also after each compile-matrix record, each test phase
+and a retune (``release_all``), so an idle process keeps no one waiting. The lock dies with its process (a crashed
+worker blocks no one). Where the filesystem cannot lock, Triton's behaviour stays: compile without waiting.
 
 Installed in every process that runs cases (``install``); where ``fcntl`` is missing (Windows) Triton's own manager
 stays. ``SUITE_COMPILE_SHARE=0`` turns it off.
@@ -46,6 +48,20 @@ def _release(directory: str) -> None:
             os.close(fd)
 
 
+class _NoLocking(Exception):
+    """flock failed for a reason other than another process holding the lock (a filesystem without it)."""
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:  # EWOULDBLOCK: held by another process
+        return False
+    except OSError as exc:  # ENOLCK, ENOSYS, ...: no locking here
+        raise _NoLocking(str(exc)) from exc
+
+
 def release_all() -> None:
     """Let go of every lock this process holds (a compile that raised leaves one)."""
     for directory in list(_held):
@@ -68,33 +84,37 @@ def _manager_class() -> type:
 
         def get_group(self, filename: str) -> dict[str, str] | None:
             group = super().get_group(filename)
-            if group is not None or not filename.endswith(".json") or not self.cache_dir:
+            if not filename.endswith(".json") or not self.cache_dir or (group and filename in group):
                 return group
             if self.cache_dir in _held:  # compiling it again after a failure here: the lock is already ours
-                return None
+                return group
             release_all()  # held for an earlier compile that raised
-            fd = os.open(os.path.join(self.cache_dir, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:  # another process is compiling this entry: wait for it
-                started = time.monotonic()
-                while True:
-                    time.sleep(POLL_SECONDS)
-                    try:
-                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                        break
-                    except OSError:
+                fd = os.open(os.path.join(self.cache_dir, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError:  # a cache directory this process cannot lock in: compile as Triton would
+                return group
+            try:
+                if not _try_lock(fd):  # another process is compiling this entry: wait for it
+                    started = time.monotonic()
+                    while not _try_lock(fd):
                         if time.monotonic() - started > WAIT_SECONDS:
                             os.close(fd)
-                            return None  # compile it here after all, unlocked
-                group = super().get_group(filename)
-                if group is not None:
-                    timing.clock.shared += 1
-                    fcntl.flock(fd, fcntl.LOCK_UN)
-                    os.close(fd)
-                    return group
+                            return group  # compile it here after all, unlocked
+                        time.sleep(POLL_SECONDS)
+                    found = super().get_group(filename)
+                    if found and filename in found:
+                        timing.clock.shared += 1
+                        fcntl.flock(fd, fcntl.LOCK_UN)
+                        os.close(fd)
+                        return found
+            except _NoLocking:
+                os.close(fd)
+                return group
+            except BaseException:
+                os.close(fd)  # closing drops the lock too
+                raise
             _held[self.cache_dir] = fd  # ours to compile; put_group lets it go
-            return None
+            return group
 
         def put_group(self, filename: str, group: dict[str, str]) -> Any:
             try:

@@ -124,7 +124,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     ctx.session = session
     if context.is_worker(session.config) or not ctx.options.retune:
         return
-    _retune(session.config, ctx)
+    try:
+        _retune(session.config, ctx)
+    finally:
+        compile_share.release_all()  # the controller then idles for the run: it must hold no compile lock
 
 
 def _retune(config: pytest.Config, ctx: context.SuiteContext) -> None:
@@ -169,10 +172,10 @@ def _retune(config: pytest.Config, ctx: context.SuiteContext) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     """Worker side: hand this test's time breakdown, autotune and memory-check counts to the controller."""
+    compile_share.release_all()  # a compile that raised in this phase keeps no other worker waiting
     if call.when == "setup":
         timing.clock.take()  # what ran before this test is not its time
     if call.when == "call":
-        compile_share.release_all()  # a compile that raised in this test keeps no other worker waiting
         item.user_properties.append((timing.TIMING_PROPERTY, timing.clock.take()))
         lookup = autotune.active()
         delta = lookup.take() if lookup else None

@@ -93,7 +93,9 @@ def make_scheduler(config: Any, log: Any, costs: dict[str, float]) -> Any:
                 return
             queue = self.node2pending[node]
             behind_long = bool(queue) and self.cost(queue[-1]) > self.long
-            index = self.pending.pop(-1 if behind_long else 0)
+            # By cost, not position: a crashed worker's tests go back at the end of pending, a retried one at the front.
+            index = (min if behind_long else max)(self.pending, key=self.cost)
+            self.pending.remove(index)
             queue.append(index)
             node.send_runtest_some([index])
 

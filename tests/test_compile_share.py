@@ -65,8 +65,8 @@ def _write_entry(cache: Path) -> None:
     os.environ["TRITON_CACHE_DIR"] = str(cache)  # knobs read it when a manager is made
     try:
         manager = FileCacheManager("entry")
-        path = manager.put(b"binary", "kernel.cubin")
-        manager.put_group("kernel.json", {"kernel.cubin": path})
+        group = {"kernel.cubin": manager.put(b"binary", "kernel.cubin"), "kernel.json": manager.put("{}", "kernel.json")}
+        manager.put_group("kernel.json", group)
     finally:
         del os.environ["TRITON_CACHE_DIR"]
 
@@ -142,3 +142,68 @@ def test_loading_the_plugin_imports_no_triton() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120,
                          env=_env(Path("/nonexistent")), check=True).stdout
     assert out.strip() == "[]", out
+
+
+# A compile that raises, through the compile matrix (which records the failure and goes on); then the process idles.
+FAILING = textwrap.dedent("""
+    import sys, time
+    import triton, triton.language as tl
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from kernels import registry
+    from suite import compile_matrix, compile_share
+    compile_share.install()
+
+    @triton.jit
+    def broken(x):
+        tl.static_assert(False, "planted")
+
+    def compile_broken(*_, **__):
+        try:
+            triton.compile(ASTSource(broken, signature={"x": "i32"}, constexprs={}), target=GPUTarget("cuda", 90, 32))
+        except Exception as exc:
+            return {"status": "failed", "error": str(exc)[:80]}
+        return {"status": "ok"}
+
+    if sys.argv[1] == "matrix":  # the compile matrix's record of a failed compile, then idle
+        registry.load_builtin()
+        compile_matrix._compile = compile_broken
+        print(compile_matrix.compile_one(registry.get("vector_add"), "fp16", {}, ("cuda", "sm_90", 32))["status"],
+              flush=True)
+        time.sleep(20)
+    else:  # the same compile in another process: how long it took
+        start = time.monotonic()
+        compile_broken()
+        print(time.monotonic() - start, flush=True)
+""")
+
+
+def test_a_failed_compile_keeps_no_one_waiting(tmp_path: Path) -> None:
+    """The process whose compile raised goes on (the compile matrix records the failure) and then idles: it must
+    not keep holding the entry's lock, or every other worker needing that variant waits the full bound."""
+    script = tmp_path / "failing.py"  # @triton.jit needs its source in a file
+    script.write_text(FAILING)
+    cache = tmp_path / "cache"
+    idle = subprocess.Popen([sys.executable, str(script), "matrix"], stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                            env=_env(cache))
+    try:
+        assert idle.stdout.readline().strip() == "failed"
+        out = subprocess.run([sys.executable, str(script), "again"], capture_output=True, text=True, cwd=ROOT,
+                             env=_env(cache), timeout=120).stdout
+        assert float(out.strip().splitlines()[-1]) < 5.0, out  # it did not wait for the idle process
+    finally:
+        idle.kill()
+
+
+def test_a_filesystem_without_locks_compiles_without_waiting(tmp_path: Path, monkeypatch) -> None:
+    """flock failing for any reason but another holder (ENOLCK on some NFS, ENOSYS): Triton's behaviour, no wait."""
+    import errno
+
+    def no_locks(fd, op):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(compile_share.fcntl, "flock", no_locks)
+    start = time.monotonic()
+    assert compile_share._manager_class()("entry").get_group("kernel.json") is None
+    assert time.monotonic() - start < 1.0 and not compile_share._held

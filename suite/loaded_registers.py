@@ -1,14 +1,11 @@
 """Registers, spills and shared memory of a kernel as the GPU loaded it, for checking the compile matrix's offline
 figures. ``loaded(spec, dtype, shape, config, backend)`` runs one case with the kernel's JIT cache swapped for an
 empty one, so the variants it returns are exactly those this launch compiled (or loaded from Triton's on-disk cache),
-whatever the process ran before; the process's own cache is put back after. Also a command:
-``python -m suite.loaded_registers KERNEL DTYPE SHAPE CONFIG`` prints one JSON object.
+whatever the process ran before; the process's own cache is put back after.
 """
 
 from __future__ import annotations
 
-import json
-import sys
 from collections import defaultdict
 from typing import Any
 
@@ -34,18 +31,3 @@ def loaded(spec: Any, dtype: str, shape: dict, config: dict, backend: Any) -> di
         jit.device_caches = own
     return {"kernel": spec.name, "passed": result.passed, "message": None if result.passed else result.message(),
             "variants": variants}
-
-
-def main(argv: list[str]) -> int:
-    kernel, dtype, shape, config = argv[0], argv[1], json.loads(argv[2]), json.loads(argv[3])
-    from kernels import registry
-    from suite.backend import resolve
-
-    backend = resolve("cuda")
-    registry.load_builtin()
-    print(json.dumps(loaded(registry.get(kernel), dtype, shape, config, backend)))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -38,11 +38,16 @@ def load(path: Path = COSTS_PATH) -> dict[str, float]:
         return {}  # no file, or not one this module wrote: collection order
 
 
+def _median(costs: dict[str, float]) -> float:
+    """What a test the durations do not list is expected to take."""
+    return statistics.median(costs.values()) if costs else 0.0
+
+
 def order(items: list[Any], costs: dict[str, float]) -> None:
     """Sort ``items`` in place, longest expected first (stable: equal costs keep collection order)."""
     if not costs:
         return
-    default = statistics.median(costs.values())
+    default = _median(costs)
     items.sort(key=lambda item: -costs.get(item.nodeid, default))
 
 
@@ -53,13 +58,11 @@ def make_scheduler(config: Any, log: Any, costs: dict[str, float]) -> Any:
     class CostScheduling(LoadScheduling):
         def __init__(self, config: Any, log: Any) -> None:
             super().__init__(config, log)
-            self.costs = costs
-            self.default = statistics.median(costs.values()) if costs else 0.0
-            self.long = self.default  # a test longer than the median is long: the one queued behind it is short
+            self.median = _median(costs)  # a test longer than this is long: the one queued behind it is short
 
         def cost(self, index: int) -> float:
             assert self.collection is not None
-            return self.costs.get(self.collection[index], self.default)
+            return costs.get(self.collection[index], self.median)
 
         def schedule(self) -> None:
             assert self.collection_is_completed
@@ -71,7 +74,7 @@ def make_scheduler(config: Any, log: Any, costs: dict[str, float]) -> Any:
                 self.log("**Different tests collected, aborting run**")
                 return
             self.collection = next(iter(self.node2collection.values()))
-            self.pending[:] = sorted(range(len(self.collection)), key=lambda i: -self.cost(i))
+            self.pending[:] = range(len(self.collection))  # _send_one picks from it by cost
             for _ in range(2):  # one test on every node before any gets its second
                 for node in self.nodes:
                     self._send_one(node)
@@ -92,7 +95,7 @@ def make_scheduler(config: Any, log: Any, costs: dict[str, float]) -> Any:
             if not self.pending:
                 return
             queue = self.node2pending[node]
-            behind_long = bool(queue) and self.cost(queue[-1]) > self.long
+            behind_long = bool(queue) and self.cost(queue[-1]) > self.median
             # By cost, not position: a crashed worker's tests go back at the end of pending, a retried one at the front.
             index = (min if behind_long else max)(self.pending, key=self.cost)
             self.pending.remove(index)

@@ -77,18 +77,24 @@ def _write_entry(cache: Path) -> None:
         del os.environ["TRITON_CACHE_DIR"]
 
 
-def test_a_lookup_waits_for_the_worker_compiling_the_entry_and_reads_what_it_wrote(tmp_path: Path) -> None:
-    fd = _hold(tmp_path)
-    child = subprocess.Popen([sys.executable, "-c", LOOKUP], stdout=subprocess.PIPE, text=True, env=_env(tmp_path),
+def _lookup_while_held(cache: Path, held_s: float, write: bool) -> dict:
+    """Another process looks the entry up while this one holds its lock for ``held_s``, then writes the entry (or,
+    like a compile that raised, does not) and lets go: what the lookup returned."""
+    fd = _hold(cache)
+    child = subprocess.Popen([sys.executable, "-c", LOOKUP], stdout=subprocess.PIPE, text=True, env=_env(cache),
                              cwd=ROOT)
     assert child.stdout.readline().strip() == "looking"
-    time.sleep(1.0)
+    time.sleep(held_s)
     assert child.poll() is None, "the lookup did not wait for the entry being compiled"
-    _write_entry(tmp_path)
+    if write:
+        _write_entry(cache)
     fcntl.flock(fd, fcntl.LOCK_UN)
     os.close(fd)
-    out, _ = child.communicate(timeout=60)
-    result = json.loads(out)
+    return json.loads(child.communicate(timeout=60)[0])
+
+
+def test_a_lookup_waits_for_the_worker_compiling_the_entry_and_reads_what_it_wrote(tmp_path: Path) -> None:
+    result = _lookup_while_held(tmp_path, 1.0, write=True)
     assert result["group"] and "kernel.cubin" in result["group"], result  # a hit: nothing to compile
     assert result["seconds"] >= 0.9
     assert not result["holds_lock"]
@@ -96,14 +102,7 @@ def test_a_lookup_waits_for_the_worker_compiling_the_entry_and_reads_what_it_wro
 
 def test_a_lookup_compiles_itself_when_the_other_worker_wrote_nothing(tmp_path: Path) -> None:
     """The holder's compile raised (or it died): the waiter gets a miss and the lock, and compiles."""
-    fd = _hold(tmp_path)
-    child = subprocess.Popen([sys.executable, "-c", LOOKUP], stdout=subprocess.PIPE, text=True, env=_env(tmp_path),
-                             cwd=ROOT)
-    assert child.stdout.readline().strip() == "looking"
-    time.sleep(0.5)
-    fcntl.flock(fd, fcntl.LOCK_UN)
-    os.close(fd)
-    result = json.loads(child.communicate(timeout=60)[0])
+    result = _lookup_while_held(tmp_path, 0.5, write=False)
     assert result["group"] is None and result["holds_lock"], result
 
 

@@ -31,6 +31,13 @@ class RunRecorder:
         self.ctx = ctx
         self.expected: set[str] = set()  # the suite's tests this run should record
         self.interrupted = False
+        self.t0 = time.time()  # the session's start: the timeline's zero (reset at pytest_sessionstart)
+        self.ready: dict[str, float] = {}  # xdist worker -> when its collection reached the controller
+        self.began: dict[str, float] = {}  # nodeid -> when its setup began (epoch)
+        self.records: dict[str, dict] = {}  # nodeid -> its test record (teardown's end is added to it)
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.t0 = time.time()
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.expected |= {item.nodeid for item in session.items if item.nodeid.startswith("suite/")}
@@ -38,15 +45,23 @@ class RunRecorder:
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node, ids: list[str]) -> None:
         self.expected |= {i for i in ids if i.startswith("suite/")}
+        gateway = getattr(node, "gateway", None)
+        self.ready[getattr(gateway, "id", f"gw{len(self.ready)}")] = round(time.time() - self.t0, 3)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "???":  # xdist: the worker process died during this test
             if report.nodeid.startswith("suite/"):
                 self._worker_died(report)
             return
-        if not (report.when == "call" or (report.when == "setup" and report.outcome != "passed")):
-            return
         if not report.nodeid.startswith("suite/"):
+            return
+        if report.when == "setup":
+            self.began[report.nodeid] = report.start or time.time()
+        if report.when == "teardown":
+            if (rec := self.records.get(report.nodeid)) is not None:
+                rec["ended_s"] = round((report.stop or time.time()) - self.t0, 3)
+            return
+        if not (report.when == "call" or (report.when == "setup" and report.outcome != "passed")):
             return
         props = dict(report.user_properties)
         outcome = report.outcome
@@ -67,9 +82,12 @@ class RunRecorder:
             self.run_file.data.setdefault("incidents", []).append(
                 {"kind": "fault", "nodeid": report.nodeid, "worker": _worker_id(report),
                  "message": f"GPU context poisoned by {props[crash.POISONED_PROPERTY]}"[:2000]})
-        self.run_file.add_report(report.nodeid, outcome, report.duration, message,
-                                 props.get(results.CASES_PROPERTY, []), props.get(KNOWN_PROPERTY), extra,
-                                 timing=props.get(timing.TIMING_PROPERTY))
+        began = self.began.pop(report.nodeid, report.start or time.time())
+        place = {"worker": _worker_id(report) or "main", "began_s": round(began - self.t0, 3),
+                 "ended_s": round((report.stop or time.time()) - self.t0, 3)}
+        self.records[report.nodeid] = self.run_file.add_report(
+            report.nodeid, outcome, report.duration, message, props.get(results.CASES_PROPERTY, []),
+            props.get(KNOWN_PROPERTY), extra, timing=props.get(timing.TIMING_PROPERTY), place=place)
 
     def _count_autotune(self, delta: dict | None) -> None:
         record = self.run_file.data.get("autotune")
@@ -166,6 +184,8 @@ class RunRecorder:
             return
         self._mark_unchecked()
         self.run_file.data["timing"] = timing.summed(self.run_file.data["tests"])
+        if workers := timing.timeline(self.run_file.data["tests"], self.ready, time.time() - self.t0):
+            self.run_file.data["timing"]["workers"] = workers
         if self.interrupted:  # Ctrl-C: what finished is kept, and the file says the run was stopped on purpose
             self.run_file.finish("interrupted")
             return

@@ -151,21 +151,26 @@ class RunFile:
 
     def add_report(self, nodeid: str, outcome: str, duration: float, message: str | None,
                    records: list[dict[str, Any]], known_issue: dict | None,
-                   extra: dict[str, list[dict[str, Any]]] | None = None, timing: dict | None = None) -> None:
+                   extra: dict[str, list[dict[str, Any]]] | None = None, timing: dict | None = None,
+                   place: dict | None = None) -> dict[str, Any]:
+        """Add a test's record (and its cases) and rewrite the file; ``place``: the worker that ran it and when
+        (seconds from the session's start). Returns the test's record."""
         self.start()
         for key, items in (extra or {}).items():
             if key == "ceilings":
                 self.data["ceilings"] = items
             else:
                 self.data[key].extend(items)
-        self.data["tests"].append({"nodeid": nodeid, "outcome": outcome, "duration_s": round(duration, 4),
-                                   "message": message, "known_issue": known_issue["id"] if known_issue else None,
-                                   **({"timing": timing} if timing else {})})
+        test = {"nodeid": nodeid, "outcome": outcome, "duration_s": round(duration, 4), "message": message,
+                "known_issue": known_issue["id"] if known_issue else None, **({"timing": timing} if timing else {}),
+                **(place or {})}
+        self.data["tests"].append(test)
         for record in records:
             if known_issue and record["outcome"] == "failed":
                 record = {**record, "outcome": "xfailed", "known_issue": known_issue["id"]}
             self.data["cases"].append(record)
         self.flush()
+        return test
 
     def flush(self) -> None:
         """Rewrite the file after every test report: a crash loses at most the test in flight."""

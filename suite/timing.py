@@ -136,6 +136,40 @@ def summed(tests: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def timeline(tests: list[dict[str, Any]], ready: dict[str, float], session_s: float) -> dict[str, Any] | None:
+    """Where the session's wall time went, worker by worker (seconds from the session's start): when the workers
+    were ready (their collection reached the controller; with no xdist, the first test's start), how much of the
+    time from then to the session's end they spent in tests, and when the first test began and the last ended."""
+    placed = [t for t in tests if "began_s" in t and "ended_s" in t]
+    if not placed:
+        return None
+    per: dict[str, list[dict[str, Any]]] = {}
+    for t in placed:
+        per.setdefault(t.get("worker") or "main", []).append(t)
+    ready_at = {w: ready.get(w, min(t["began_s"] for t in ts)) for w, ts in per.items()}
+    ready_at.update({w: at for w, at in ready.items() if w not in ready_at})  # workers that ran no test
+    busy = sum(t["ended_s"] - t["began_s"] for t in placed)
+    available = sum(max(0.0, session_s - at) for at in ready_at.values())
+    times = sorted(ready_at.values())
+    return {"count": len(ready_at), "session_s": round(session_s, 3),
+            "ready_s": {"first": round(times[0], 3), "median": round(times[len(times) // 2], 3),
+                        "last": round(times[-1], 3)},
+            "first_test_s": round(min(t["began_s"] for t in placed), 3),
+            "last_test_ended_s": round(max(t["ended_s"] for t in placed), 3),
+            "busy": round(busy / available, 4) if available > 0 else 0.0}
+
+
+def timeline_line(workers: dict[str, Any] | None) -> str:
+    """One line for the terminal summary: when the workers started working, and how busy they were after."""
+    if not workers:
+        return ""
+    r = workers["ready_s"]
+    return (f"timeline: {workers['count']} worker(s) ready {r['first']:.1f}-{r['last']:.1f} s into the session "
+            f"(median {r['median']:.1f} s), in tests {100 * workers['busy']:.0f}% of the time from then on; first "
+            f"test began at {workers['first_test_s']:.1f} s, the last ended at {workers['last_test_ended_s']:.1f} s "
+            f"of {workers['session_s']:.1f} s")
+
+
 def breakdown_line(total: dict[str, Any]) -> str:
     """One line for the terminal summary: where the tests' time went."""
     if not total or not total.get("tests_s"):

@@ -19,11 +19,15 @@ Platform = tuple[str, str]
 DTYPE_NAME = re.compile(r"(fp|bf|int|uint|float|bool)\w*")
 
 
+PART = re.compile(r"-part\d+of\d+$")  # a part of a split test (suite/parts.py): [matmul-fp32-part1of3]
+
+
 def kernel_dtype_of(nodeid: str) -> tuple[str, str] | None:
-    """The [kernel-dtype] parameter of a generated test, as the suite's plugin names them ([kernel-sm_90] is not)."""
+    """The [kernel-dtype] parameter of a generated test, as the suite's plugin names them ([kernel-sm_90] is not),
+    a part's ([kernel-dtype-part1of3]) included."""
     if not nodeid.endswith("]") or "[" not in nodeid:
         return None
-    kernel, sep, dtype = nodeid.rsplit("[", 1)[1][:-1].rpartition("-")
+    kernel, sep, dtype = PART.sub("", nodeid.rsplit("[", 1)[1][:-1]).rpartition("-")
     return (kernel, dtype) if sep and kernel and DTYPE_NAME.fullmatch(dtype) else None
 
 

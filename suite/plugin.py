@@ -16,7 +16,20 @@ from typing import Any
 
 import pytest
 
-from suite import autotune, compile_share, context, crash, gpu_share, memcheck, options, schedule, summary, timing
+from suite import (
+    autotune,
+    compile_share,
+    context,
+    crash,
+    gpu_share,
+    memcheck,
+    options,
+    parts,
+    schedule,
+    summary,
+    timing,
+    warmup,
+)
 from suite.context import BACKEND, CONTEXT
 from suite.recorder import AUTOTUNE_PROPERTY, KNOWN_PROPERTY, MEMCHECK_PROPERTY, RunRecorder
 from suite.strategies import register_profiles
@@ -43,6 +56,7 @@ def pytest_configure(config: pytest.Config) -> None:
         gpu_share.share.setup(ctx.backend.device)
     if context.is_worker(config):
         share_cpu_threads(int(config.workerinput.get("workercount", 1)))
+        warmup.start(ctx.backend.device)  # the GPU's one-time start-up, while this worker collects and waits
     if ctx.run_file is not None:
         ctx.run_file.data["autotune"] = autotune_record(ctx)
         ctx.run_file.data["memcheck"] = {"mode": ctx.memcheck, "kernels": {}, "unchecked": {}}
@@ -169,6 +183,11 @@ def _retune(config: pytest.Config, ctx: context.SuiteContext) -> None:
                                        "pruned"], row, strict=True)) for row in autotune.retune_rows(ctx.retuned)]
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    warmup.wait()  # the worker's GPU start-up (suite/warmup.py) is no test's time
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     """Worker side: hand this test's time breakdown, autotune and memory-check counts to the controller."""
@@ -234,6 +253,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     ctx = metafunc.config.stash[CONTEXT]
     b = ctx.backend
     params = []
+    split_into = schedule.load_parts() if metafunc.function.__name__ in parts.SPLIT_FUNCTIONS else {}
     for spec in registry.all_specs():
         if not ctx.options.selects(spec.name):
             continue
@@ -247,7 +267,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                                    metafunc.function.__name__)
             if issue:
                 marks.append(pytest.mark.xfail(strict=True, reason=f"known issue {issue.id}: {issue.link}"))
-            params.append(pytest.param((spec, dtype, issue), id=f"{spec.name}-{dtype}", marks=marks))
+            # A long test is split into parts (suite/parts.py), except where a known issue's strict xfail needs it whole.
+            base = f"{spec.name}-{dtype}"
+            split = 1 if issue else split_into.get(f"{metafunc.definition.nodeid}[{base}]", 1)
+            params += [pytest.param(parts.KernelDtype((spec, dtype, issue), i, split), id=parts.part_id(base, i, split),
+                                    marks=marks) for i in range(split)]
     metafunc.parametrize("kernel_dtype", params)
 
 
@@ -261,6 +285,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     if ctx.options.kernels:
         _deselect_other_kernels(config, ctx, items)
+    parts.note_selection(config, items)
     if ctx.backend.name != "interpret":
         schedule.order(items, schedule.load())  # longest first, so that no long test starts last (xdist)
     if ctx.options.repro is None and ctx.options.config is None:

@@ -22,12 +22,23 @@ a short one the longest left.
 from __future__ import annotations
 
 import json
+import math
+import os
 import statistics
 import sys
 from pathlib import Path
 from typing import Any
 
-COSTS_PATH = Path(__file__).with_name("test_costs.json")
+# SUITE_TEST_COSTS: another durations file (an empty value: none, so collection order and no test split).
+COSTS_PATH = Path(os.environ["SUITE_TEST_COSTS"]) if "SUITE_TEST_COSTS" in os.environ else Path(__file__).with_name(
+    "test_costs.json")
+
+
+# A test longer than this (summed over its parts, in the run the durations came from) is split into parts of
+# about this length (suite/parts.py), at most MAX_PARTS: with 32 workers on two GPUs a cold run's tests sum to
+# about 17 s per worker, so no part should take much longer.
+TARGET_PART_S = 12.0
+MAX_PARTS = 4
 
 
 def load(path: Path = COSTS_PATH) -> dict[str, float]:
@@ -36,6 +47,38 @@ def load(path: Path = COSTS_PATH) -> dict[str, float]:
         return {str(k): float(v) for k, v in data["tests"].items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}  # no file, or not one this module wrote: collection order
+
+
+def load_parts(path: Path = COSTS_PATH) -> dict[str, int]:
+    """Whole test's node id -> the parts it is split into (suite/parts.py); tests not listed run whole."""
+    try:
+        data = json.loads(path.read_text())
+        return {str(k): int(v) for k, v in data.get("parts", {}).items() if int(v) > 1}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return {}
+
+
+def split(costs: dict[str, float]) -> tuple[dict[str, float], dict[str, int]]:
+    """The durations of a run, with each splittable test's parts (however the run split it) summed back into the
+    whole and split again by TARGET_PART_S: (the durations per test as the next runs collect them, the parts)."""
+    from suite import parts
+
+    whole: dict[str, float] = {}
+    for nodeid, cost in costs.items():
+        whole[parts.base_id(nodeid)] = whole.get(parts.base_id(nodeid), 0.0) + cost
+    out: dict[str, float] = {}
+    split_into: dict[str, int] = {}
+    for nodeid, cost in whole.items():
+        function = nodeid.split("::", 1)[-1].split("[", 1)[0]
+        n = min(MAX_PARTS, max(1, math.ceil(cost / TARGET_PART_S))) if function in parts.SPLIT_FUNCTIONS else 1
+        if n == 1:
+            out[nodeid] = round(cost, 2)
+            continue
+        split_into[nodeid] = n
+        head, param = nodeid[:-1].rsplit("[", 1)
+        for i in range(n):
+            out[f"{head}[{parts.part_id(param, i, n)}]"] = round(cost / n, 2)
+    return out, split_into
 
 
 def _median(costs: dict[str, float]) -> float:
@@ -126,9 +169,12 @@ def main(argv: list[str]) -> int:
     if not costs:
         print(f"{path}: no test durations in it", file=sys.stderr)
         return 2
+    costs, split_into = split(costs)
     COSTS_PATH.write_text(json.dumps({"source": path.name, "backend": env.get("backend"), "arch": env.get("arch"),
+                                      "parts": dict(sorted(split_into.items())),
                                       "tests": dict(sorted(costs.items(), key=lambda kv: -kv[1]))}, indent=1) + "\n")
-    print(f"{COSTS_PATH}: {len(costs)} test durations from {path.name}")
+    print(f"{COSTS_PATH}: {len(costs)} test durations from {path.name}; {len(split_into)} test(s) split into parts "
+          f"of about {TARGET_PART_S:g} s")
     return 0
 
 

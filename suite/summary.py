@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
+from suite import parts
+
 
 def write_summary(tr, data: dict, path: Path) -> None:
     """The portability summary at the end of a run, from the run file's data."""
@@ -96,8 +98,8 @@ def case_summary_rows(cases: list[dict], tests: list[dict]) -> list[list]:
         rows.append([kernel, dtype, row["passed"], row["failed"], row["xfailed"], worst])
     for t in tests:
         if t["outcome"] == "skipped" and "::test_matches_reference[" in t["nodeid"]:
-            kernel, _, dtype = t["nodeid"].rsplit("[", 1)[1].rstrip("]").rpartition("-")
-            if (kernel, dtype) not in table:
+            kernel, _, dtype = parts.base_id(t["nodeid"]).rsplit("[", 1)[1].rstrip("]").rpartition("-")
+            if (kernel, dtype) not in table and not any(r[:2] == [kernel, dtype] for r in rows):  # parts: one row
                 rows.append([kernel, dtype, "-", "-", "-", f"skipped: {t['message'] or ''}"[:60]])
     return sorted(rows, key=lambda r: (r[0], r[1]))
 
@@ -154,4 +156,6 @@ def timing_lines(data: dict, slowest: int = 3) -> str:
         parts = [f"{k[:-2].replace('_', ' ')} {v:.1f}" for k, v in (t.get("timing") or {}).items()
                  if k.endswith("_s") and v >= 0.05]
         line += f"\n  slow: {t['nodeid']} {t['duration_s']:.1f} s" + (f" ({', '.join(parts)})" if parts else "")
+    if when := timing.timeline_line(total.get("workers")):
+        line += "\n" + when
     return line

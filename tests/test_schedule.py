@@ -7,7 +7,7 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
-from suite import schedule
+from suite import parts, schedule
 
 
 def test_longest_first_unknown_as_the_median() -> None:
@@ -31,7 +31,9 @@ def test_the_shipped_costs_name_collected_tests() -> None:
     proc = subprocess.run([sys.executable, "-m", "pytest", "suite", "--co", "-q", "-p", "no:cacheprovider",
                            "--no-results"], capture_output=True, text=True, timeout=300)
     collected = {line.strip() for line in proc.stdout.splitlines() if "::" in line}
-    stale = sorted(n for n in costs if n not in collected and "test_compiles_on_target" not in n)
+    # A split test is whole where a known issue keeps it so (suite/parts.py): here, the interpreter's bf16 ones.
+    stale = sorted(n for n in costs if n not in collected and parts.base_id(n) not in collected
+                   and "test_compiles_on_target" not in n)
     assert not stale, f"suite/test_costs.json names tests that no longer exist: {stale[:5]}"
 
 
@@ -111,7 +113,8 @@ def test_no_long_test_waits_behind_another() -> None:
     assert sorted(ran) == sorted(collection) == sorted(ran_theirs)
     longest = max(costs.values())
     assert theirs >= longest + costs[collection[1]]  # the two longest, one after the other on one worker
-    assert ours < longest * 1.1, (ours, longest)
+    bound = max(longest, sum(costs.values()) / 16)  # no schedule beats the longest test, nor the even share
+    assert ours < bound * 1.1, (ours, bound)
 
 
 def test_few_tests_start_on_every_worker() -> None:

@@ -120,7 +120,17 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
                         f"not a wrong result): lower the dims' gpu_max for this GPU or run on a larger one.\n"
                         f"{too_large[0]}", pytrace=False)
 
+    # Parts (suite/parts.py): with the same cases drawn in every part, each runs those at its positions; with random
+    # draws, each part draws its own share of the budget. (Kept out of ``drawn``: Hypothesis seeds a derandomized
+    # run from the test function's source, so the draws stay those of the whole test as it was.)
+    same_draws = split > 1 and (settings.default.derandomize or ctx.profile == "validation")
+    position = iter(range(1 << 62))
+
     def check(case: Case, configs: list[dict] | None = None) -> None:
+        if configs is None and split > 1:  # a drawn case (the path search and --repro pass their configs)
+            at = next(position)
+            if shrink.started is None and (same_draws or at < len(spec.examples)) and not parts.owns(at, part, split):
+                return  # another part's case
         if shrink.skip(case):
             return
         if configs is None:
@@ -156,15 +166,8 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
             fail_if_too_large()
             return
         strategy = case_strategy(spec, dtype, backend.name, large=ctx.large_shapes)
-        # Parts (suite/parts.py): with the same cases drawn in every part, each runs those at its positions;
-        # with random draws, each part draws its own share of the budget.
-        same_draws = split > 1 and (settings.default.derandomize or ctx.profile == "validation")
-        position = iter(range(1 << 62))
 
         def drawn(case: Case) -> None:
-            at = next(position)
-            if shrink.started is None and (same_draws or at < len(spec.examples)) and not parts.owns(at, part, split):
-                return  # another part's case
             check(case)
 
         drawn._hypothesis_internal_add_digest = f"{spec.name}-{dtype}".encode()

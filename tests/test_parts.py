@@ -42,7 +42,7 @@ def test_parts_run_the_whole_tests_cases_and_search_its_paths_once(run_suite, tm
     # Every part ran some, on both workers' share of them; one coverage record, the whole test's.
     per_part = {t["nodeid"]: sum(1 for c in s["cases"] if c["nodeid"] == t["nodeid"]) for t in s["tests"]}
     assert all(n > 0 for n in per_part.values()), per_part
-    assert w["coverage"][0]["covered_by_search"] == ["whole_blocks"], w["coverage"]  # the search had work to do
+    assert w["coverage"][0]["covered_by_search"] == ["tail_of_one"], w["coverage"]  # the search had work to do
     assert s["coverage"] == w["coverage"]
     # The timeline: each test says which worker ran it and when.
     assert {t["worker"] for t in s["tests"]} <= {"gw0", "gw1"}
@@ -62,7 +62,8 @@ def test_a_part_that_ran_other_parts_cases_is_caught(run_suite, tmp_path):
     assert whole.returncode == 0 and planted.returncode == 0, planted.output[-3000:]
     assert _cases(planted.run_data()) != _cases(whole.run_data())
     # Each drawn case three times; the searched one once (only the last part searches).
-    assert len(_cases(planted.run_data())) == 3 * (len(_cases(whole.run_data())) - 1) + 1
+    searched = len(whole.run_data()["coverage"][0]["covered_by_search"])
+    assert searched == 1 and len(_cases(planted.run_data())) == 3 * (len(_cases(whole.run_data())) - 1) + 1
 
 
 def test_a_bug_fails_the_parts_whose_cases_hit_it(run_suite, tmp_path):

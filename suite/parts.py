@@ -34,6 +34,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 PART_ID = re.compile(r"^(?P<base>.*)-part(?P<part>\d+)of(?P<parts>\d+)$")
 SPLIT_FUNCTIONS = ("test_matches_reference",)  # the tests that know how to run a part
 
@@ -68,6 +70,9 @@ def owns(position: int, part: int, parts: int) -> bool:
     return parts <= 1 or position % parts == part
 
 
+_local: str | None = None  # shared_dir without xdist: a directory of this process
+
+
 def shared_dir(config: Any) -> Path:
     """Where the parts of this run leave their coverage: the run's in-flight journal directory under xdist (the
     controller made it and removes it), else a directory of this process."""
@@ -87,17 +92,12 @@ def shared_dir(config: Any) -> Path:
     return path
 
 
-_local: str | None = None
+_SELECTED_KEY = pytest.StashKey[dict]()  # base node id -> the parts this session runs
 
 
 def selected_parts(config: Any, base: str) -> set[int]:
     """Which parts of the test ``base`` this session runs (after -k and -m): every worker collects the same."""
     return config.stash.get(_SELECTED_KEY, {}).get(base, set())
-
-
-def split_test(nodeid: str) -> bool:
-    """Whether ``nodeid`` is one part of a split test."""
-    return base_id(nodeid) != nodeid
 
 
 def note_selection(config: Any, items: list[Any]) -> None:
@@ -108,15 +108,6 @@ def note_selection(config: Any, items: list[Any]) -> None:
         if isinstance(value, KernelDtype) and value.parts > 1:
             selected.setdefault(base_id(item.nodeid), set()).add(value.part)
     config.stash[_SELECTED_KEY] = selected
-
-
-def _stash_key() -> Any:
-    import pytest
-
-    return pytest.StashKey[dict]()
-
-
-_SELECTED_KEY = _stash_key()
 
 
 @contextmanager
@@ -156,6 +147,17 @@ def finish_part(directory: Path, base: str, part: int, selected: set[int], state
 def coverage_state(coverage: Any, part: int, failed: bool) -> dict[str, Any]:
     return {"part": part, "configs": dict(coverage.configs), "paths": dict(coverage.paths),
             "not_fitting": dict(coverage.not_fitting), "failed": failed}
+
+
+def finish(config: Any, nodeid: str, part: int, coverage: Any, failed: bool) -> tuple[bool, bool]:
+    """Part ``part`` of the test ``nodeid`` has run its cases: leave its coverage; if it is the last part to finish,
+    add the others' into ``coverage``. (whether it is the last, whether any part that finished failed)."""
+    base = base_id(nodeid)
+    states = finish_part(shared_dir(config), base, part, selected_parts(config, base),
+                         coverage_state(coverage, part, failed))
+    if states is None:
+        return False, failed
+    return True, merge_into(coverage, states, part)
 
 
 def merge_into(coverage: Any, states: list[dict[str, Any]], part: int) -> bool:

@@ -180,21 +180,13 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
             run = example(Case(kernel=spec.name, dtype=dtype, **ex))(run)
         if ctx.profile == "validation":
             run = seed(VALIDATION_SEED)(run)
+        failed = True
         try:
             run()
-        except BaseException:
-            failed = True
-            raise
-        else:
             failed = False
         finally:
-            if split > 1:  # the last part to finish sees every part's coverage
-                states = parts.finish_part(parts.shared_dir(request.config), parts.base_id(request.node.nodeid),
-                                           part, parts.selected_parts(request.config, parts.base_id(
-                                               request.node.nodeid)), parts.coverage_state(coverage, part, failed))
-                last = states is not None
-                if last:
-                    failed = parts.merge_into(coverage, states, part) or failed
+            if split > 1:  # the last part to finish adds up every part's coverage
+                last, failed = parts.finish(request.config, request.node.nodeid, part, coverage, failed)
         if forced is None and not failed and (split == 1 or last):
             reach_missing_paths(spec, backend, strategy, coverage, check)
         fail_if_too_large()

@@ -16,7 +16,9 @@ with, and keeps two queued on each (a worker runs a test only once it knows the 
 longest test was also given the second longest, queued behind it: on an H100 a cold run took 82 s, its longest
 test 45 s. :func:`make_scheduler` replaces it on GPU runs (``--dist load``, the ``-n`` default) with
 ``CostScheduling``: the same queues of two, but the test queued behind a long one is the shortest left, and behind
-a short one the longest left.
+a short one the longest left. And a worker starts as soon as its own collection reaches the controller (xdist
+waits for every worker's): 16 workers importing torch at once are ready up to 2-3 s apart. A worker whose
+collection differs from the first one's stops the run with the difference (xdist would leave it idle).
 """
 
 from __future__ import annotations
@@ -97,11 +99,27 @@ def order(items: list[Any], costs: dict[str, float]) -> None:
 def make_scheduler(config: Any, log: Any, costs: dict[str, float]) -> Any:
     """xdist's load scheduler, handing tests out by their expected durations (see the module docstring)."""
     from xdist.scheduler import LoadScheduling
+    from xdist.report import report_collection_diff
 
     class CostScheduling(LoadScheduling):
         def __init__(self, config: Any, log: Any) -> None:
             super().__init__(config, log)
             self.median = _median(costs)  # a test longer than this is long: the one queued behind it is short
+
+        @property
+        def collection_is_completed(self) -> bool:
+            # A worker starts as soon as its own collection is in, not once the last worker's is: 16 workers
+            # importing torch at once finish collecting up to 2-3 s apart.
+            return bool(self.node2collection)
+
+        def add_node_collection(self, node: Any, collection: Any) -> None:
+            if self.collection is not None and list(collection) != self.collection:
+                first = next(iter(self.node2collection))
+                raise RuntimeError(f"pytest-xdist worker {node.gateway.id} collected other tests than "
+                                   f"{first.gateway.id}; every worker must collect the same tests in the same order:\n"
+                                   + report_collection_diff(self.collection, list(collection), first.gateway.id,
+                                                            node.gateway.id))
+            self.node2collection[node] = list(collection)
 
         def cost(self, index: int) -> float:
             assert self.collection is not None
@@ -109,24 +127,20 @@ def make_scheduler(config: Any, log: Any, costs: dict[str, float]) -> Any:
 
         def schedule(self) -> None:
             assert self.collection_is_completed
-            if self.collection is not None:  # a node added later
-                for node in self.nodes:
-                    self.check_schedule(node)
-                return
-            if not self._check_nodes_have_same_collection():
-                self.log("**Different tests collected, aborting run**")
-                return
-            self.collection = next(iter(self.node2collection.values()))
-            self.pending[:] = range(len(self.collection))  # _send_one picks from it by cost
-            for _ in range(2):  # one test on every node before any gets its second
-                for node in self.nodes:
-                    self._send_one(node)
+            if self.collection is None:  # the first collection in: the others must match it (above)
+                self.collection = next(iter(self.node2collection.values()))
+                self.pending[:] = range(len(self.collection))  # _send_one picks from it by cost
+            ready = [node for node in self.nodes if node in self.node2collection]
+            for _ in range(2):  # one test on every ready node before any gets its second
+                for node in ready:
+                    if len(self.node2pending[node]) < 2:
+                        self._send_one(node)
             if not self.pending:
-                for node in self.nodes:
+                for node in ready:
                     node.shutdown()
 
         def check_schedule(self, node: Any, duration: float = 0) -> None:
-            if node.shutting_down:
+            if node.shutting_down or node not in self.node2collection:
                 return
             if not self.pending:
                 node.shutdown()

@@ -71,31 +71,35 @@ class _Node:
         self.shutting_down = True
 
 
-def _simulate(scheduler, collection: list[str], costs: dict[str, float], workers: int) -> tuple[float, list[str]]:
-    """Run the scheduler as xdist's controller would, each test taking its cost: (makespan, tests run)."""
+def _simulate(scheduler, collection: list[str], costs: dict[str, float], workers: int,
+              ready: list[float] | None = None) -> tuple[float, list[str]]:
+    """Run the scheduler as xdist's controller would, each test taking its cost and worker i's collection reaching
+    the controller at ready[i] (default: all at 0): (makespan, tests run)."""
     import heapq
 
     nodes = [_Node(f"gw{i}") for i in range(workers)]
     for node in nodes:
         scheduler.add_node(node)
-    for node in nodes:
-        scheduler.add_node_collection(node, collection)
-    scheduler.schedule()
     ran, events, busy, now = [], [], set(), 0.0
+    for i, node in enumerate(nodes):
+        heapq.heappush(events, ((ready or [0.0] * workers)[i], 0, node.name, node))
 
     def start(node) -> None:  # a worker runs its first queued test once it knows the next one (or must stop)
         if node.name not in busy and node.queue and (len(node.queue) >= 2 or node.shutting_down):
             busy.add(node.name)
-            heapq.heappush(events, (now + costs[collection[node.queue[0]]], node.name, node))
+            heapq.heappush(events, (now + costs[collection[node.queue[0]]], 1, node.name, node))
 
-    for node in nodes:
-        start(node)
     while events:
-        now, _, node = heapq.heappop(events)
-        index = node.queue.pop(0)
-        ran.append(collection[index])
-        busy.discard(node.name)
-        scheduler.mark_test_complete(node, index, costs[collection[index]])
+        now, kind, _, node = heapq.heappop(events)
+        if kind == 0:  # its collection is in: xdist's controller calls schedule() once collection_is_completed
+            scheduler.add_node_collection(node, collection)
+            if scheduler.collection_is_completed:
+                scheduler.schedule()
+        else:
+            index = node.queue.pop(0)
+            ran.append(collection[index])
+            busy.discard(node.name)
+            scheduler.mark_test_complete(node, index, costs[collection[index]])
         for other in nodes:
             start(other)
     return now, ran
@@ -121,7 +125,41 @@ def test_few_tests_start_on_every_worker() -> None:
     costs = {f"t{i}": float(i + 1) for i in range(5)}
     collection = sorted(costs, key=lambda n: -costs[n])
     makespan, ran = _simulate(schedule.make_scheduler(_Config(8), None, costs), collection, costs, 8)
-    assert sorted(ran) == sorted(collection) and makespan == 5.0  # each on its own worker
+    # The first worker in starts at once, so it takes two (an xdist worker runs a test once it knows the next):
+    # the longest and, behind it, the shortest; the others one each.
+    assert sorted(ran) == sorted(collection) and makespan == 5.0 + 1.0
+
+
+def test_workers_start_as_their_collection_comes_in() -> None:
+    """Workers ready 8-10.5 s in (as on an H100, 16 importing torch at once): the first ones start at once, with the
+    longest tests; xdist's scheduler waits for the last one. Every test runs once."""
+    from xdist.scheduler import LoadScheduling
+
+    costs = schedule.load()
+    collection = sorted(costs, key=lambda n: -costs[n])
+    ready = [8.0 + 2.5 * i / 15 for i in range(16)]
+    ours, ran = _simulate(schedule.make_scheduler(_Config(16), None, costs), collection, costs, 16, ready)
+    waiting, _ = _simulate(schedule.make_scheduler(_Config(16), None, costs), collection, costs, 16, [max(ready)] * 16)
+    theirs, ran_theirs = _simulate(LoadScheduling(_Config(16)), collection, costs, 16, ready)
+    assert sorted(ran) == sorted(collection) == sorted(ran_theirs)
+    capacity = sum(max(ready) - r for r in ready) / 16  # what starting early adds, spread over the workers
+    assert ours < waiting - capacity / 2, (ours, waiting, capacity)
+    assert ours < theirs
+
+
+def test_a_worker_that_collected_other_tests_stops_the_run() -> None:
+    import pytest
+
+    scheduler = schedule.make_scheduler(_Config(2), None, {"a": 2.0, "b": 1.0})
+    first, second = _Node("gw0"), _Node("gw1")
+    scheduler.add_node(first)
+    scheduler.add_node(second)
+    scheduler.add_node_collection(first, ["a", "b"])
+    assert scheduler.collection_is_completed
+    scheduler.schedule()
+    assert first.queue == [0, 1] and second.queue == []  # gw1 still collecting: nothing is sent to it yet
+    with pytest.raises(RuntimeError, match="gw1 collected other tests than gw0"):
+        scheduler.add_node_collection(second, ["b", "a"])
 
 
 def test_the_cost_scheduler_runs_a_real_xdist_session(tmp_path) -> None:

@@ -98,8 +98,8 @@ def order(items: list[Any], costs: dict[str, float]) -> None:
 
 def make_scheduler(config: Any, log: Any, costs: dict[str, float]) -> Any:
     """xdist's load scheduler, handing tests out by their expected durations (see the module docstring)."""
-    from xdist.scheduler import LoadScheduling
     from xdist.report import report_collection_diff
+    from xdist.scheduler import LoadScheduling
 
     class CostScheduling(LoadScheduling):
         def __init__(self, config: Any, log: Any) -> None:

@@ -174,7 +174,9 @@ def _check_dequantized(case: Case, device: str, run) -> str | None:
 def _quant_signature(dtype: str, meta: dict) -> tuple[dict, dict]:
     types = {"x_ptr": "*bf16", "q_ptr": f"*{dtype}", "scale_ptr": "*fp32",
              **{n: "i32" for n in ("K", "stride_xm", "stride_xk", "stride_qm", "stride_qk")}}
-    return signature(fp8_quant_rowwise_kernel, types, {"FP8_MAX": FP8_MAX[DTYPES[dtype]], "BLOCK_K": meta.get("BLOCK_K", 1024)})
+    # Rows of unit column stride: the launch specializes those strides to the constant 1.
+    return signature(fp8_quant_rowwise_kernel, types, {"stride_xk": 1, "stride_qk": 1, "FP8_MAX": FP8_MAX[DTYPES[dtype]],
+                                                       "BLOCK_K": meta.get("BLOCK_K", 1024)})
 
 QUANT_SPEC = register(KernelSpec(
     name="fp8_quant_rowwise",
@@ -250,7 +252,11 @@ def _matmul_signature(dtype: str, meta: dict) -> tuple[dict, dict]:
     ints = ("M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn")
     types = {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": "*bf16", "a_scale_ptr": "*fp32", "b_scale_ptr": "*fp32",
              **{n: "i32" for n in ints}}
-    return signature(fp8_scaled_matmul_kernel, types, {k: meta[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")})
+    # A row-major and B K-major (the main layouts), C row-major: the launch specializes unit strides to the
+    # constant 1, and so must we (without, every config compiles to a kernel that never runs, and spills).
+    unit = {"stride_ak": 1, "stride_bk": 1, "stride_cn": 1}
+    return signature(fp8_scaled_matmul_kernel, types, {**unit, **{k: meta[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K",
+                                                                                      "GROUP_M")}})
 
 def _descriptor_case(case: Case, cfg: dict) -> bool:
     """Whether the case's launch takes the descriptor kernel (see tiles.descriptor_ok): A is row-major; B is

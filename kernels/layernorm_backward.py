@@ -259,6 +259,16 @@ def _wide_signature(dtype: str, meta: dict) -> tuple[dict, dict]:
     return signature(layernorm_bwd_kernel, _types(dtype), {"BLOCK_N": meta.get("BLOCK_N", 1024)})
 
 
+def _coeff_signature(dtype: str, meta: dict) -> tuple[dict, dict]:
+    return signature(layernorm_bwd_coeff_kernel, _types(dtype), {"BLOCK_N": meta.get("BLOCK_N", 1024)})
+
+
+def _reduce_signature(dtype: str, meta: dict) -> tuple[dict, dict]:
+    types = {"dw_part_ptr": "*fp32", "db_part_ptr": "*fp32", "dw_ptr": f"*{dtype}", "db_ptr": f"*{dtype}",
+             "n_groups": "i32", "n_cols": "i32"}
+    return signature(layernorm_bwd_reduce_kernel, types, {"BLOCK_N": meta.get("BLOCK_N", 1024)})
+
+
 SPEC = register(KernelSpec(
     name="layernorm_backward",
     description="LayerNorm backward: dx, and dweight/dbias by per-row-group fp32 partials and a fixed-order reduction",
@@ -315,7 +325,9 @@ SPEC = register(KernelSpec(
     examples=({"shape": {"M": 3, "N": 129}, "values": "normal", "seed": 1},
               {"shape": {"M": 23, "N": 257}, "layout": "padded_rows", "values": "large", "seed": 2}),
     compile_signature=_fused_signature,
-    jit_fns=(JitKernel(layernorm_bwd_kernel, _wide_signature),),
+    # The wide path's two kernels and the reduction that both paths end with.
+    jit_fns=(JitKernel(layernorm_bwd_kernel, _wide_signature), JitKernel(layernorm_bwd_coeff_kernel, _coeff_signature),
+             JitKernel(layernorm_bwd_reduce_kernel, _reduce_signature)),
     batch_dim="M", batch_inputs=("x", "dy", "mean", "rstd"), batch_outputs=("dx",),
     jit_fn=layernorm_bwd_fused_kernel,
 ))

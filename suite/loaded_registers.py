@@ -20,7 +20,8 @@ def loaded(spec: Any, dtype: str, shape: dict, config: dict, backend: Any) -> di
     own = jit.device_caches
     jit.device_caches = defaultdict(jit.create_binder)
     try:
-        result = run_case(spec, Case(spec.name, dtype, shape, seed=0), backend, config)
+        layout = spec.layouts[0] if spec.layouts else "contiguous"
+        result = run_case(spec, Case(spec.name, dtype, shape, layout=layout, seed=0), backend, config)
         cache = jit.device_caches[torch.cuda.current_device()][0]
         variants = []
         for compiled in cache.values():

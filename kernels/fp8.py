@@ -99,6 +99,21 @@ MATMUL_DEFAULTS = {
 }
 
 
+# A TMA config's tiles are the descriptor kernel's. Operands TMA cannot take (a leading dimension not a multiple of
+# 16 bytes) run the pointer kernel, whose loads then go byte by byte through registers: with a TMA config's tiles
+# (128 x 128 x 256, 8 warps, 3 stages) it spilled 2-3 KB a thread on sm_90 and took ptxas 5-7 s to build. Those
+# launches take these tiles instead, which build in under a second and do not spill.
+UNALIGNED = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 128, "GROUP_M": 8, "num_warps": 4, "num_stages": 2}
+
+
+def launched_config(config: dict, descriptor: bool) -> dict:
+    """The config a launch with ``config`` runs: a TMA config on operands the descriptor kernel cannot take
+    (``descriptor`` false) runs the pointer kernel with UNALIGNED tiles."""
+    if config.get("TMA") and not descriptor:
+        return {**{k: v for k, v in config.items() if k != "TMA"}, **UNALIGNED}
+    return config
+
+
 def fp8_scaled_matmul(a: torch.Tensor, a_scale: torch.Tensor, b: torch.Tensor, b_scale: torch.Tensor,
                       out: torch.Tensor | None = None, out_dtype: torch.dtype = torch.bfloat16,
                       config: dict | None = None) -> torch.Tensor:
@@ -110,9 +125,10 @@ def fp8_scaled_matmul(a: torch.Tensor, a_scale: torch.Tensor, b: torch.Tensor, b
     n = b.shape[1]
     c = torch.empty((m, n), dtype=out_dtype, device=a.device) if out is None else out
     cfg = {**MATMUL_DEFAULTS["nvidia"], **(config or {})}
-    if cfg.pop("TMA", 0) and descriptor_ok(a, b, c):
-        descriptor_matmul(a, b, c, cfg, a_scale, b_scale)
+    if cfg.get("TMA") and descriptor_ok(a, b, c):
+        descriptor_matmul(a, b, c, {k: v for k, v in cfg.items() if k != "TMA"}, a_scale, b_scale)
         return c
+    cfg = launched_config(cfg, descriptor=False)
     grid = (triton.cdiv(m, cfg["BLOCK_M"]) * triton.cdiv(n, cfg["BLOCK_N"]),)
     fp8_scaled_matmul_kernel[grid](a, b, c, a_scale, b_scale, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
                                    c.stride(0), c.stride(1), BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
@@ -268,6 +284,10 @@ def _descriptor_case(case: Case, cfg: dict) -> bool:
     return descriptor_path(True, k, b_lead, n, 1, DTYPES[_high_precision(case.layout)].itemsize)
 
 
+def _launched(case: Case, cfg: dict) -> dict:
+    return launched_config(cfg, _descriptor_case(case, cfg))
+
+
 DESCRIPTOR = descriptor_fields(_descriptor_case, "bf16", b_k_major=True, scaled=True)
 
 
@@ -294,7 +314,9 @@ MATMUL_SPEC = register(KernelSpec(
                             + case.shape["M"] * case.shape["N"] * DTYPES[_high_precision(case.layout)].itemsize),
     torch_baseline=_scaled_mm_baseline,
     default_config=MATMUL_DEFAULTS,
-    paths=(*paths.grouped_grid("M", paths.meta("BLOCK_M", 128)), *paths.block_loop("K", paths.meta("BLOCK_K", 128)),
+    # The tiles the launch runs (GROUP_M is 8 in every config and in UNALIGNED).
+    paths=(*paths.grouped_grid("M", lambda case, cfg: int(_launched(case, cfg).get("BLOCK_M", 128))),
+           *paths.block_loop("K", lambda case, cfg: int(_launched(case, cfg).get("BLOCK_K", 128))),
            DESCRIPTOR["path"]),
     configs={
         # TMA: the persistent descriptor kernel (tiles.matmul_descriptor_kernel); BLOCK_K 256 still promotes the
@@ -302,6 +324,7 @@ MATMUL_SPEC = register(KernelSpec(
         "nvidia": (*({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": w, "num_stages": s}
                      for bm, bn, bk, w, s in ((128, 128, 128, 8, 3), (128, 256, 128, 8, 3), (128, 128, 64, 4, 4),
                                               (64, 128, 128, 4, 4))),
+                   UNALIGNED,  # what TMA configs run on operands TMA cannot take: compiled and checked with the rest
                    *({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": w, "num_stages": s, "TMA": 1}
                      for bm, bn, bk, w, s in ((128, 128, 128, 8, 4), (128, 128, 256, 8, 3), (128, 128, 128, 8, 3),
                                               (64, 128, 128, 4, 4)))),

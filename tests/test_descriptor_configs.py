@@ -91,3 +91,26 @@ def test_compile_matrix_compiles_each_function_where_it_is_launched():
         assert records[launched]["status"] in ("ok", "failed"), (dtype, records[launched])
         other = ({"matmul_kernel", "matmul_descriptor_kernel"} - {launched}).pop()
         assert records[other]["status"] == "skipped" and records[other]["error"] == "not launched with this config"
+
+
+def test_fp8_tma_configs_on_unaligned_operands_run_the_unaligned_tiles():
+    """K = 200: A's rows are not a multiple of 16 bytes, so a TMA config runs the pointer kernel, with UNALIGNED's
+    tiles (a TMA config's spilled and took ptxas 5-7 s), and the code paths are read from those tiles: the K loop
+    runs twice with BLOCK_K 128 (once with the TMA config's 256). On aligned operands the TMA config's own tiles run
+    the descriptor kernel."""
+    import test_launch_signature as launches_of
+
+    spec = fp8.MATMUL_SPEC
+    tma = next(dict(c) for c in spec.configs["nvidia"] if c.get("TMA") and c["BLOCK_K"] == 256)
+    unaligned = Case(spec.name, "fp8e4nv", {"M": 300, "N": 274, "K": 200}, layout="bf16")
+    (fn, args), = launches_of.launches(spec, unaligned, tma)
+    assert fn is fp8.fp8_scaled_matmul_kernel
+    launched = {k: args.get(k) for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")}
+    assert launched == {k: fp8.UNALIGNED[k] for k in launched}, launched
+    k_loop = next(p for p in spec.paths if p.name == "k_loop")
+    assert k_loop.taken(unaligned, tma)
+    aligned = Case(spec.name, "fp8e4nv", {"M": 256, "N": 256, "K": 512}, layout="bf16")
+    (fn, args), = launches_of.launches(spec, aligned, tma)
+    assert fn is not fp8.fp8_scaled_matmul_kernel and args["BLOCK_K"] == 256
+    aligned_once = Case(spec.name, "fp8e4nv", {"M": 256, "N": 256, "K": 208}, layout="bf16")
+    assert not k_loop.taken(aligned_once, tma)  # 208 <= 256 on the descriptor kernel: one pass

@@ -4,8 +4,8 @@ Triton's JIT turns an integer argument equal to 1 into the constant 1 before com
 count of one), and that changes the code: loads along a unit stride vectorize and pipeline, without it they go
 element by element through registers. A compile signature that leaves a unit stride a plain ``i32`` makes the
 compile matrix (and the tuner, which prunes on its findings) judge a kernel no launch compiles: for
-``fp8_scaled_matmul`` on sm_90 every config then spilled at 255 registers and took 2-7 s to compile, while the
-launched kernels used 160-250 registers without a spill.
+``fp8_scaled_matmul`` on sm_90 every pointer config then spilled at 255 registers and took 2-7 s to compile, while
+as launched three of the four did not spill.
 
 Each spec's launcher runs here on the CPU with its typical cases (every dim a multiple of 16, fp16 or the first
 dtype, the first layout) and every NVIDIA config, the launch intercepted before anything runs; every integer argument the

@@ -128,17 +128,28 @@ def layernorm_bwd_fused_kernel(x_ptr, dy_ptr, dx_ptr, w_ptr, mean_ptr, rstd_ptr,
 
 
 @triton.jit
-def layernorm_bwd_reduce_kernel(dw_part_ptr, db_part_ptr, dw_ptr, db_ptr, n_groups, n_cols, BLOCK_N: tl.constexpr):
-    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    mask = cols < n_cols
-    dw = tl.zeros([BLOCK_N], dtype=tl.float32)
-    db = tl.zeros([BLOCK_N], dtype=tl.float32)
-    # Groups in a fixed order: the same bits on every run.
-    for g in range(0, n_groups):
-        dw += tl.load(dw_part_ptr + g * n_cols + cols, mask=mask, other=0.0)
-        db += tl.load(db_part_ptr + g * n_cols + cols, mask=mask, other=0.0)
-    tl.store(dw_ptr + cols, dw.to(dw_ptr.dtype.element_ty), mask=mask)
-    tl.store(db_ptr + cols, db.to(db_ptr.dtype.element_ty), mask=mask)
+def layernorm_bwd_reduce_kernel(dw_part_ptr, db_part_ptr, dw_ptr, db_ptr, n_groups, n_cols, BLOCK_G: tl.constexpr,
+                                BLOCK_C: tl.constexpr):
+    # A [BLOCK_G, BLOCK_C] tile of the partial sums per step: BLOCK_G groups' loads in flight at once (one group
+    # row per step left this launch latency-bound, as long as the fused kernel at some shapes). The order of the
+    # additions is fixed by the tile: the same bits on every run.
+    cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
+    col_mask = cols < n_cols
+    dw = tl.zeros([BLOCK_G, BLOCK_C], dtype=tl.float32)
+    db = tl.zeros([BLOCK_G, BLOCK_C], dtype=tl.float32)
+    for start in range(0, n_groups, BLOCK_G):
+        groups = start + tl.arange(0, BLOCK_G)
+        mask = (groups < n_groups)[:, None] & col_mask[None, :]
+        offsets = groups[:, None].to(tl.int64) * n_cols + cols[None, :]
+        dw += tl.load(dw_part_ptr + offsets, mask=mask, other=0.0)
+        db += tl.load(db_part_ptr + offsets, mask=mask, other=0.0)
+    tl.store(dw_ptr + cols, tl.sum(dw, axis=0).to(dw_ptr.dtype.element_ty), mask=col_mask)
+    tl.store(db_ptr + cols, tl.sum(db, axis=0).to(db_ptr.dtype.element_ty), mask=col_mask)
+
+
+# The final reduction's tile, the same for every config (measured on an H100: 64 x 32 at 4 warps sums 132-1024
+# groups of 8192 columns in 11-51 us, where one group row per step took 0.18-1.4 ms).
+REDUCE_TILE = {"BLOCK_G": 64, "BLOCK_C": 32, "num_warps": 4}
 
 
 class Plan(NamedTuple):
@@ -188,8 +199,8 @@ def layernorm_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, 
         layernorm_bwd_kernel[(groups, col_blocks)](x, dy, out["dx"], weight, mean, rstd, c1, c2, dw_part, db_part,
                                                    x.stride(0), dy.stride(0), out["dx"].stride(0), n_rows, n_cols,
                                                    rows_per_group, BLOCK_N=block, **options)
-    layernorm_bwd_reduce_kernel[(col_blocks,)](dw_part, db_part, out["dweight"], out["dbias"], groups, n_cols,
-                                               BLOCK_N=block, **options)
+    layernorm_bwd_reduce_kernel[(triton.cdiv(n_cols, REDUCE_TILE["BLOCK_C"]),)](
+        dw_part, db_part, out["dweight"], out["dbias"], groups, n_cols, **REDUCE_TILE)
     return out
 
 
@@ -266,7 +277,7 @@ def _coeff_signature(dtype: str, meta: dict) -> tuple[dict, dict]:
 def _reduce_signature(dtype: str, meta: dict) -> tuple[dict, dict]:
     types = {"dw_part_ptr": "*fp32", "db_part_ptr": "*fp32", "dw_ptr": f"*{dtype}", "db_ptr": f"*{dtype}",
              "n_groups": "i32", "n_cols": "i32"}
-    return signature(layernorm_bwd_reduce_kernel, types, {"BLOCK_N": meta.get("BLOCK_N", 1024)})
+    return signature(layernorm_bwd_reduce_kernel, types, {k: REDUCE_TILE[k] for k in ("BLOCK_G", "BLOCK_C")})
 
 
 SPEC = register(KernelSpec(
@@ -327,7 +338,7 @@ SPEC = register(KernelSpec(
     compile_signature=_fused_signature,
     # The wide path's two kernels and the reduction that both paths end with.
     jit_fns=(JitKernel(layernorm_bwd_kernel, _wide_signature), JitKernel(layernorm_bwd_coeff_kernel, _coeff_signature),
-             JitKernel(layernorm_bwd_reduce_kernel, _reduce_signature)),
+             JitKernel(layernorm_bwd_reduce_kernel, _reduce_signature, options={"num_warps": REDUCE_TILE["num_warps"]})),
     batch_dim="M", batch_inputs=("x", "dy", "mean", "rstd"), batch_outputs=("dx",),
     jit_fn=layernorm_bwd_fused_kernel,
 ))

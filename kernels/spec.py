@@ -268,11 +268,13 @@ class JitKernel:
     GPU: ``signature(dtype, meta) -> (signature, constexprs)``, ``meta`` being a config's constexpr part (see
     :func:`signature` and :func:`split_config`). The compile matrix compiles every one of a spec's functions, each
     with the dtypes and configs that launch it: ``used(dtype, config)`` says whether they do (None: all), so a
-    kernel that only some configs select (say, a TMA variant) is neither compiled nor pruned with the others."""
+    kernel that only some configs select (say, a TMA variant) is neither compiled nor pruned with the others.
+    ``options``: the launch options the function always runs with, whatever the config (None: the config's)."""
 
     fn: Any
     signature: Callable[[str, Mapping[str, Any]], tuple[dict, dict]]
     used: Callable[[str, Mapping[str, Any]], bool] | None = None
+    options: Mapping[str, Any] | None = None
 
     @property
     def name(self) -> str:

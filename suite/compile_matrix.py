@@ -214,6 +214,8 @@ def _compile(spec: KernelSpec, dtype: str, config: dict, target: Target, functio
                               "profile": profile.key, "config": config, "status": "ok", "failure_class": None,
                               "error": None, "triton": triton.__version__}
     meta, options = split_config(config)
+    if jit is not None and jit.options is not None:  # launched with its own options, not the config's
+        options = dict(jit.options)
     record["num_warps"] = options.setdefault("num_warps", DEFAULT_NUM_WARPS)
     if jit is None:
         return {**record, "status": "skipped", "error": "not compilable offline (no jit_fn/compile_signature or jit_fns)"}

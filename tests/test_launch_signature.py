@@ -58,6 +58,8 @@ def launches(spec: KernelSpec, case: Case, config: dict,
         params = list(inspect.signature(self.fn).parameters)
         named = dict(zip(params, args, strict=False))  # launch options come as keywords
         named.update({k: v for k, v in kwargs.items() if k in params})
+        if "num_warps" in kwargs:
+            named["num_warps"] = kwargs["num_warps"]
         seen.append((self, named))
 
     inputs, outputs = tensors or draw(spec, case)
@@ -85,10 +87,14 @@ def mismatches(spec: KernelSpec, case: Case, config: dict, seen: list | None = N
             found.append(f"{spec.name}: launches {getattr(fn, '__name__', fn)}, which no compile signature describes")
             continue
         signature, constexprs = kernel.signature(case.dtype, meta)
+        options = dict(kernel.options) if kernel.options is not None else split_config(config)[1]
+        if "num_warps" in options and args.get("num_warps", options["num_warps"]) != options["num_warps"]:
+            found.append(f"{kernel.name}: the compile matrix builds it with num_warps={options['num_warps']}; the "
+                         f"launch passes num_warps={args['num_warps']}")
         declared = {p.name for p in inspect.signature(fn.fn).parameters.values()
                     if "constexpr" in str(p.annotation)}
         for name, value in args.items():
-            if name in declared or isinstance(value, bool) or not isinstance(value, int):
+            if name == "num_warps" or name in declared or isinstance(value, bool) or not isinstance(value, int):
                 continue
             if value == 1 and constexprs.get(name) != 1:
                 found.append(f"{kernel.name}: the launch passes {name}=1, which the JIT compiles as the constant 1; "
@@ -166,3 +172,22 @@ def test_cpu_tensors_reach_the_launch() -> None:
     case = typical_case(matmul.SPEC)
     (fn, args), = launches(matmul.SPEC, case, matmul.SPEC.default_config_for("nvidia"))
     assert args["stride_ak"] == 1 and args["stride_am"] == TYPICAL and isinstance(args["a_ptr"], torch.Tensor)
+
+
+def test_launch_options_other_than_the_matrix_builds_are_caught() -> None:
+    """Planted: layernorm_backward's reduction declared as launched with 8 warps (it runs with its own 4), and
+    without its own options (the matrix would build it with the config's 16)."""
+    import dataclasses
+
+    from kernels import layernorm_backward as lb
+
+    spec = lb.SPEC
+    config = dict(spec.default_config_for("nvidia"))
+    case = typical_cases(spec)[0]
+    assert not mismatches(spec, case, config)
+    for options, built in (({"num_warps": 8}, 8), (None, config["num_warps"])):
+        jit_fns = tuple(dataclasses.replace(k, options=options) if k.fn is lb.layernorm_bwd_reduce_kernel else k
+                        for k in spec.jit_fns)
+        found = mismatches(dataclasses.replace(spec, jit_fns=jit_fns), case, config)
+        assert found == [f"layernorm_bwd_reduce_kernel: the compile matrix builds it with num_warps={built}; the "
+                         f"launch passes num_warps={lb.REDUCE_TILE['num_warps']}"], found

@@ -16,8 +16,12 @@ from kernels.tiles import rows_launch, rows_spec_fields
 
 @triton.jit
 def gelu_kernel(x_ptr, y_ptr, n_rows, n_cols, x_row_stride, y_row_stride, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    rows = (tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
-    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    # One grid dimension, column blocks varying fastest: programs launched one after another read neighbouring
+    # memory (with rows fastest they jump a row apart; an H100 measured a flat 1-D launch 0.5-1% faster).
+    col_blocks = tl.cdiv(n_cols, BLOCK_N)
+    pid = tl.program_id(0)
+    rows = ((pid // col_blocks) * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
+    cols = (pid % col_blocks) * BLOCK_N + tl.arange(0, BLOCK_N)
     mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
     x = tl.load(x_ptr + rows[:, None] * x_row_stride + cols[None, :], mask=mask, other=0.0).to(tl.float32)
     z = 0.7978845608028654 * (x + 0.044715 * x * x * x)  # sqrt(2 / pi) * (x + 0.044715 x^3)
@@ -33,8 +37,8 @@ def gelu(x: torch.Tensor, out: torch.Tensor | None = None, config: dict | None =
         raise ValueError(f"gelu takes a 2-D tensor with unit column stride, got {tuple(x.shape)} stride {x.stride()}")
     n_rows, n_cols = x.shape
     out = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device) if out is None else out
-    grid, launch = rows_launch(n_rows, n_cols, config)
-    gelu_kernel[grid](x, out, n_rows, n_cols, x.stride(0), out.stride(0), **launch)
+    (row_blocks, col_blocks), launch = rows_launch(n_rows, n_cols, config)
+    gelu_kernel[(row_blocks * col_blocks,)](x, out, n_rows, n_cols, x.stride(0), out.stride(0), **launch)
     return out
 
 

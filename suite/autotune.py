@@ -1,7 +1,11 @@
 """Per-arch autotune caches: configs are tuned once per architecture (``--retune``) and read
 by every normal run, which times nothing.
 
-One diffable JSON file per arch, ``hardware_profiles/autotune/<arch>.json``. An entry is keyed
+One diffable JSON file per arch, ``hardware_profiles/autotune/<arch>.json``, tuned on the arch's representative
+device (hardware_profiles.loader.REPRESENTATIVES: the H100 for sm_90). Another shipped device of the arch (an H200
+on sm_90) has its own file, ``<arch>.<profile key>.json`` (``sm_90.h200_sxm.json``): its lookups read that file
+first and fall back to the arch's file for a kernel and dtype it holds no valid entry for (counted as
+``fallback``), and ``--retune`` on it writes its own file only. An entry is keyed
 by kernel, dtype and shape bucket and carries what makes it valid: the kernel's source hash,
 the arch, the SM/CU count and the Triton version. A lookup is
 
@@ -46,8 +50,23 @@ class CacheError(Exception):
     """An autotune cache file that cannot be used; the message names the file and what is wrong."""
 
 
-def cache_path(arch: str, directory: Path | str | None = None) -> Path:
-    return Path(directory or os.environ.get("SUITE_AUTOTUNE_DIR") or CACHE_DIR) / f"{arch}.json"
+def cache_path(arch: str, directory: Path | str | None = None, profile: str | None = None) -> Path:
+    """``<arch>.json``, or a device's own ``<arch>.<profile>.json`` (see :func:`device_profile`)."""
+    name = f"{arch}.{profile}.json" if profile else f"{arch}.json"
+    return Path(directory or os.environ.get("SUITE_AUTOTUNE_DIR") or CACHE_DIR) / name
+
+
+def device_profile(backend: Any) -> str | None:
+    """The profile key of a device with its own cache file: a shipped profile of an arch other than the arch's
+    representative (``h200_sxm`` on sm_90). None for the representative device, a device no shipped profile
+    matches (its profile is built at run time), and the interpreter: they use ``<arch>.json``."""
+    from hardware_profiles.loader import REPRESENTATIVES
+
+    profile = getattr(backend, "profile", None)
+    if backend.name == "interpret" or profile is None or getattr(profile, "detected", False):
+        return None
+    representative = REPRESENTATIVES.get(backend.arch)
+    return None if representative is None or profile.key == representative else profile.key
 
 
 def source_hash(spec: KernelSpec) -> str:
@@ -87,10 +106,18 @@ def _distance(a: Mapping[str, int], b: Mapping[str, int], fixed: set[str]) -> fl
     return sum(abs(math.log2(max(a[k], 1)) - math.log2(max(b[k], 1))) for k in a)
 
 
+def open_caches(backend: Any, directory: Path | str | None = None) -> tuple[Cache, Cache | None]:
+    """(the cache this device reads first and ``--retune`` writes, the arch's file behind it or None)."""
+    device = device_profile(backend)
+    cache = load(cache_path(backend.arch, directory, device), backend.arch, device)
+    return cache, (load(cache_path(backend.arch, directory), backend.arch) if device else None)
+
+
 @dataclass
 class Cache:
     path: Path
     arch: str
+    profile: str | None = None  # a device's own file: the profile it was tuned on; None: the arch's file
     entries: dict[str, dict[str, Any]] = field(default_factory=dict)
     tuning_runs: dict[str, dict[str, Any]] = field(default_factory=dict)
     status: str = "absent"  # ok | absent | unreadable
@@ -98,25 +125,26 @@ class Cache:
 
     def as_json(self) -> dict[str, Any]:
         used = {e["tuning_run"] for e in self.entries.values()}
-        return {"schema": SCHEMA, "arch": self.arch,
+        return {"schema": SCHEMA, "arch": self.arch, **({"profile": self.profile} if self.profile else {}),
                 "tuning_runs": {k: v for k, v in sorted(self.tuning_runs.items()) if k in used},
                 "entries": dict(sorted(self.entries.items()))}
 
 
-def load(path: Path, arch: str) -> Cache:
-    """The cache for ``arch`` at ``path``: absent, ok, or unreadable with the reason (never raises)."""
-    cache = Cache(path, arch)
+def load(path: Path, arch: str, profile: str | None = None) -> Cache:
+    """The cache for ``arch`` (a device's own, for ``profile``) at ``path``: absent, ok, or unreadable with the
+    reason (never raises)."""
+    cache = Cache(path, arch, profile)
     if not path.exists():
         return cache
     try:
-        cache.entries, cache.tuning_runs = parse(path, arch)
+        cache.entries, cache.tuning_runs = parse(path, arch, profile)
         cache.status = "ok"
     except CacheError as exc:
         cache.status, cache.error = "unreadable", str(exc)
     return cache
 
 
-def parse(path: Path, arch: str) -> tuple[dict[str, dict], dict[str, dict]]:
+def parse(path: Path, arch: str, profile: str | None = None) -> tuple[dict[str, dict], dict[str, dict]]:
     """Entries and tuning runs of a cache file; CacheError naming the file and the bad part."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -134,6 +162,11 @@ def parse(path: Path, arch: str) -> tuple[dict[str, dict], dict[str, dict]]:
     if data.get("arch") != arch:
         raise CacheError(f"{path}: a cache for arch {data.get('arch')!r}, not for this GPU's {arch!r} (foreign file: "
                          f"cache files are named after the arch they hold)")
+    if data.get("profile") != profile:
+        held = f"the {data['profile']} device's own cache" if data.get("profile") else f"the {arch} arch's cache"
+        wanted = f"the {profile} device's own" if profile else f"the {arch} arch's"
+        raise CacheError(f"{path}: {held}, where this GPU reads {wanted} (foreign file: a device's own cache is "
+                         f"named <arch>.<profile>.json and says its profile)")
     entries, runs = data.get("entries"), data.get("tuning_runs", {})
     if not isinstance(entries, dict) or not isinstance(runs, dict):
         raise CacheError(f"{path}: 'entries' and 'tuning_runs' must be JSON objects")
@@ -166,13 +199,15 @@ def write(cache: Cache) -> None:
 class Lookup:
     """A process's view of the cache: config choice per case, counted by result."""
 
-    def __init__(self, backend: Any, cache: Cache | None) -> None:
+    def __init__(self, backend: Any, cache: Cache | None, fallback: Cache | None = None) -> None:
         self.backend = backend
         self.cache = cache
+        self.fallback = fallback  # the arch's file, behind a device's own (None: no device file in play)
         self.counts: Counter[str] = Counter()
         self.stale: dict[str, str] = {}  # kernel -> why
         self._hashes: dict[int, str] = {}
         self.tuning_benchmarks = 0
+        self.fallback_lookups = 0  # hits and nearest hits answered by the fallback file
 
     def source_hash(self, spec: KernelSpec) -> str:
         if id(spec) not in self._hashes:
@@ -192,42 +227,54 @@ class Lookup:
 
     def choose(self, spec: KernelSpec, dtype: str, shape: Mapping[str, int]) -> tuple[dict[str, Any], str, str | None]:
         """(config, how, entry key): see the module docstring for ``how``."""
+        return self._choose(spec, dtype, shape)[:3]
+
+    def _choose(self, spec: KernelSpec, dtype: str,
+                shape: Mapping[str, int]) -> tuple[dict[str, Any], str, str | None, bool]:
+        """:meth:`choose`, and whether the answer came from the fallback file."""
         default = spec.default_config_for(self.backend.family)
-        if self.cache is None or self.cache.status != "ok":
-            return default, "miss", None
+        caches = [c for c in (self.cache, self.fallback) if c is not None and c.status == "ok"]
         bucket = bucket_of(spec, shape)
         fixed = {d.name for d in spec.dims if d.choices}
-        fresh, stale = [], []
-        for key, entry in self.cache.entries.items():
-            if entry["kernel"] != spec.name or entry["dtype"] != dtype:
-                continue
-            why = self.why_stale(spec, entry)
-            (stale if why else fresh).append((key, entry, why))
-        exact = [f for f in fresh if f[1]["bucket"] == bucket]
-        if exact:
-            return dict(exact[0][1]["config"]), "hit", exact[0][0]
-        near = sorted(((_distance(bucket, e["bucket"], fixed), k, e) for k, e, _ in fresh), key=lambda t: (t[0], t[1]))
-        if near and near[0][0] < math.inf:
-            return dict(near[0][2]["config"]), "nearest", near[0][1]
-        if stale:
-            self.stale.setdefault(spec.name, stale[0][2])
-            return default, "stale", stale[0][0]
-        return default, "miss", None
+        stale_seen = None
+        for cache in caches:
+            fresh, stale = [], []
+            for key, entry in cache.entries.items():
+                if entry["kernel"] != spec.name or entry["dtype"] != dtype:
+                    continue
+                why = self.why_stale(spec, entry)
+                (stale if why else fresh).append((key, entry, why))
+            from_fallback = cache is self.fallback
+            exact = [f for f in fresh if f[1]["bucket"] == bucket]
+            if exact:
+                return dict(exact[0][1]["config"]), "hit", exact[0][0], from_fallback
+            near = sorted(((_distance(bucket, e["bucket"], fixed), k, e) for k, e, _ in fresh),
+                          key=lambda t: (t[0], t[1]))
+            if near and near[0][0] < math.inf:
+                return dict(near[0][2]["config"]), "nearest", near[0][1], from_fallback
+            stale_seen = stale_seen or (stale[0] if stale else None)
+        if stale_seen:
+            self.stale.setdefault(spec.name, stale_seen[2])
+            return default, "stale", stale_seen[0], False
+        return default, "miss", None, False
 
     def resolve(self, spec: KernelSpec, dtype: str, shape: Mapping[str, int]) -> tuple[dict[str, Any], str, str | None]:
         """:meth:`choose`, counted."""
-        config, how, key = self.choose(spec, dtype, shape)
+        config, how, key, from_fallback = self._choose(spec, dtype, shape)
         self.counts[how] += 1
+        self.fallback_lookups += from_fallback
         return config, how, key
 
     def take(self) -> dict[str, Any] | None:
         """The counts since the last call (a test's share, sent to the controller), or None."""
         if not self.counts and not self.stale and not self.tuning_benchmarks:
             return None
-        out = {"lookups": dict(self.counts), "stale_kernels": dict(self.stale), "tuning_benchmarks": self.tuning_benchmarks}
+        out = {"lookups": dict(self.counts), "stale_kernels": dict(self.stale), "tuning_benchmarks": self.tuning_benchmarks,
+               "fallback": self.fallback_lookups}
         self.counts.clear()
         self.stale.clear()
         self.tuning_benchmarks = 0
+        self.fallback_lookups = 0
         return out
 
 

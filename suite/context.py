@@ -34,6 +34,7 @@ class SuiteContext:
     known: list[known_mod.KnownIssue]
     run_file: results.RunFile | None
     cache: autotune.Cache | None = None
+    fallback_cache: autotune.Cache | None = None  # the arch's file behind a device's own
     notes: list[str] = field(default_factory=list)  # extra session-header lines
     retuned: list[dict] = field(default_factory=list)
     session: pytest.Session | None = None
@@ -124,11 +125,12 @@ def build(config: pytest.Config) -> SuiteContext:
     except known_mod.KnownIssueError as exc:
         raise pytest.UsageError(f"--known-issues: {exc}") from None
     crash.process.timeout_s = opts.case_timeout
-    cache = None
+    cache = fallback = None
     # The interpreter reads a cache only from an explicit --autotune-dir (the harness's own tests of the cache).
     if backend.name != "interpret" or opts.autotune_dir:
-        cache = autotune.load(autotune.cache_path(backend.arch, opts.autotune_dir), backend.arch)
-        autotune.activate(autotune.Lookup(backend, cache))
+        # A device with its own file (an H200 on sm_90) reads it first, then the arch's; --retune writes its own.
+        cache, fallback = autotune.open_caches(backend, opts.autotune_dir)
+        autotune.activate(autotune.Lookup(backend, cache, fallback))
         autotune.count_do_bench()
     if opts.retune and controller:
         if backend.name == "interpret":
@@ -147,11 +149,13 @@ def build(config: pytest.Config) -> SuiteContext:
                                    results.command_line())
         run_file.data["known_issues"] = [k.as_record() for k in known]
     ctx = SuiteContext(options=opts, backend=backend, profile=profile, known=known, run_file=run_file, cache=cache,
-                       memcheck=memcheck_mode)
+                       memcheck=memcheck_mode, fallback_cache=fallback)
     if db_note:
         ctx.notes.append(db_note)
     if cache is not None and cache.status == "unreadable":
         ctx.notes.append(f"autotune: {cache.error}; running with the default configs (the file is left as it is)")
+    if fallback is not None and fallback.status == "unreadable":
+        ctx.notes.append(f"autotune: {fallback.error}; no fallback to the arch's configs (the file is left as it is)")
     if backend.profile_note:
         ctx.notes.insert(0, backend.profile_note)
     import hardware_profiles

@@ -147,9 +147,12 @@ def autotune_record(ctx: context.SuiteContext) -> dict | None:
     cache = ctx.cache
     if cache is None:
         return None
+    fallback = ctx.fallback_cache
     return {"cache": str(cache.path), "cache_status": cache.status, "cache_error": cache.error,
             "cache_entries": len(cache.entries), "hits": 0, "nearest": 0, "misses": 0, "stale": 0,
-            "stale_kernels": {}, "tuning_benchmarks": 0, "entries": []}
+            "stale_kernels": {}, "tuning_benchmarks": 0, "entries": [],
+            **({"fallback_cache": str(fallback.path), "fallback_status": fallback.status,
+                "fallback_entries": len(fallback.entries), "fallback": 0} if fallback is not None else {})}
 
 
 @pytest.hookimpl(tryfirst=True)

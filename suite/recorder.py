@@ -98,6 +98,8 @@ class RunRecorder:
             record[names[how]] += n
         record["stale_kernels"].update(delta["stale_kernels"])
         record["tuning_benchmarks"] += delta["tuning_benchmarks"]
+        if "fallback" in record:
+            record["fallback"] += delta.get("fallback", 0)
 
     def _count_share(self, counts: dict | None) -> None:
         record = self.run_file.data.get("gpu_share")

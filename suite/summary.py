@@ -44,6 +44,10 @@ def write_summary(tr, data: dict, path: Path) -> None:
                       f"lookups: {auto['hits']} hits, {auto['nearest']} nearest-bucket, {auto['misses']} misses "
                       f"(default config), {auto['stale']} stale (default config); tuning benchmarks run: "
                       f"{auto['tuning_benchmarks']}")
+        if auto.get("fallback_cache"):
+            tr.write_line(f"autotune: {auto['fallback']} of the hits and nearest hits from the arch's cache "
+                          f"{auto['fallback_cache']} ({auto['fallback_status']}, {auto['fallback_entries']} entries), "
+                          f"for kernels this device's own cache holds no valid entry for")
         if auto["cache_error"]:
             tr.write_line(f"autotune: {auto['cache_error']}")
         for kernel, why in sorted(auto["stale_kernels"].items()):

@@ -37,7 +37,9 @@ def fp8_quant_rowwise_kernel(x_ptr, q_ptr, scale_ptr, K, stride_xm, stride_xk, s
     amax = tl.zeros([BLOCK_K], dtype=tl.float32)
     for start in range(0, K, BLOCK_K):
         cols = start + tl.arange(0, BLOCK_K)
-        amax = tl.maximum(amax, tl.abs(tl.load(x_row + cols * stride_xk, mask=cols < K, other=0.0).to(tl.float32)))
+        # The row is read twice: kept in L2 for the second read (evict_last), let go after it (evict_first).
+        x = tl.load(x_row + cols * stride_xk, mask=cols < K, other=0.0, eviction_policy="evict_last")
+        amax = tl.maximum(amax, tl.abs(x.to(tl.float32)))
     amax = tl.max(amax, axis=0)
     # IEEE division (plain fp32 "/" is approximate on NVIDIA), so scale and quotient match torch's bit for
     # bit. An all-zero row keeps scale 1: its values quantize to zero either way.
@@ -45,8 +47,9 @@ def fp8_quant_rowwise_kernel(x_ptr, q_ptr, scale_ptr, K, stride_xm, stride_xk, s
     tl.store(scale_ptr + row, scale)
     for start in range(0, K, BLOCK_K):
         cols = start + tl.arange(0, BLOCK_K)
-        x = tl.load(x_row + cols * stride_xk, mask=cols < K, other=0.0).to(tl.float32)
-        tl.store(q_row + cols * stride_qk, tl.math.div_rn(x, scale).to(q_ptr.dtype.element_ty), mask=cols < K)
+        x = tl.load(x_row + cols * stride_xk, mask=cols < K, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        tl.store(q_row + cols * stride_qk, tl.math.div_rn(x, scale).to(q_ptr.dtype.element_ty), mask=cols < K,
+                 eviction_policy="evict_first")
 
 
 @triton.jit

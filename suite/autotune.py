@@ -34,10 +34,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kernels.spec import VENDOR_ONLY_OPTIONS, KernelSpec, unwrap_jit
 from suite import results
+
+if TYPE_CHECKING:  # kernels.spec imports torch: an xdist controller loads this module before it may (suite/context.py)
+    from kernels.spec import KernelSpec
 
 CACHE_DIR = Path(__file__).resolve().parent.parent / "hardware_profiles" / "autotune"
 SCHEMA = "autotune-cache/1"
@@ -73,6 +75,8 @@ def source_hash(spec: KernelSpec) -> str:
     """Hash of the source file that defines the kernel's launch (and, for the built-in kernels, its
     @triton.jit function): any edit there makes the kernel's entries stale."""
     files = []
+    from kernels.spec import unwrap_jit
+
     for obj in (spec.run, *(getattr(unwrap_jit(k.fn), "fn", None) for k in spec.jit_kernels())):
         try:
             path = inspect.getsourcefile(obj) if obj is not None else None
@@ -340,6 +344,8 @@ def count_do_bench() -> None:
 def candidates(spec: KernelSpec, family: str) -> list[dict[str, Any]]:
     """The family's config space with the default first; a config carrying the other vendor's
     options is refused (it would raise at launch)."""
+    from kernels.spec import VENDOR_ONLY_OPTIONS
+
     default = spec.default_config_for(family)
     out = [default] if default else []
     for cfg in spec.configs.get(family, ()):

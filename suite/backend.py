@@ -48,7 +48,89 @@ def _torch_build() -> tuple[str, str | None, str | None]:
     return torch.__version__, torch.version.cuda, getattr(torch.version, "hip", None)
 
 
-def _gpu_backend(requested: str) -> Backend:
+# --- what a run will see, without importing torch ----------------------------------------------------
+# An xdist controller that imports torch before its workers start holds every worker back by that import (3-5 s on
+# an H100 host). It needs only the GPU count to start and pin them; these answer it from torch's version.py and the
+# CUDA driver, and say None where only torch can tell.
+
+CUDA_ERROR_NO_DEVICE = 100
+
+
+def torch_build_unimported() -> tuple[str, str | None, str | None] | None:
+    """(version, CUDA version, HIP version) of the installed torch, read from its version.py without importing
+    the package; None where that file is missing or not plain assignments."""
+    import ast
+    import importlib.util
+    from pathlib import Path
+
+    try:
+        spec = importlib.util.find_spec("torch")
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        tree = ast.parse((Path(list(spec.submodule_search_locations)[0]) / "version.py").read_text())
+    except (ImportError, OSError, SyntaxError, ValueError):
+        return None
+    values = {}
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else (
+            node.target if isinstance(node, ast.AnnAssign) and node.value is not None else None)
+        if isinstance(target, ast.Name):
+            try:
+                values[target.id] = ast.literal_eval(node.value)
+            except ValueError:
+                pass
+    version = values.get("__version__")
+    if not isinstance(version, str):
+        return None
+    return version, values.get("cuda"), values.get("hip")
+
+
+def cuda_driver_device_count(library: str = "libcuda.so.1") -> int | None:
+    """Devices the CUDA driver shows this process (it applies CUDA_VISIBLE_DEVICES, as torch's count does); 0
+    where there is no driver library or no device; None where the driver fails otherwise."""
+    import ctypes
+
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        lib = ctypes.CDLL(library)
+    except OSError:
+        return 0
+    rc = lib.cuInit(0)
+    if rc == CUDA_ERROR_NO_DEVICE:
+        return 0
+    count = ctypes.c_int(0)
+    if rc != 0 or lib.cuDeviceGetCount(ctypes.byref(count)) != 0:
+        return None
+    return count.value
+
+
+def probe(requested: str, environ: dict[str, str] | None = None,
+          driver_count=cuda_driver_device_count, build=torch_build_unimported) -> tuple[str, int] | None:
+    """(family, visible GPUs) of the backend ``requested`` resolves to, without importing torch: the family is
+    interpret, nvidia or amd. None where only torch can tell: a ROCm build of torch (its devices are left to torch),
+    a CUDA driver that fails to start, a torch without a readable version.py."""
+    env = os.environ if environ is None else environ
+    interpret = env.get("TRITON_INTERPRET", "0") not in ("", "0")
+    if requested == "interpret" or (requested == "auto" and interpret):
+        return "interpret", 0
+    found = build()
+    if found is None:
+        return None
+    _, cuda_v, hip_v = found
+    if hip_v:
+        return None
+    if requested == "rocm":  # not a ROCm build: the backend refuses it (with torch's own words) after the start
+        return "amd", 0
+    count = driver_count() if cuda_v else 0
+    if count is None:
+        return None
+    if requested == "auto" and count == 0:
+        return "interpret", 0
+    return "nvidia", count
+
+
+def _gpu_backend(requested: str, driver: bool = True) -> Backend:
     import torch
 
     version, cuda_v, hip_v = _torch_build()
@@ -85,7 +167,8 @@ def _gpu_backend(requested: str) -> Backend:
         warp = getattr(props, "warp_size", 32)
     return Backend(name=requested, device="cuda", family="amd" if hip_v else "nvidia", device_name=props.name,
                    arch=arch, sm_count=props.multi_processor_count, warp_size=warp,
-                   details={"total_memory_bytes": props.total_memory, "driver": _driver_version(bool(hip_v)),
+                   details={"total_memory_bytes": props.total_memory,
+                            "driver": _driver_version(bool(hip_v)) if driver else None,
                             "runtime": f"HIP {hip_v}" if hip_v else f"CUDA {cuda_v}",
                             "shared_memory_per_block_bytes": getattr(props, "shared_memory_per_block_optin", None)})
 
@@ -100,8 +183,9 @@ def _driver_version(hip: bool) -> str | None:
     return out.splitlines()[0].strip() if out else None
 
 
-def resolve(requested: str) -> Backend:
-    """Pick the backend; set TRITON_INTERPRET for the interpreter. Raises BackendUnavailable."""
+def resolve(requested: str, driver: bool = True) -> Backend:
+    """Pick the backend; set TRITON_INTERPRET for the interpreter. Raises BackendUnavailable. ``driver``: ask the
+    vendor's tool for the driver version (the run file's; xdist workers, which write none, skip the subprocess)."""
     import hardware_profiles
 
     if requested not in BACKENDS:
@@ -125,7 +209,7 @@ def resolve(requested: str) -> Backend:
         profile = hardware_profiles.interpreter_profile()
         return Backend(name="interpret", device="cpu", family="interpret", device_name="Triton CPU interpreter",
                        arch=profile.arch, sm_count=1, warp_size=profile.warp_size, profile=profile)
-    backend = _gpu_backend(requested)
+    backend = _gpu_backend(requested, driver)
     backend.profile, backend.profile_note = hardware_profiles.detect(
         backend.arch, backend.device_name, backend.sm_count, backend.warp_size,
         backend.details.get("shared_memory_per_block_bytes"))

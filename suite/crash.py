@@ -245,6 +245,13 @@ def _context(config: Any) -> Any:
     return config.stash.get(context.CONTEXT, None)
 
 
+def _pinning(config: Any) -> Any:
+    """The controller's Pinning: made before its workers start, also where the context is built after."""
+    from suite import context
+
+    return config.stash.get(context.PINNING, None)
+
+
 def pytest_configure(config: Any) -> None:
     process.config = config  # for the hooks below that pytest calls without it
 
@@ -260,25 +267,25 @@ def pytest_cmdline_main(config: Any) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """Controller: pin each worker to one GPU and tell it where to keep its in-flight journal."""
-    ctx = _context(node.config)
-    if ctx is None:
+    pin = _pinning(node.config)
+    if pin is None:
         return
-    gpu = assign(ctx.gpus, list(ctx.assigned.values()))
+    gpu = assign(pin.gpus, list(pin.assigned.values()))
     if gpu is not None:
-        ctx.assigned[node.gateway.id] = gpu
+        pin.assigned[node.gateway.id] = gpu
     node.workerinput["suite_gpu"] = gpu
-    node.workerinput["suite_gpu_variable"] = ctx.gpu_variable
-    node.workerinput["suite_journal_dir"] = ctx.journal_dir
+    node.workerinput["suite_gpu_variable"] = pin.gpu_variable
+    node.workerinput["suite_journal_dir"] = pin.journal_dir
     workers = node.config.option.numprocesses if isinstance(node.config.option.numprocesses, int) else 1
-    node.workerinput["suite_workers_per_gpu"] = -(-workers // max(1, len(ctx.gpus)))
+    node.workerinput["suite_workers_per_gpu"] = -(-workers // max(1, len(pin.gpus)))
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
     """Controller: a worker ended (or died): its GPU is free for the worker that replaces it."""
-    ctx = _context(node.config)
-    if ctx is not None:
-        ctx.assigned.pop(node.gateway.id, None)
+    pin = _pinning(node.config)
+    if pin is not None:
+        pin.assigned.pop(node.gateway.id, None)
 
 
 def pytest_runtest_setup(item: Any) -> None:
@@ -316,11 +323,11 @@ def pytest_runtest_logfinish(nodeid: str, location: Any) -> None:
 
 def pytest_unconfigure(config: Any) -> None:
     """Controller: the workers' in-flight journals are read; remove their directory."""
-    ctx = _context(config)
-    if ctx is not None and ctx.journal_dir and not hasattr(config, "workerinput"):
+    pin = _pinning(config)
+    if pin is not None and pin.journal_dir and not hasattr(config, "workerinput"):
         import shutil
 
-        shutil.rmtree(ctx.journal_dir, ignore_errors=True)
+        shutil.rmtree(pin.journal_dir, ignore_errors=True)
 
 
 def lost_case(journal_dir: str | None, worker: str | None) -> tuple[str, str, dict | None]:

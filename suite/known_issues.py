@@ -17,8 +17,7 @@ from pathlib import Path
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from kernels.spec import BACKENDS
-from kernels.validation import triton_specifier_problem
+from kernels.validation import triton_specifier_problem  # no torch: an xdist controller loads this before torch
 
 DEFAULT_PATH = Path(__file__).resolve().parent / "known_issues.json"
 FIELDS = {"id": str, "backend": str, "arch": str, "triton": str, "kernel": str, "dtype": str, "reason": str, "link": str}
@@ -85,6 +84,8 @@ def load(path: Path | str = DEFAULT_PATH) -> list[KnownIssue]:
         if entry["id"] in seen:
             raise KnownIssueError(f"{where}: duplicate id {entry['id']!r} (also known_issues[{seen[entry['id']]}]); "
                                   f"ids must be unique")
+        from kernels.spec import BACKENDS
+
         if not fnmatch.filter(BACKENDS, entry["backend"]):
             raise KnownIssueError(f"{where}: field 'backend' {entry['backend']!r} matches none of "
                                   f"{', '.join(BACKENDS)} (a name or a glob such as '*')")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -49,7 +50,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if config.option.help or config.option.version:
         return
-    ctx = context.build(config)
+    if not context.is_worker(config):
+        crash.process.announce = crash.announce_past_capture(config)
+    if context.defers(config):  # an xdist controller: its workers start first (suite/context.py)
+        context.begin_deferred(config)
+        return
+    install(config, context.build(config))
+
+
+def install(config: pytest.Config, ctx: context.SuiteContext) -> None:
+    """The built context into the stash, and what hangs on it: the run-file recorder, the summary, the process's
+    GPU sharing and the compile hooks."""
     config.stash[CONTEXT] = ctx
     timing.install()
     compile_share.install()  # workers needing the same kernel variant compile it once
@@ -68,8 +79,49 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(SummaryPrinter(ctx), "suite-summary")
         if not context.is_worker(config) and not context.xdist_on(config):
             crash.process.on_timeout = recorder.record_timeout
-    if not context.is_worker(config):
-        crash.process.announce = crash.announce_past_capture(config)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_sessionstart(session: pytest.Session):
+    """Before every other plugin's sessionstart (so before xdist starts workers, and they read the new cache):
+    ``--retune``. After them, a deferred controller builds its context, once xdist has started the workers: they
+    import torch and the kernels while this process does the same. Its header lines, which pytest printed before
+    (without them), follow; the run's timeline still starts at the session's start."""
+    config = session.config
+    started = time.time()
+    ctx = config.stash.get(CONTEXT, None)
+    if ctx is not None:
+        ctx.session = session
+        if not context.is_worker(config) and ctx.options.retune:
+            try:
+                _retune(config, ctx)
+            finally:
+                compile_share.release_all()  # the controller then idles for the run: it must hold no compile lock
+    result = yield
+    if config.stash.get(context.DEFERRED, False) and CONTEXT not in config.stash:
+        try:
+            install(config, context.build(config))
+        except BaseException:  # a usage error most often: no worker is left waiting for tests
+            _stop_workers(config)
+            raise
+        ctx = config.stash[CONTEXT]
+        ctx.session = session
+        recorder = config.pluginmanager.get_plugin("suite-run-recorder")
+        if recorder is not None:
+            recorder.t0 = started
+        tr = config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None and tr.verbosity >= 0 and not config.option.no_header:
+            for line in header_lines(config, ctx):
+                tr.write_line(line)
+    return result
+
+
+def _stop_workers(config: pytest.Config) -> None:
+    """The workers a deferred controller started, ended before its usage error (they would wait for tests)."""
+    dsession = config.pluginmanager.get_plugin("dsession")
+    manager = getattr(dsession, "nodemanager", None)
+    if manager is not None:
+        manager.teardown_nodes()
 
 
 class WorkerExit:
@@ -123,7 +175,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     benchmarks (``-m perf``) gets one worker per GPU, and each benchmark takes its GPU alone."""
     if not _uses_gpu(config.getoption("--backend")):
         return None
-    gpus = context._gpu_count()
+    gpus = context.gpu_count(config.getoption("--backend"))  # without torch where it can (suite/backend.py: probe)
     if not gpus:
         return None
     expr = (config.option.markexpr or "").strip()
@@ -153,21 +205,6 @@ def autotune_record(ctx: context.SuiteContext) -> dict | None:
             "stale_kernels": {}, "tuning_benchmarks": 0, "entries": [],
             **({"fallback_cache": str(fallback.path), "fallback_status": fallback.status,
                 "fallback_entries": len(fallback.entries), "fallback": 0} if fallback is not None else {})}
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionstart(session: pytest.Session) -> None:
-    """Controller (before xdist starts workers, so they read the new cache): ``--retune``."""
-    ctx = session.config.stash.get(CONTEXT, None)
-    if ctx is None:
-        return
-    ctx.session = session
-    if context.is_worker(session.config) or not ctx.options.retune:
-        return
-    try:
-        _retune(session.config, ctx)
-    finally:
-        compile_share.release_all()  # the controller then idles for the run: it must hold no compile lock
 
 
 def _retune(config: pytest.Config, ctx: context.SuiteContext) -> None:
@@ -236,8 +273,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     ctx = config.stash.get(CONTEXT, None)
-    if ctx is None:
-        return []
+    return [] if ctx is None else header_lines(config, ctx)  # a deferred controller prints them after its build
+
+
+def header_lines(config: pytest.Config, ctx: context.SuiteContext) -> list[str]:
     b = ctx.backend
     import torch
     import triton
@@ -257,10 +296,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         "asan": "Triton's AddressSanitizer build (TRITON_ENABLE_ASAN=1, xnack+)",
         "off": "off" + (" (--no-memcheck)" if b.name == "interpret" else " (--memcheck runs under the vendor's checker)"),
     }[ctx.memcheck])
-    if ctx.gpus and context.xdist_on(config):
+    pin = ctx.pinning
+    if pin.gpus and context.xdist_on(config):
         workers = int(config.option.numprocesses)
-        lines.append(f"portability: {workers} xdist worker(s), each pinned ({ctx.gpu_variable}) to one of "
-                     f"{len(ctx.gpus)} visible GPU(s): {', '.join(ctx.gpus)}")
+        lines.append(f"portability: {workers} xdist worker(s), each pinned ({pin.gpu_variable}) to one of "
+                     f"{len(pin.gpus)} visible GPU(s): {', '.join(pin.gpus)}")
     lines += [f"portability: {n}" for n in ctx.notes]
     if ctx.run_file:
         lines.append(f"portability: results -> {ctx.run_file.path}")

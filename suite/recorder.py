@@ -152,7 +152,7 @@ class RunRecorder:
             seen["message"] = ((seen["message"] or "") + f"\n[worker {worker} replaced after this test]")[-2000:]
             self.run_file.flush()
             return
-        kind, failure, case = crash.lost_case(self.ctx.journal_dir if self.ctx else None, worker)
+        kind, failure, case = crash.lost_case(self.ctx.pinning.journal_dir if self.ctx else None, worker)
         self._record_lost(report.nodeid, kind, failure, case, worker)
 
     def _record_lost(self, nodeid: str, kind: str, failure: str, case: dict | None, worker: str | None) -> None:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 
-from kernels.spec import Case, Dim, KernelSpec
+if TYPE_CHECKING:  # kernels.spec imports torch: the plugin loads this module in an xdist controller before it may
+    from kernels.spec import Case, Dim, KernelSpec
 
 PRIMES = (2, 3, 5, 7, 13, 31, 61, 127, 251, 509, 1021, 2039, 4093, 8191, 16381)
 # Fixed seed of the validation profile: the same examples in every run, so two runs compare.
@@ -59,6 +62,8 @@ def dim_strategy(dim: Dim, backend_name: str, large: bool) -> st.SearchStrategy[
 
 
 def case_strategy(spec: KernelSpec, dtype: str, backend_name: str, large: bool = False) -> st.SearchStrategy[Case]:
+    from kernels.spec import Case
+
     order = [d.name for d in spec.dims]
     shape = st.fixed_dictionaries({d.name: dim_strategy(d, backend_name, large) for d in spec.dims}).map(
         lambda drawn: {name: drawn[name] for name in order})  # spec order, for readable reproduction lines

@@ -97,7 +97,7 @@ def test_auto_worker_count_shares_each_gpu_but_benchmarks_get_it_alone(monkeypat
 
     option = SimpleNamespace(markexpr="not perf")
     config = SimpleNamespace(getoption=lambda name: backend, option=option)
-    monkeypatch.setattr(plugin.context, "_gpu_count", lambda: 4)
+    monkeypatch.setattr(plugin.context, "gpu_count", lambda requested: 4)
     monkeypatch.setattr(plugin.os, "cpu_count", lambda: 128)
     backend = "cuda"
     assert plugin.pytest_xdist_auto_num_workers(config) == 4 * gpu_share.WORKERS_PER_GPU
@@ -108,7 +108,7 @@ def test_auto_worker_count_shares_each_gpu_but_benchmarks_get_it_alone(monkeypat
         assert plugin.pytest_xdist_auto_num_workers(config) == 4
     backend = "interpret"  # xdist's own default: one per CPU
     assert plugin.pytest_xdist_auto_num_workers(config) is None
-    monkeypatch.setattr(plugin.context, "_gpu_count", lambda: 0)
+    monkeypatch.setattr(plugin.context, "gpu_count", lambda requested: 0)
     backend = "auto"
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     assert plugin.pytest_xdist_auto_num_workers(config) is None

@@ -70,6 +70,8 @@ class Coverage:
         self.searched: list[str] = []
         self.unreachable: list[str] = []
         self.not_fitting: Counter[str] = Counter()
+        # Why the test stopped before its cases could take the paths (a known issue's first failing case), if it did.
+        self.stopped_by: str | None = None
 
     def add(self, case: Case, configs: Sequence[Mapping[str, Any]], not_fitting: Sequence[str] = ()) -> None:
         for why in not_fitting:
@@ -86,7 +88,7 @@ class Coverage:
     def record(self) -> dict[str, Any]:
         return {"kernel": self.spec.name, "dtype": self.dtype, "configs": dict(self.configs), "paths": dict(self.paths),
                 "covered_by_search": list(self.searched), "unexercised": [p.name for p in self.missing()],
-                "configs_not_fitting": dict(self.not_fitting)}
+                "configs_not_fitting": dict(self.not_fitting), **({"stopped_by": self.stopped_by} if self.stopped_by else {})}
 
 
 def find_case(strategy: Any, path: CodePath, configs: Sequence[Mapping[str, Any]]) -> tuple[Case, dict] | None:

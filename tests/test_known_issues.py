@@ -64,3 +64,19 @@ def test_malformed_registry_is_a_usage_error(run_suite, tmp_path):
     run = run_suite("-k", "vector_add-fp32", f"--known-issues={write(tmp_path, [{**ENTRY, 'link': None}])}")
     assert run.returncode == 4
     assert "'link'" in run.output
+
+
+def test_a_dtype_a_known_issue_stops_is_left_out_of_the_kernels_reach(run_suite):
+    """attention bf16 stops at its first case on the interpreter (interpreter-bf16-dot): its paths were never going
+    to be taken, so the summary's reach row counts fp16 alone instead of calling every path "not taken"."""
+    run = run_suite("suite/test_kernels.py", "--backend=interpret", "-k", "attention-fp16 or attention-bf16")
+    assert run.returncode == 0, run.output[-2000:]
+    coverage = {c["dtype"]: c for c in run.run_data()["coverage"]}
+    assert coverage["bf16"]["stopped_by"].startswith("known issue interpreter-bf16-dot"), coverage["bf16"]
+    assert "stopped_by" not in coverage["fp16"] and not coverage["fp16"]["unexercised"], coverage["fp16"]
+    lines = run.output.splitlines()
+    header = next(i for i, line in enumerate(lines) if "paths taken" in line)
+    row = next(line for line in lines[header:] if line.startswith("| attention "))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    declared = len(coverage["fp16"]["paths"])
+    assert cells[1] == "fp16,bf16 (stopped: known issue)" and cells[3] == f"{declared}/{declared}" and cells[5] == "-", row

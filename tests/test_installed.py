@@ -1,0 +1,95 @@
+"""The suite used from another repository: installed as README says, run from a directory outside the checkout on
+a kernel module there, and inert for that project's own pytest runs."""
+
+from __future__ import annotations
+
+import configparser
+import shutil
+import site
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from suite import __main__ as runner
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _lines(value: str | list[str]) -> list[str]:
+    return [v.strip() for v in (value if isinstance(value, list) else value.splitlines()) if v.strip()]
+
+
+def test_the_installed_settings_are_the_checkouts():
+    ini = configparser.ConfigParser(interpolation=None)
+    ini.read(runner.SETTINGS)
+    installed = dict(ini["pytest"])
+    checkout = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert set(installed) == set(checkout) - {"testpaths"}
+    for key, value in checkout.items():
+        if key == "testpaths":
+            continue
+        expected = str(value).lower() if isinstance(value, bool) else value
+        assert _lines(installed[key]) == _lines(expected), key
+
+
+def test_the_runner_runs_the_suites_tests_unless_told_which(tmp_path):
+    args = runner.pytest_args(["--kernels=leaky_relu", "-n", "2"], cwd=str(tmp_path))
+    assert args[-1] == str(runner.SUITE_DIR) and args.count("-p") == 2
+    assert f"cache_dir={tmp_path / '.pytest_cache'}" in args
+    own = str(runner.SUITE_DIR / "test_kernels.py") + "::test_matches_reference"
+    assert runner.pytest_args([own])[-1] == own
+
+
+def _venv_with_this_environments_packages(path: Path) -> Path:
+    """A fresh virtual environment that sees this one's packages (torch, triton, pytest...) through a .pth file,
+    as a user's project environment has its own torch and triton: installing the suite there installs the suite."""
+    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
+    python = path / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    Path(purelib, "outer-environment.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    return python
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git to copy the checkout")
+def test_installed_from_the_readme_and_run_from_another_directory(tmp_path):
+    python = _venv_with_this_environments_packages(tmp_path / "venv")
+    # README: `pip install <a clone>`, here a clean copy of the committed tree plus what is not committed yet.
+    src = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(src)], check=True)
+    for changed in subprocess.run(["git", "ls-files", "-m", "-o", "--exclude-standard"], cwd=ROOT, check=True,
+                                  capture_output=True, text=True).stdout.split():
+        (src / changed).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / changed, src / changed)
+    install = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(src)],
+                             capture_output=True, text=True)
+    assert install.returncode == 0, install.stdout + install.stderr
+    shutil.rmtree(src)  # nothing may read the source tree from here on
+
+    project = tmp_path / "their_project"
+    project.mkdir()
+    shutil.copy(ROOT / "examples" / "leaky_relu.py", project / "leaky_relu.py")
+    where = subprocess.run([str(python), "-c", "import suite, kernels; print(suite.__file__, kernels.__file__)"],
+                           cwd=project, check=True, capture_output=True, text=True).stdout
+    assert str(ROOT) not in where and "site-packages" in where, where
+    assert not list((tmp_path / "venv").rglob("reports/runs"))  # the committed evidence stays out of the package
+
+    run = subprocess.run([str(tmp_path / "venv" / "bin" / "triton-portability"), "--kernel-module=leaky_relu.py",
+                          "--kernels=leaky_relu", "-n", "2"], cwd=project, capture_output=True, text=True)
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out
+    assert " passed" in out, out
+    assert "| leaky_relu | fp32" in out, out  # the portability summary
+    run_files = list((project / "reports" / "runs").glob("run-*.json"))
+    assert len(run_files) == 1, out
+    assert not list(Path(where.split()[0]).parent.parent.glob(".pytest_cache")), "pytest's cache went into the package"
+
+    # Inert for the project's own tests: its plain `pytest` neither loads the suite nor collects its tests.
+    (project / "test_theirs.py").write_text("def test_theirs():\n    assert True\n")
+    theirs = subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_theirs.py"],
+                            cwd=project, capture_output=True, text=True)
+    assert theirs.returncode == 0 and "1 passed" in theirs.stdout, theirs.stdout + theirs.stderr
+    assert "portability:" not in theirs.stdout

@@ -8,7 +8,6 @@ import shutil
 import site
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ def _lines(value: str | list[str]) -> list[str]:
 
 
 def test_the_installed_settings_are_the_checkouts():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     ini = configparser.ConfigParser(interpolation=None)
     ini.read(runner.SETTINGS)
     installed = dict(ini["pytest"])

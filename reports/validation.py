@@ -110,9 +110,9 @@ def _leave_one_out(pair: Pair, pairs: list[Pair]) -> tuple[noise.Floor | None, s
         return None, f"not available: {len(runs)} A/A run(s) outside {pair.name}"
     try:
         learned = noise.learn(sorted(runs.values(), key=lambda r: r.data["started"]))
-    except RunFileError as exc:
+        floor = noise.from_learned(learned, f"learned from {len(runs)} A/A runs outside {pair.name}")
+    except RunFileError as exc:  # too few runs with rounds, or floors too large to use
         return None, f"not available: {exc}"
-    floor = noise.from_learned(learned, f"learned from {len(runs)} A/A runs outside {pair.name}")
     return floor, floor.describe()
 
 

@@ -25,6 +25,10 @@ class FloorFileError(ValueError):
     """A noise-floor file that must not be used; the message names the file, the entry and what would be right."""
 
 
+class OtherHardware(FloorFileError):
+    """A well-formed noise-floor file learned on another arch or device."""
+
+
 def plausible(value: Any, limit: float) -> bool:
     return type(value) in (int, float) and math.isfinite(value) and 0 <= value <= limit
 
@@ -76,7 +80,7 @@ def check(data: Any, source: str | Path, arch: str | None = None, device_name: s
         raise FloorFileError(f"{source}: unusable noise-floor file: {found[0]}{more}")
     why = mismatch(data, arch, device_name)
     if why:
-        raise FloorFileError(f"{source}: noise-floor file of other hardware: {why}; learn one for this device with "
+        raise OtherHardware(f"{source}: noise-floor file of other hardware: {why}; learn one for this device with "
                              "`python -m reports noise-floor`")
     return data
 

@@ -125,7 +125,7 @@ def _noise_floor(args: argparse.Namespace) -> int:
 
     refuse_inputs([Path(args.out)], args.runs)
     floor = noise.learn(load_runs(args.runs))
-    if problems := floor_file.problems(floor):
+    if problems := sorted(floor_file.problems(floor), key=lambda p: not p.startswith("benchmark")):
         raise RunFileError(f"refusing to write {args.out}: {problems[0]}: the A/A runs moved too much to learn a "
                            "usable floor; repeat them on a quiet machine")
     write_atomic(Path(args.out), json.dumps(floor, indent=1) + "\n")

@@ -45,13 +45,20 @@ def _threshold(text: str) -> float:
     return value
 
 
-class UsageError(Exception):
-    """A command line argparse rejects; raised instead of exiting, so that `compare --json` still prints JSON."""
+class UsageError(SystemExit):
+    """A command line argparse rejects (exit 2, as argparse exits), caught by main so that `compare --json` still
+    prints JSON."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(EXIT_USAGE)
+        self.message = message
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.format_usage()}{self.prog}: error: {message}")
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise UsageError(message)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -175,9 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser().parse_args(argv)
     except UsageError as exc:
-        print(exc, file=sys.stderr)
         if _json_wanted(argv):
-            _json_error(str(exc).splitlines()[-1])
+            _json_error(exc.message)
         return EXIT_USAGE
     code = _run(args)
     if loading.checked_without_jsonschema:

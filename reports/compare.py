@@ -154,7 +154,9 @@ def _correctness(base: Run, cand: Run, cmp: Comparison, allow_tests: bool = Fals
     b_cases, c_cases = _cases(base), _cases(cand)
     if base.env["hypothesis_seed"] is not None:  # derandomized: the candidate drew the same cases
         for key, b in b_cases.items():
-            if key not in c_cases and b["outcome"] == "passed":
+            # a case of a test that failed, was skipped or is missing in the candidate is covered by the test's row
+            test = c_tests.get(b.get("nodeid"), {"outcome": "passed"})
+            if key not in c_cases and b["outcome"] == "passed" and test["outcome"] == "passed":
                 cmp.missing.append(_outcome("case", _case_text(b), "passed", MISSING, f"reproduce with: {b['repro']}"))
     if not allow_tests:
         cmp.correctness += cmp.missing

@@ -50,6 +50,7 @@ NOISE_DIR = Path(__file__).resolve().parent.parent / "reports" / "noise"
 FLOOR_VARIABLE = "SUITE_NOISE_FLOOR"  # another noise-floor file, or "none"
 PLANT_VARIABLE = "SUITE_BENCH_PLANT"
 NOISE_FORMAT = floor_file.FORMAT
+INTERPRETER_ARCH = "interpreter"
 
 
 def samples_ms(fn, warmup_ms: int = 25, rep_ms: int = 100) -> list[float]:
@@ -206,6 +207,8 @@ def noise_floor(arch: str, device_name: str | None = None) -> tuple[dict[str, An
     chosen = os.environ.get(FLOOR_VARIABLE)
     if chosen == "none":
         return {}, {"file": None, "note": f"{FLOOR_VARIABLE}=none: no noise floor"}
+    if arch == INTERPRETER_ARCH:  # nothing is timed there (the benchmarks skip): no file to check
+        return {}, {"file": None, "note": "the CPU interpreter times nothing: no noise floor"}
     path = Path(chosen) if chosen else NOISE_DIR / f"{arch}.json"
     if not path.exists() and not chosen:
         return {}, {"file": None, "note": f"no noise floor for {arch} ({path} does not exist): default "

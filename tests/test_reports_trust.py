@@ -142,6 +142,12 @@ def test_suite_leaves_out_the_arch_file_of_another_device_and_reads_its_own(suit
     assert entries["*"]["floor"] > 0 and note["device_name"] == "NVIDIA H100 80GB HBM3"
 
 
+def test_suite_on_the_interpreter_checks_no_floor_file(suite_bench, monkeypatch, tmp_path):
+    """Benchmarks skip on the interpreter: a floor file chosen for the GPU runs of the same script is no error."""
+    monkeypatch.setenv(suite_bench.FLOOR_VARIABLE, str(write(tmp_path / "sm_90.json", learned_floor(tmp_path))))
+    assert suite_bench.noise_floor("interpreter", "Triton CPU interpreter")[0] == {}
+
+
 def test_suite_refuses_a_missing_chosen_file(suite_bench, monkeypatch, tmp_path):
     monkeypatch.setenv(suite_bench.FLOOR_VARIABLE, str(tmp_path / "absent.json"))
     with pytest.raises(ValueError, match="absent.json: cannot read the noise-floor file"):

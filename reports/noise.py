@@ -63,11 +63,12 @@ def _recorded_problem(run: Run) -> str | None:
             return f"they come from {note['file']}, learned on {device!r}, not {run.env['device_name']!r}"
         platform = num(note.get("platform"))
         if platform is not None and not floor_file.plausible(platform, floor_file.MAX_FLOOR):
-            return f"its platform floor is {note.get('platform')!r}, above {floor_file.MAX_FLOOR:g}"
+            return f"its platform floor is {note.get('platform')!r}, not a number from 0 to {floor_file.MAX_FLOOR:g}"
     for b in run.data["benchmarks"]:
         f = num(b.get("noise_floor"))
         if f is not None and not floor_file.plausible(f, floor_file.MAX_FLOOR):
-            return f"benchmark {changes.key(b)!r} has floor {b.get('noise_floor')!r}, above {floor_file.MAX_FLOOR:g}"
+            return (f"benchmark {changes.key(b)!r} has floor {b.get('noise_floor')!r}, not a number from 0 to "
+                    f"{floor_file.MAX_FLOOR:g}")
     return None
 
 

@@ -45,9 +45,24 @@ def _threshold(text: str) -> float:
     return value
 
 
+class UsageError(SystemExit):
+    """A command line argparse rejects (exit 2, as argparse exits), caught by main so that `compare --json` still
+    prints JSON."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(EXIT_USAGE)
+        self.message = message
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise UsageError(message)
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m reports", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _Parser(prog="python -m reports", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--debug", action="store_true", help="show the traceback of an internal error")
     sub = p.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="portability report from run files: report.md, report.html, summary.json")
@@ -113,10 +128,13 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _noise_floor(args: argparse.Namespace) -> int:
-    from reports import noise
+    from reports import floor_file, noise
 
     refuse_inputs([Path(args.out)], args.runs)
     floor = noise.learn(load_runs(args.runs))
+    if problems := sorted(floor_file.problems(floor), key=lambda p: not p.startswith("benchmark")):
+        raise RunFileError(f"refusing to write {args.out}: {problems[0]}: the A/A runs moved too much to learn a "
+                           "usable floor; repeat them on a quiet machine")
     write_atomic(Path(args.out), json.dumps(floor, indent=1) + "\n")
     values = sorted(b["floor"] for b in floor["benchmarks"].values())
     print(f"wrote {args.out}: {len(values)} benchmarks from {len(floor['learned_from'])} runs ({floor['pairs']} pairs); "
@@ -128,7 +146,13 @@ def _noise_floor(args: argparse.Namespace) -> int:
 def _replay(args: argparse.Namespace) -> int:
     from reports.validation import replay, replay_json, replay_markdown
 
-    result = replay(Path(args.directory))
+    directory = Path(args.directory)
+    if not directory.is_dir():
+        raise RunFileError(f"{directory}: {'not a directory' if directory.exists() else 'no such directory'}; "
+                           "replay takes the evidence directory that holds aa-N/ and planted-N/")
+    result = replay(directory)
+    refuse_inputs([Path(o) for o in (args.out, args.json) if o],
+                  [r.path for p in result.pairs for r in (p.base, p.cand)])
     text = replay_markdown(result)
     sys.stdout.write(text)
     if args.out:
@@ -141,8 +165,26 @@ def _replay(args: argparse.Namespace) -> int:
 COMMANDS = {"build": _build, "compare": _compare, "noise-floor": _noise_floor, "replay": _replay}
 
 
+def _json_wanted(argv: list[str]) -> bool:
+    return "compare" in argv and "--json" in argv
+
+
+def _json_error(message: str) -> None:
+    """`compare --json` on an unusable input: scripts still get a JSON object on stdout."""
+    from reports.compare import JSON_FORMAT
+
+    sys.stdout.write(json.dumps({"format": JSON_FORMAT, "verdict": f"CANNOT COMPARE: {message}", "exit_code": EXIT_USAGE,
+                                 "failed": False, "unusable": message}, indent=1) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = parser().parse_args(argv)
+    except UsageError as exc:
+        if _json_wanted(argv):
+            _json_error(exc.message)
+        return EXIT_USAGE
     code = _run(args)
     if loading.checked_without_jsonschema:
         print(loading.CHECKER_NOTE, file=sys.stderr)
@@ -155,18 +197,19 @@ def _run(args: argparse.Namespace) -> int:
     try:
         return COMMANDS[args.command](args)
     except (RunFileError, CompareRefused) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        message = str(exc)
     except OSError as exc:
-        print(f"error: cannot write {exc.filename or 'output'}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_USAGE
+        message = f"cannot write {exc.filename or 'output'}: {exc.strerror or exc}"
     except Exception as exc:  # a bug in reports, not in the input: one line unless asked for the traceback
         if args.debug:
             traceback.print_exc()
         inputs = ", ".join(getattr(args, "runs", None) or [getattr(args, "directory", "")]) or "no files"
-        print(f"error: internal error in reports on {inputs}: {type(exc).__name__}: {exc} "
-              "(rerun with --debug for the traceback)", file=sys.stderr)
-        return EXIT_USAGE
+        message = (f"internal error in reports on {inputs}: {type(exc).__name__}: {exc} "
+                   "(rerun with --debug for the traceback)")
+    print(f"error: {message}", file=sys.stderr)
+    if args.command == "compare" and args.json:
+        _json_error(message)
+    return EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from reports import changes, noise
+from reports import changes, noise, toolchain
 from reports.changes import pct
 from reports.correctness import one_line
 from reports.loading import Run, num
@@ -23,8 +23,8 @@ from reports.perf import shape_key
 from reports.render import Section, Table, fmt, markdown, shape_text
 
 HARDWARE_FIELDS = ("device_name", "arch", "sm_count")
-ENV_FIELDS = ("backend", "device_name", "arch", "sm_count", "driver", "runtime", "torch", "triton", "hypothesis",
-              "python", "platform", "hostname", "profile", "hypothesis_profile", "hypothesis_seed")
+ENV_FIELDS = ("backend", "device_name", "arch", "sm_count", "driver", "runtime", "torch", "triton", "numpy",
+              "hypothesis", "python", "platform", "hostname", "profile", "hypothesis_profile", "hypothesis_seed")
 BAD = ("failed", "xfailed")
 JSON_FORMAT = "run-comparison/1"
 METHODS = {"rounds": "timing rounds (kernel and torch alternating)",
@@ -42,6 +42,7 @@ class Comparison:
     correctness: list[dict[str, Any]] = field(default_factory=list)
     fixed: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)
+    missing: list[dict[str, Any]] = field(default_factory=list)  # passed in the base run, absent in the candidate
     regressions: list[dict[str, Any]] = field(default_factory=list)
     improvements: list[dict[str, Any]] = field(default_factory=list)
     inconclusive: list[dict[str, Any]] = field(default_factory=list)
@@ -53,6 +54,8 @@ class Comparison:
     platform: dict[str, Any] = field(default_factory=dict)
     floor: str = "none"
     planted: list[str] = field(default_factory=list)
+    toolchain: list[dict[str, str]] = field(default_factory=list)  # components whose version changed
+    compiles: list[dict[str, Any]] = field(default_factory=list)  # compile-matrix changes per kernel x target
     unusable: str | None = None  # why the comparison, as a whole, could not be made
 
     @property
@@ -60,8 +63,12 @@ class Comparison:
         return self.platform.get("verdict") == "slower"
 
     @property
+    def compile_failures(self) -> list[dict[str, Any]]:
+        return [r for r in self.compiles if r["change"] == "compile failed"]
+
+    @property
     def failed(self) -> bool:
-        return bool(self.correctness or self.regressions or self.platform_slower)
+        return bool(self.correctness or self.regressions or self.platform_slower or self.compile_failures)
 
     @property
     def exit_code(self) -> int:
@@ -113,15 +120,27 @@ def _cases(run: Run) -> dict[tuple, dict[str, Any]]:
     return out
 
 
+def _case_text(c: dict[str, Any]) -> str:
+    return f"{c['kernel']}[{c['dtype']}] {shape_text(c['shape'])} {c['layout']} {c['values']} seed={c['seed']}"
+
+
 def _outcome(kind: str, what: str, base: str, cand: str, detail: str) -> dict[str, Any]:
     return {"kind": kind, "what": what, "base": base, "candidate": cand, "detail": detail}
 
 
-def _correctness(base: Run, cand: Run, cmp: Comparison) -> None:
-    b_tests = {t["nodeid"]: t for t in base.data["tests"]}
-    for t in cand.data["tests"]:
-        b = b_tests.get(t["nodeid"])
-        if b is None:
+MISSING = "missing (not in the candidate run)"
+
+
+def _correctness(base: Run, cand: Run, cmp: Comparison, allow_tests: bool = False) -> None:
+    """A test or case that passed in the base run and failed, was skipped or is missing in the candidate is a
+    regression: what no longer runs is not known to work. Under --allow-different-tests, missing ones are listed
+    (cmp.missing), not failed."""
+    c_tests = {t["nodeid"]: t for t in cand.data["tests"]}
+    for b in base.data["tests"]:
+        t = c_tests.get(b["nodeid"])
+        if t is None:
+            if b["outcome"] == "passed":
+                cmp.missing.append(_outcome("test", b["nodeid"], "passed", MISSING, "the candidate did not run it"))
             continue
         cmp.compared["tests"] += 1
         row = _outcome("test", t["nodeid"], b["outcome"], t["outcome"], one_line(t["message"]))
@@ -131,13 +150,22 @@ def _correctness(base: Run, cand: Run, cmp: Comparison) -> None:
             cmp.fixed.append(row)
         elif b["outcome"] == "passed" and t["outcome"] == "skipped":
             cmp.skipped.append(row)
-    b_cases = _cases(base)
-    for key, c in _cases(cand).items():
+            cmp.correctness.append(row)
+    b_cases, c_cases = _cases(base), _cases(cand)
+    if base.env["hypothesis_seed"] is not None:  # derandomized: the candidate drew the same cases
+        for key, b in b_cases.items():
+            # a case of a test that failed, was skipped or is missing in the candidate is covered by the test's row
+            test = c_tests.get(b.get("nodeid"), {"outcome": "passed"})
+            if key not in c_cases and b["outcome"] == "passed" and test["outcome"] == "passed":
+                cmp.missing.append(_outcome("case", _case_text(b), "passed", MISSING, f"reproduce with: {b['repro']}"))
+    if not allow_tests:
+        cmp.correctness += cmp.missing
+    for key, c in c_cases.items():
         b = b_cases.get(key)
         if b is None:
             continue
         cmp.compared["cases"] += 1
-        what = f"{c['kernel']}[{c['dtype']}] {shape_text(c['shape'])} {c['layout']} {c['values']} seed={c['seed']}"
+        what = _case_text(c)
         if b["outcome"] == "passed" and c["outcome"] in BAD:
             cmp.correctness.append(_outcome("case", what, b["outcome"], c["outcome"],
                                             f"error/bound {fmt(num(c['error_ratio']))}; reproduce with: {c['repro']}"))
@@ -238,17 +266,25 @@ def compare(base: Run, cand: Run, p_value: float = 0.01, threshold: float = 0.05
             allow_tests: bool = False, floor: noise.Floor | None = None, recorded_floor: bool = True) -> Comparison:
     """floor: the noise floor to use; None takes the one recorded in the run files unless recorded_floor is False."""
     cmp = Comparison(warnings=check_comparable(base, cand, allow_hardware, allow_tests))
-    if floor is None and recorded_floor:
+    if floor is not None:
+        noise.check_fits(floor, [base, cand])
+    elif recorded_floor:
         floor = noise.recorded(base, cand)
+    cmp.toolchain = toolchain.toolchain_changes(base, cand)
+    cmp.compiles, cmp.compared["compiles"] = toolchain.compile_changes(base, cand)
     cmp.floor = floor.describe() if floor else "none (the threshold alone)"
     cmp.planted = _planted(cand) + [f"{p} in the base run" for p in _planted(base)]
     if cmp.planted:
         cmp.warnings.append("a run has a planted slowdown (test hook SUITE_BENCH_PLANT): " + ", ".join(cmp.planted) +
                             "; it tests this comparison and is not a real measurement")
-    _correctness(base, cand, cmp)
+    _correctness(base, cand, cmp, allow_tests)
+    if cmp.missing and allow_tests:
+        cmp.warnings.append(f"{len(cmp.missing)} test(s) or case(s) that passed in the base run are missing in the "
+                            "candidate, allowed by --allow-different-tests: not compared (listed under Passed before, "
+                            "missing now)")
     _speed(base, cand, cmp, p_value, threshold, floor)
     benchmarks_matched = cmp.compared["benchmarks"] + sum(1 for r in cmp.not_compared if not r["why"].startswith("only"))
-    if not sum(cmp.compared.values()):
+    if not sum(n for what, n in cmp.compared.items() if what != "compiles"):
         cmp.unusable = "nothing to compare: no test, case or benchmark of one run has a usable counterpart in the other"
     elif benchmarks_matched and not cmp.compared["benchmarks"]:
         cmp.unusable = (f"no benchmark could be compared ({benchmarks_matched} in both runs): "
@@ -270,6 +306,9 @@ def verdict(cmp: Comparison) -> str:
         parts.append(f"platform-wide slowdown {pct(_shift(cmp.platform))}")
     if cmp.correctness:
         parts.append(f"{len(cmp.correctness)} correctness regression(s)")
+    if cmp.compile_failures:
+        where = ", ".join(dict.fromkeys(f"{r['kernel']} on {r['target']}" for r in cmp.compile_failures))
+        parts.append(f"{sum(r['configs'] for r in cmp.compile_failures)} compile regression(s) ({where})")
     if cmp.regressions:
         kernels = ", ".join(dict.fromkeys(r["kernel"] for r in cmp.regressions))
         parts.append(f"{len(cmp.regressions)} speed regression(s) ({kernels})")
@@ -297,12 +336,24 @@ RULES = {"rounds": "beyond max({threshold}, the benchmark's noise floor) in both
                     "on the samples"}
 
 
+def _compile_line(cmp: Comparison) -> str:
+    if not cmp.compared["compiles"]:
+        return "Compile matrix: no compile in both runs."
+    kinds = Counter()
+    for r in cmp.compiles:
+        kinds[r["change"]] += r["configs"]
+    return (f"Compile matrix: {cmp.compared['compiles']} compile(s) in both runs; " +
+            (", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items())) or "no change") + ".")
+
+
 def summary_lines(cmp: Comparison, p_value: float, threshold: float) -> list[str]:
     compared = ", ".join(f"{n} {what}" for what, n in cmp.compared.items() if n) or "nothing"
     lines = [f"**{verdict(cmp)}**; {len(cmp.improvements)} speed improvement(s), {len(cmp.inconclusive)} "
              f"inconclusive, {sum(cmp.unchanged.values())} benchmark(s) unchanged, {len(cmp.fixed)} fixed.",
              f"Compared: {compared}." + (f" Not compared: {len(cmp.not_compared)} benchmark(s) "
                                          f"({_reasons(cmp.not_compared)})." if cmp.not_compared else ""),
+             toolchain.toolchain_line(cmp.toolchain),
+             _compile_line(cmp),
              platform_line(cmp)]
     for method, n in sorted(cmp.methods.items()):
         rule = RULES[method].format(threshold=f"{100 * threshold:g}%", p=f"{p_value:g}")
@@ -336,7 +387,15 @@ def compare_markdown(base: Run, cand: Run, cmp: Comparison, p_value: float, thre
                 [Table(["", "base", "candidate"], [["run", base.run_id, cand.run_id], ["file", str(base.path),
                                                    str(cand.path)]]),
                  Table(["environment field", "base", "candidate"], env_rows, "Environment differences", "none")]),
-        Section("Correctness regressions", [], [Table(outcome_headers, _outcome_rows(cmp.correctness), empty="none")]),
+        Section("Correctness regressions", ["A test or case that passed in the base run and failed, was skipped or "
+                                            "is missing in the candidate."],
+                [Table(outcome_headers, _outcome_rows(cmp.correctness), empty="none")]),
+        Section("Compile changes", [f"Per kernel x target: compiles that failed now (a regression) or compile now, "
+                                    f"registers that moved by at least {toolchain.REGISTERS_MIN} and "
+                                    f"{100 * toolchain.REGISTERS_SHARE:g}%, spills that appeared or went away."],
+                [Table(["kernel", "target", "change", "configs", "detail"],
+                       [[r["kernel"], r["target"], r["change"], r["configs"], r["detail"]] for r in cmp.compiles],
+                       empty="none")]),
         Section("Speed regressions", [SPEED_NOTE], [Table(SPEED_HEADERS, _speed_rows(cmp.regressions), empty="none")]),
         Section("Speed improvements", [], [Table(SPEED_HEADERS, _speed_rows(cmp.improvements), empty="none")]),
         Section("Inconclusive", ["Benchmarks that moved but whose measurement cannot carry a verdict: disturbed in a "
@@ -350,7 +409,7 @@ def compare_markdown(base: Run, cand: Run, cmp: Comparison, p_value: float, thre
                                                (", ".join(f"{n} {why}" for why, n in sorted(cmp.unchanged.items()))
                                                 or "none")],
                 [Table(outcome_headers, _outcome_rows(cmp.fixed), "Fixed", "none"),
-                 Table(outcome_headers, _outcome_rows(cmp.skipped), "Passed before, skipped now", "none"),
+                 Table(outcome_headers, _outcome_rows(cmp.missing), "Passed before, missing now", "none"),
                  Table(["kernel", "dtype", "shape", "why"], [[r["kernel"], r["dtype"], r["shape"], r["why"]]
                                                              for r in cmp.not_compared], "Benchmarks not compared",
                        "none")]),
@@ -371,8 +430,9 @@ def compare_json(base: Run, cand: Run, cmp: Comparison, p_value: float, threshol
             "methods": dict(cmp.methods), "compared": dict(cmp.compared),
             "platform": {**cmp.platform, "kernel_change": pct(cmp.platform.get("kernel")),
                          "torch_change": pct(cmp.platform.get("torch"))},
-            "warnings": cmp.warnings, "planted": cmp.planted,
+            "warnings": cmp.warnings, "planted": cmp.planted, "toolchain": cmp.toolchain,
+            "toolchain_line": toolchain.toolchain_line(cmp.toolchain), "compile_changes": cmp.compiles,
             "correctness_regressions": cmp.correctness, "speed_regressions": clean(cmp.regressions),
             "speed_improvements": clean(cmp.improvements), "inconclusive": clean(cmp.inconclusive),
             "moved_with_torch": clean(cmp.shared), "unchanged": dict(cmp.unchanged),
-            "not_compared": cmp.not_compared, "fixed": cmp.fixed, "skipped": cmp.skipped}
+            "not_compared": cmp.not_compared, "fixed": cmp.fixed, "skipped": cmp.skipped, "missing": cmp.missing}

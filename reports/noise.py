@@ -9,17 +9,16 @@ tells a disturbed measurement (one it re-measures)."""
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reports import changes, timing
+from reports import changes, floor_file, timing
 from reports.loading import Run, RunFileError, num
 
-FORMAT = "noise-floor/1"
+FORMAT = floor_file.FORMAT
 MARGIN = 1.5
 DEFAULT_QUANTILE = 0.9  # the floor of a benchmark the A/A runs did not have: this quantile of the others'
 METHOD = (f"For every pair of the runs, each benchmark's change that decides a verdict in compare (the smaller of its "
@@ -36,6 +35,8 @@ class Floor:
     benchmarks: dict[str, float] = field(default_factory=dict)
     default: float | None = None
     platform: float | None = None
+    arch: str | None = None  # the hardware it was learned on (None: not known)
+    device_name: str | None = None
 
     def of(self, key: str) -> float | None:
         return self.benchmarks.get(key, self.default)
@@ -53,8 +54,32 @@ def _fraction(x: Any) -> float | None:
     return v if v is not None and math.isfinite(v) and v >= 0 else None
 
 
+def _recorded_problem(run: Run) -> str | None:
+    """Why the floors a run file records must not be used: implausible, or learned on another device."""
+    note = (run.data.get("ceilings") or {}).get("noise_floor")
+    if isinstance(note, dict) and note.get("file"):
+        device = note.get("device_name")
+        if device is not None and device != run.env["device_name"]:
+            return f"they come from {note['file']}, learned on {device!r}, not {run.env['device_name']!r}"
+        platform = num(note.get("platform"))
+        if platform is not None and not floor_file.plausible(platform, floor_file.MAX_FLOOR):
+            return f"its platform floor is {note.get('platform')!r}, not a number from 0 to {floor_file.MAX_FLOOR:g}"
+    for b in run.data["benchmarks"]:
+        f = num(b.get("noise_floor"))
+        if f is not None and not floor_file.plausible(f, floor_file.MAX_FLOOR):
+            return (f"benchmark {changes.key(b)!r} has floor {b.get('noise_floor')!r}, not a number from 0 to "
+                    f"{floor_file.MAX_FLOOR:g}")
+    return None
+
+
 def recorded(base: Run, cand: Run) -> Floor | None:
-    """The floors the suite wrote into the two run files (the larger of the two where both have one)."""
+    """The floors the suite wrote into the two run files (the larger of the two where both have one). Floors that
+    must not be used (implausible, or of another device) are refused, naming the run file and the benchmark."""
+    for run in (base, cand):
+        why = _recorded_problem(run)
+        if why:
+            raise RunFileError(f"{run.path}: refusing its recorded noise floors: {why}; pass --noise-floor FILE "
+                               "(one learned on this device) or --no-noise-floor")
     notes = [r.data.get("ceilings", {}).get("noise_floor") for r in (base, cand)]
     per: dict[str, float] = {}
     for run in (base, cand):
@@ -72,28 +97,34 @@ def recorded(base: Run, cand: Run) -> Floor | None:
 
 
 def from_learned(data: dict[str, Any], source: str) -> Floor:
-    """A Floor from a noise-floor file's content (what learn returns)."""
-    per = {}
-    for k, v in (data.get("benchmarks") or {}).items():
-        f = _fraction(v.get("floor")) if isinstance(v, dict) else None
-        if f is None:
-            raise RunFileError(f"{source}: benchmark {k!r} has no floor (a number >= 0)")
-        per[k] = f
-    return Floor(source, per, _fraction(data.get("default")), _fraction(data.get("platform")))
+    """A Floor from a noise-floor file's content (what learn returns), checked (reports/floor_file.py)."""
+    try:
+        floor_file.check(data, source)
+    except floor_file.FloorFileError as exc:
+        raise RunFileError(str(exc)) from None
+    per = {k: float(v["floor"]) for k, v in data["benchmarks"].items()}
+    return Floor(source, per, _fraction(data.get("default")), _fraction(data.get("platform")), data["arch"],
+                 data["device_name"])
 
 
 def load(path: str | Path) -> Floor:
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise RunFileError(f"{p}: cannot read the noise floor: {exc.strerror or exc}") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise RunFileError(f"{p}: not a noise-floor file: {exc}") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise RunFileError(f"{p}: not a noise-floor file: expected format {FORMAT!r}")
+        data = floor_file.read(p)
+    except floor_file.FloorFileError as exc:
+        raise RunFileError(str(exc)) from None
     return from_learned(data, f"{p} (learned from {len(data.get('learned_from') or [])} runs on "
                               f"{data.get('device_name')})")
+
+
+def check_fits(floor: Floor, runs: list[Run]) -> None:
+    """A noise-floor file is used only for runs of the arch and device it was learned on."""
+    for run in runs:
+        why = floor_file.mismatch({"arch": floor.arch, "device_name": floor.device_name}, run.env["arch"],
+                                  run.env["device_name"])
+        if floor.arch is not None and why:
+            raise RunFileError(f"refusing the noise floor {floor.source}: {why} (the device of {run.path}); "
+                               "learn one on this device with `python -m reports noise-floor`")
 
 
 def decisive(m: changes.Moved, platform_kernel: float) -> float:

@@ -54,6 +54,7 @@ class Check:
     planted_flagged: str  # "flagged/planted" benchmarks of the planted kernels
     expected: str
     ok: bool
+    benchmarks_compared: int = 0
 
 
 @dataclass
@@ -65,8 +66,17 @@ class Replay:
     durations: dict[str, float]  # run id -> seconds from start to finish
 
     @property
+    def missing(self) -> list[str]:
+        """Why the evidence cannot be complete, whatever the checks say: a kind of pair absent, nothing compared."""
+        kinds = {p.kind for p in self.pairs}
+        out = [f"no {kind}-N/ pair ({what})" for kind, what in (("aa", "false alarms untested"),
+                                                                 ("planted", "detection untested")) if kind not in kinds]
+        return out + [f"{c.pair} {c.direction} ({c.mode}): no benchmark compared" for c in self.checks
+                      if not c.benchmarks_compared]
+
+    @property
     def passed(self) -> bool:
-        return bool(self.checks) and all(c.ok for c in self.checks)
+        return bool(self.checks) and all(c.ok for c in self.checks) and not self.missing
 
 
 def planted_kernels(run: Run) -> set[str]:
@@ -110,9 +120,9 @@ def _leave_one_out(pair: Pair, pairs: list[Pair]) -> tuple[noise.Floor | None, s
         return None, f"not available: {len(runs)} A/A run(s) outside {pair.name}"
     try:
         learned = noise.learn(sorted(runs.values(), key=lambda r: r.data["started"]))
-    except RunFileError as exc:
+        floor = noise.from_learned(learned, f"learned from {len(runs)} A/A runs outside {pair.name}")
+    except RunFileError as exc:  # too few runs with rounds, or floors too large to use
         return None, f"not available: {exc}"
-    floor = noise.from_learned(learned, f"learned from {len(runs)} A/A runs outside {pair.name}")
     return floor, floor.describe()
 
 
@@ -136,7 +146,7 @@ def _check(pair: Pair, direction: str, mode: str, floor: noise.Floor | None) -> 
         ok = cmp.exit_code == 0 and set(improvements) <= pair.planted
     return Check(pair.name, pair.kind, direction, mode, cmp.exit_code, regressions, improvements, len(cmp.inconclusive),
                  sum(cmp.unchanged.values()), cmp.platform.get("verdict") or "no shift", max(others, default=None),
-                 f"{flagged}/{planted_total}" if pair.planted else "-", expected, ok)
+                 f"{flagged}/{planted_total}" if pair.planted else "-", expected, ok, cmp.compared["benchmarks"])
 
 
 def replay(directory: Path) -> Replay:
@@ -196,6 +206,7 @@ def replay_markdown(result: Replay) -> str:
              _pct(c.largest), c.planted_flagged] for c in result.checks]
     modes = [m for m in MODES if any(c.mode == m for c in result.checks)]
     notes = [f"**{'All expectations met' if result.passed else 'EXPECTATIONS FAILED'}**; {_run_seconds(result)}.",
+             *([f"Evidence incomplete: {'; '.join(result.missing)}."] if result.missing else []),
              *(_figure_line(figures(result, m), m) for m in modes),
              "Largest other change: the largest change of a benchmark that was not planted, as the comparison "
              "decides on it (the smaller of its ratio-to-torch change and its kernel change net of the platform)."]
@@ -212,5 +223,6 @@ def replay_json(result: Replay) -> dict[str, Any]:
         return d
 
     return {"format": "driver-validation-replay/1", "directory": str(result.directory), "passed": result.passed,
+            "missing": result.missing,
             "figures": {m: figures(result, m) for m in MODES}, "checks": [clean(c) for c in result.checks],
             "floors": result.floors, "durations_s": result.durations}

@@ -27,6 +27,7 @@ import torch
 
 from kernels.inputs import drawn_on
 from kernels.spec import DTYPES, Case, KernelSpec
+from reports import floor_file  # the reports' check of noise-floor files (standard library only)
 from suite import autotune, crash
 from suite.harness import prepare_outputs, run_case, run_spec, synchronize
 from suite.results import json_number
@@ -48,7 +49,8 @@ LEARNED_MINIMUM = {"spread": 0.10, "tail": 0.10}
 NOISE_DIR = Path(__file__).resolve().parent.parent / "reports" / "noise"
 FLOOR_VARIABLE = "SUITE_NOISE_FLOOR"  # another noise-floor file, or "none"
 PLANT_VARIABLE = "SUITE_BENCH_PLANT"
-NOISE_FORMAT = "noise-floor/1"
+NOISE_FORMAT = floor_file.FORMAT
+INTERPRETER_ARCH = "interpreter"
 
 
 def samples_ms(fn, warmup_ms: int = 25, rep_ms: int = 100) -> list[float]:
@@ -192,22 +194,33 @@ def floor_key(kernel: str, dtype: str, shape: dict[str, int]) -> str:
     return f"{kernel}|{dtype}|{json.dumps(shape, sort_keys=True)}"
 
 
-def noise_floor(arch: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def _device_name() -> str | None:
+    return torch.cuda.get_device_name() if torch.cuda.is_available() else None
+
+
+def noise_floor(arch: str, device_name: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """(per-benchmark entries with the file's default under "*", the run file's note) from the arch's noise-floor
-    file; a missing or unreadable file gives defaults and says why."""
+    file, checked as compare checks one (reports/floor_file.py). A file named by SUITE_NOISE_FLOOR that is missing,
+    malformed, implausible or of another arch or device raises FloorFileError (a ValueError) before any benchmark
+    runs; the arch's own file is left out, with the reason in the note, when it was learned on another device of the
+    arch, and raises when it is unusable. device_name: the GPU's (default: torch's current device)."""
     chosen = os.environ.get(FLOOR_VARIABLE)
     if chosen == "none":
         return {}, {"file": None, "note": f"{FLOOR_VARIABLE}=none: no noise floor"}
+    if arch == INTERPRETER_ARCH:  # nothing is timed there (the benchmarks skip): no file to check
+        return {}, {"file": None, "note": "the CPU interpreter times nothing: no noise floor"}
     path = Path(chosen) if chosen else NOISE_DIR / f"{arch}.json"
-    if not path.exists():
+    if not path.exists() and not chosen:
         return {}, {"file": None, "note": f"no noise floor for {arch} ({path} does not exist): default "
                                           "disturbance limits, and compare uses its threshold alone"}
     try:
-        data = json.loads(path.read_text())
-        if data.get("format") != NOISE_FORMAT or not isinstance(data.get("benchmarks"), dict):
-            raise ValueError(f"not a noise-floor file (format {NOISE_FORMAT!r} with benchmarks expected)")
-    except (OSError, ValueError, AttributeError) as exc:
-        return {}, {"file": str(path), "error": f"{path}: {exc}"}
+        data = floor_file.read(path, arch, device_name or _device_name())
+    except floor_file.FloorFileError as exc:
+        if chosen:
+            raise floor_file.FloorFileError(f"{FLOOR_VARIABLE}: {exc}") from None
+        if not isinstance(exc, floor_file.OtherHardware):
+            raise
+        return {}, {"file": None, "note": f"{exc}: default disturbance limits, and compare uses its threshold alone"}
     note = {"file": str(path), "device_name": data.get("device_name"), "runs": len(data.get("learned_from") or []),
             "platform": data.get("platform"), "default": data.get("default")}
     return {**data["benchmarks"], "*": {"floor": data.get("default")}}, note

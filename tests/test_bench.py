@@ -156,8 +156,8 @@ def test_noise_floor_file_missing_refused_unreadable_and_read(tmp_path, monkeypa
     assert bench.noise_floor("sm_90")[1]["note"] == "SUITE_NOISE_FLOOR=none: no noise floor"
     (tmp_path / "bad.json").write_text('{"format": "something else"}')
     monkeypatch.setenv(bench.FLOOR_VARIABLE, str(tmp_path / "bad.json"))
-    entries, note = bench.noise_floor("sm_90")
-    assert entries == {} and "not a noise-floor file" in note["error"]
+    with pytest.raises(ValueError, match="SUITE_NOISE_FLOOR: .*bad.json: unusable noise-floor file: format"):
+        bench.noise_floor("sm_90")
 
 
 def test_noise_floor_learned_by_reports_is_read_by_the_suite(tmp_path, monkeypatch):

@@ -1,0 +1,97 @@
+"""What a noise-floor file (reports/noise/<arch>.json) must hold before anything uses its floors.
+
+Both `python -m reports compare --noise-floor FILE` and the suite's benchmarks (suite/bench.py, the arch's file or
+SUITE_NOISE_FLOOR) check a file here, so a floor that would hide a real slowdown (40%, 1e300), a malformed entry, or
+another arch's or device's file is refused by name before it is used. Standard library only: the suite imports this
+module, and nothing else of the reports."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+FORMAT = "noise-floor/1"
+# A floor above this would hide the slowdowns a comparison exists to catch (the planted one of the driver-validation
+# evidence is 25%); A/A runs on an H100 gave floors of 1-13%.
+MAX_FLOOR = 0.20
+# A benchmark's usual round spread and sample tail set its disturbance limits (4 times them); one above 100% would
+# let any measurement pass as undisturbed. The H100's largest: spread 22%, tail 5%.
+MAX_USUAL = 1.0
+
+
+class FloorFileError(ValueError):
+    """A noise-floor file that must not be used; the message names the file, the entry and what would be right."""
+
+
+class OtherHardware(FloorFileError):
+    """A well-formed noise-floor file learned on another arch or device."""
+
+
+def plausible(value: Any, limit: float) -> bool:
+    return type(value) in (int, float) and math.isfinite(value) and 0 <= value <= limit
+
+
+def problems(data: Any) -> list[str]:
+    """Everything wrong with a noise-floor file's content, each naming its entry; empty when it can be used."""
+    if not isinstance(data, dict):
+        return [f"expected a JSON object, found a JSON {type(data).__name__}"]
+    if data.get("format") != FORMAT:
+        return [f"format is {data.get('format')!r}, expected {FORMAT!r} (a file `python -m reports noise-floor` "
+                "writes)"]
+    out = [f"{k!r} is {data.get(k)!r}, expected a string" for k in ("arch", "device_name")
+           if not isinstance(data.get(k), str)]
+    if not isinstance(data.get("learned_from", []), list):
+        out.append(f"'learned_from' is {data['learned_from']!r}, expected a list of run ids")
+    for k in ("default", "platform"):
+        if data.get(k) is not None and not plausible(data[k], MAX_FLOOR):
+            out.append(f"{k!r} floor is {data[k]!r}, expected null or a number from 0 to {MAX_FLOOR:g}")
+    benchmarks = data.get("benchmarks")
+    if not isinstance(benchmarks, dict):
+        return [*out, f"'benchmarks' is {type(benchmarks).__name__}, expected an object of "
+                      "'kernel|dtype|shape': {\"floor\": ...} entries"]
+    for key, entry in benchmarks.items():
+        if not isinstance(entry, dict):
+            out.append(f"benchmark {key!r} is {entry!r}, expected an object with a 'floor'")
+            continue
+        if not plausible(entry.get("floor"), MAX_FLOOR):
+            out.append(f"benchmark {key!r} has floor {entry.get('floor')!r}, expected a number from 0 to "
+                       f"{MAX_FLOOR:g} (a larger floor hides real slowdowns)")
+        for k in ("spread", "tail"):
+            if entry.get(k) is not None and not plausible(entry[k], MAX_USUAL):
+                out.append(f"benchmark {key!r} has {k} {entry[k]!r}, expected null or a number from 0 to "
+                           f"{MAX_USUAL:g}")
+    return out
+
+
+def mismatch(data: dict[str, Any], arch: str | None, device_name: str | None) -> str | None:
+    """Why a (checked) file does not fit runs of this arch and device, or None."""
+    differ = [f"{k} {data[k]!r}, not {want!r}" for k, want in (("arch", arch), ("device_name", device_name))
+              if want is not None and data[k] != want]
+    return "learned on " + " and ".join(differ) if differ else None
+
+
+def check(data: Any, source: str | Path, arch: str | None = None, device_name: str | None = None) -> dict[str, Any]:
+    """The file's content if it is a usable noise-floor file for this arch and device (None: not checked)."""
+    found = problems(data)
+    if found:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise FloorFileError(f"{source}: unusable noise-floor file: {found[0]}{more}")
+    why = mismatch(data, arch, device_name)
+    if why:
+        raise OtherHardware(f"{source}: noise-floor file of other hardware: {why}; learn one for this device with "
+                             "`python -m reports noise-floor`")
+    return data
+
+
+def read(path: str | Path, arch: str | None = None, device_name: str | None = None) -> dict[str, Any]:
+    """Read and check a noise-floor file; every problem is a FloorFileError naming the file."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise FloorFileError(f"{p}: cannot read the noise-floor file: {exc.strerror or exc}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise FloorFileError(f"{p}: not a noise-floor file: {exc}") from None
+    return check(data, p, arch, device_name)

@@ -30,7 +30,8 @@ def plant() -> dict[str, float]:
 @pytest.fixture(scope="session")
 def noise_floor(request: pytest.FixtureRequest) -> tuple[dict, dict]:
     """The arch's noise-floor entries and the run file's note about them."""
-    return bench.noise_floor(request.config.stash[BACKEND].arch)
+    backend = request.config.stash[BACKEND]
+    return bench.noise_floor(backend.arch, backend.device_name)
 
 
 @pytest.fixture(scope="session")

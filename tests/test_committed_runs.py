@@ -14,7 +14,7 @@ from suite import autotune
 from suite.results import SCHEMA_PATH
 from tests.conftest import ROOT
 
-RUNS = sorted((ROOT / "reports" / "runs").glob("*/run-*.json"))
+RUNS = sorted((ROOT / "evidence").glob("*/run-*.json"))
 CACHES = sorted((ROOT / "hardware_profiles" / "autotune").glob("*.json"))
 
 
@@ -26,14 +26,14 @@ def test_committed_run_files_validate(path):
 
 
 def test_example_report_is_built_from_the_reference_runs(tmp_path):
-    reference = sorted((ROOT / "reports" / "runs" / "reference").glob("run-*.json"))
+    reference = sorted((ROOT / "evidence" / "reference").glob("run-*.json"))
     proc = subprocess.run([sys.executable, "-m", "reports", "build", *map(str, reference), "--out", str(tmp_path)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     built = json.loads((tmp_path / "summary.json").read_text())
     shipped = json.loads((ROOT / "reports" / "example" / "summary.json").read_text())
     assert built == shipped, ("reports/example is stale: rebuild it with "
-                              "`python -m reports build reports/runs/reference/*.json --out reports/example`")
+                              "`python -m reports build evidence/reference/*.json --out reports/example`")
 
 
 @pytest.mark.parametrize("path", CACHES, ids=lambda p: p.name)

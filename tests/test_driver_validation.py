@@ -1,6 +1,6 @@
 """Driver validation: README's guide run as written (on the interpreter, one kernel); the evidence replay
 (`python -m reports replay`) on synthetic evidence that meets and that breaks its expectations; the committed H100
-evidence under reports/runs/driver-validation/ replayed; and the GPU evidence script in its dry-run mode."""
+evidence under evidence/driver-validation/ replayed; and the GPU evidence script in its dry-run mode."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from reports.validation import discover, replay
 from tests.conftest import ROOT
 from tests.report_helpers import cli, evidence
 
-EVIDENCE = ROOT / "reports" / "runs" / "driver-validation"
+EVIDENCE = ROOT / "evidence" / "driver-validation"
 
 
 def guide_commands() -> list[list[str]]:
@@ -87,13 +87,13 @@ def test_replay_refuses_a_pair_directory_without_two_runs(tmp_path, capsys):
 
 
 def test_committed_h100_evidence_replays_as_recorded():
-    """The A/A and planted pairs measured on an H100 (reports/driver_validation_evidence.sh), compared as
+    """The A/A and planted pairs measured on an H100 (evidence/driver-validation/make.sh), compared as
     `python -m reports compare` does: A/A exit 0 both ways, planted exit 1 naming the planted kernel alone. (The
     leave-one-out figures are README's, from `python -m reports replay`.)"""
     pairs = discover(EVIDENCE)
     if not pairs:
         pytest.skip(f"no driver-validation evidence committed yet under {EVIDENCE.relative_to(ROOT)} (aa-N/, "
-                    "planted-N/): produce it on a GPU with reports/driver_validation_evidence.sh")
+                    "planted-N/): produce it on a GPU with evidence/driver-validation/make.sh")
     assert {p.kind for p in pairs} == {"aa", "planted"} and sum(p.kind == "aa" for p in pairs) >= 3
     result = replay(EVIDENCE)
     recorded = [c for c in result.checks if c.mode == "as recorded"]
@@ -108,7 +108,7 @@ def test_evidence_script_dry_run_lays_out_pairs_and_stops_at_its_budget(tmp_path
     work, tarball = tmp_path / "dv", tmp_path / "dv.tar.gz"
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env.update(PYTHON=sys.executable, BUDGET_S="1", RESERVE_S="0")
-    proc = subprocess.run(["bash", str(ROOT / "reports" / "driver_validation_evidence.sh"), str(work), "--dry-run",
+    proc = subprocess.run(["bash", str(ROOT / "evidence" / "driver-validation" / "make.sh"), str(work), "--dry-run",
                            "--tar", str(tarball)], cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     aa1 = [p.name for p in (work / "aa-1").glob("run-*.json")]

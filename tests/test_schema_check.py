@@ -17,7 +17,7 @@ from tests.report_helpers import ROOT, XSS, bench, make_run, write
 from tests.report_helpers import samples as fake_samples
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
-COMMITTED = sorted((ROOT / "reports" / "runs").rglob("run-*.json"))
+COMMITTED = sorted((ROOT / "evidence").rglob("run-*.json"))
 
 
 def builtin_paths(data: dict, schema: dict) -> set[tuple]:
@@ -35,7 +35,7 @@ def test_the_schemas_use_only_keywords_the_builtin_checker_implements():
         schema_check.check_supported({"properties": {"x": {"type": "string", "pattern": "^a"}}})
 
 
-@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: str(p.relative_to(ROOT / "reports" / "runs")))
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: str(p.relative_to(ROOT / "evidence")))
 def test_committed_run_files_pass_both_checkers(path):
     data = loading._compact(json.loads(path.read_text()))  # samples lists of plain numbers emptied, as loading does
     assert not builtin_paths(data, SCHEMA) and not jsonschema_paths(data, SCHEMA)

@@ -9,7 +9,7 @@ TIMEFORMAT='wall %R s'
 run() {  # name, cache dir, extra args
   local name=$1 cache=$2; shift 2
   export T0=$(date +%s.%N) TPLUG_FILE=$W/$name.marks
-  { time TRITON_CACHE_DIR=$cache PYTHONPATH=.:reports/runs/gpu-speed/scripts timeout 120 pytest --backend=cuda \
+  { time TRITON_CACHE_DIR=$cache PYTHONPATH=.:evidence/gpu-speed/scripts timeout 120 pytest --backend=cuda \
       -p tplug -p no:cacheprovider --results-dir=$W/runs/$name "$@" > $W/$name.log 2>&1; } 2>> $W/times.txt
   echo "$name rc $? $(tail -1 $W/times.txt)"
   grep "^time in tests\|^timeline\|^autotune\|OOM\|too large\|pinned" $W/$name.log | cut -c1-300; tail -1 $W/$name.log

@@ -15,5 +15,5 @@ run() {  # name, cache dir, extra args
 run cold /tmp/tc-p
 run warm /tmp/tc-p
 run warm2 /tmp/tc-p
-SUITE_TEST_COSTS=reports/runs/gpu-speed/parts/costs-whole.json run cold-whole /tmp/tc-w
+SUITE_TEST_COSTS=evidence/gpu-speed/parts/costs-whole.json run cold-whole /tmp/tc-w
 cd $OUT && tar czf runs.tar.gz runs && rm -rf runs && ls -la $OUT

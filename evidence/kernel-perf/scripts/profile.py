@@ -3,7 +3,7 @@ what ncu's `-c`/`--launch-skip` picks. What: fp8_scaled_matmul's descriptor kern
 products promoted to the fp32 accumulator every 128) and the same kernel without the promotion and scales; attention
 (fp16, non-causal, 4 x 32 x 4096 x 128) with its WS config, its best pointer config, and torch's SDPA.
 
-    ncu --clock-control none --section ... python reports/runs/kernel-perf/scripts/profile.py fp8|attention
+    ncu --clock-control none --section ... python evidence/kernel-perf/scripts/profile.py fp8|attention
 """
 import sys
 

@@ -1,5 +1,5 @@
 """H100 sweep (diagnostics, not shipped): attention and fp8 variants (xkernels.py beside this file) against their
-torch baselines in one process. Run from the repository root: python reports/runs/kernel-perf/scripts/sweep3.py.
+torch baselines in one process. Run from the repository root: python evidence/kernel-perf/scripts/sweep3.py.
 The rows named "tutorial" timed Triton's own tutorial kernel (python/tutorials/06-fused-attention.py of Triton's
 repository at the 3.6 release), copied beside this file as fa36.py for that call and not kept here; without it
 those rows are skipped."""

@@ -2,7 +2,7 @@
 # Driver-validation evidence on one GPU: three A/A pairs and one planted pair of benchmark runs (-m perf, validation
 # profile), each compared both ways with `python -m reports compare`, then replayed (`python -m reports replay`).
 #
-#   bash reports/driver_validation_evidence.sh WORKDIR [--dry-run] [--tar FILE.tar.gz]
+#   bash evidence/driver-validation/make.sh WORKDIR [--dry-run] [--tar FILE.tar.gz]
 #
 # Runs, in this order (what matters most first, should time run short):
 #   aa-1       two runs with no noise floor (SUITE_NOISE_FLOOR=none); a floor is learned from them
@@ -15,7 +15,7 @@
 # (default 500) with RESERVE_S (default 40) left for the comparisons. Logs and timings: WORKDIR/logs/.
 # --dry-run: the CPU interpreter, where benchmarks skip: the layout and the commands, not the verdicts.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 usage() { echo "usage: $0 WORKDIR [--dry-run] [--tar FILE.tar.gz]" >&2; exit 2; }
 [[ $# -ge 1 ]] || usage

@@ -75,7 +75,7 @@ def test_installed_from_the_readme_and_run_from_another_directory(tmp_path):
     where = subprocess.run([str(python), "-c", "import suite, kernels; print(suite.__file__, kernels.__file__)"],
                            cwd=project, check=True, capture_output=True, text=True).stdout
     assert str(ROOT) not in where and "site-packages" in where, where
-    assert not list((tmp_path / "venv").rglob("reports/runs"))  # the committed evidence stays out of the package
+    assert not list((tmp_path / "venv").rglob("driver-validation"))  # the committed evidence stays out of the package
 
     run = subprocess.run([str(tmp_path / "venv" / "bin" / "triton-portability"), "--kernel-module=leaky_relu.py",
                           "--kernels=leaky_relu", "-n", "2"], cwd=project, capture_output=True, text=True)
@@ -83,7 +83,7 @@ def test_installed_from_the_readme_and_run_from_another_directory(tmp_path):
     assert run.returncode == 0, out
     assert " passed" in out, out
     assert "| leaky_relu | fp32" in out, out  # the portability summary
-    run_files = list((project / "reports" / "runs").glob("run-*.json"))
+    run_files = list((project / "runs").glob("run-*.json"))
     assert len(run_files) == 1, out
     assert not list(Path(where.split()[0]).parent.parent.glob(".pytest_cache")), "pytest's cache went into the package"
 

@@ -167,7 +167,7 @@ def results_dir_default() -> str:
         if (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
                 and node.args[0].value == "--results-dir"):
             default = next(k.value for k in node.keywords if k.arg == "default")
-            if isinstance(default, ast.Call):  # os.environ.get("SUITE_RESULTS_DIR", "reports/runs")
+            if isinstance(default, ast.Call):  # os.environ.get("SUITE_RESULTS_DIR", "runs")
                 default = default.args[1]
             return ast.literal_eval(default)
     raise AssertionError("suite/options.py defines no --results-dir option; update tests/test_workflows.py")

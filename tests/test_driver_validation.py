@@ -1,4 +1,4 @@
-"""Driver validation: README's guide run as written (on the interpreter, one kernel); the evidence replay
+"""Driver validation: docs/validation.md's guide run as written (on the interpreter, one kernel); the evidence replay
 (`python -m reports replay`) on synthetic evidence that meets and that breaks its expectations; the committed H100
 evidence under evidence/driver-validation/ replayed; and the GPU evidence script in its dry-run mode."""
 
@@ -23,7 +23,7 @@ EVIDENCE = ROOT / "evidence" / "driver-validation"
 
 
 def guide_commands() -> list[list[str]]:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "validation.md").read_text()
     section = text.split("## Driver validation", 1)[1].split("\n## ", 1)[0]
     block = re.search(r"```bash\n(.*?)```", section, re.S)[1]
     return [shlex.split(line) for line in block.splitlines() if line and not line.startswith("#")]
@@ -89,7 +89,7 @@ def test_replay_refuses_a_pair_directory_without_two_runs(tmp_path, capsys):
 def test_committed_h100_evidence_replays_as_recorded():
     """The A/A and planted pairs measured on an H100 (evidence/driver-validation/make.sh), compared as
     `python -m reports compare` does: A/A exit 0 both ways, planted exit 1 naming the planted kernel alone. (The
-    leave-one-out figures are README's, from `python -m reports replay`.)"""
+    leave-one-out figures are docs/validation.md's, from `python -m reports replay`.)"""
     pairs = discover(EVIDENCE)
     if not pairs:
         pytest.skip(f"no driver-validation evidence committed yet under {EVIDENCE.relative_to(ROOT)} (aa-N/, "

@@ -1,7 +1,7 @@
 """Benchmarks: interleaved timing rounds of the kernel and its torch baseline, roofline efficiency against ceilings
 measured in the same run and against the profile's datasheet peaks, and speed-up over torch.
 
-Timing (see README, "Benchmarks and speed"): each benchmark is timed in ROUNDS rounds; a round times the kernel and
+Timing (see docs/performance.md): each benchmark is timed in ROUNDS rounds; a round times the kernel and
 then its torch baseline (the order alternates between rounds), each call preceded by an L2 flush and timed with
 device events as triton.testing.do_bench does. The per-round kernel/torch ratio cancels drift of the machine's state
 (clocks, temperature) that moves both. A measurement whose rounds disagree, or whose samples have a long slow tail,

@@ -23,7 +23,7 @@ from suite import backend as backend_mod
 from suite import known_issues as known_mod
 
 DEFAULT_CASE_TIMEOUT_S = 300.0
-DEFAULT_RESULTS_DIR = "reports/runs"
+DEFAULT_RESULTS_DIR = "runs"
 
 
 COMPILE_TARGETS = ("all", "own")
@@ -34,8 +34,8 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--backend", default="auto", choices=backend_mod.BACKENDS,
                     help="where kernels run: auto (default: a GPU if torch sees one, else the CPU interpreter), "
                          "interpret, cuda, rocm")
-    group.addoption("--results-dir", default=os.environ.get("SUITE_RESULTS_DIR", "reports/runs"),
-                    help="directory for the run's result file (default reports/runs; env SUITE_RESULTS_DIR)")
+    group.addoption("--results-dir", default=os.environ.get("SUITE_RESULTS_DIR", "runs"),
+                    help="directory for the run's result file (default runs; env SUITE_RESULTS_DIR)")
     group.addoption("--no-results", action="store_true", help="write no result file")
     group.addoption("--repro", default=None, metavar="CASE",
                     help="run exactly one case instead of Hypothesis examples, as printed in a failure's "

@@ -130,14 +130,11 @@ def make_scheduler(config: Any, log: Any, costs: dict[str, float]) -> Any:
             if self.collection is None:  # the first collection in: the others must match it (above)
                 self.collection = next(iter(self.node2collection.values()))
                 self.pending[:] = range(len(self.collection))  # _send_one picks from it by cost
-            ready = [node for node in self.nodes if node in self.node2collection]
-            for _ in range(2):  # one test on every ready node before any gets its second
-                for node in ready:
-                    if len(self.node2pending[node]) < 2:
-                        self._send_one(node)
-            if not self.pending:
-                for node in ready:
-                    node.shutdown()
+            # Each call follows one worker's collection, so this fills that worker and any that had run dry. Through
+            # check_schedule, which skips a worker told to shut down: a test a crash put back must not go to a worker
+            # that will never run it (xdist then ends with INTERNALERROR).
+            for node in self.nodes:
+                self.check_schedule(node)
 
         def check_schedule(self, node: Any, duration: float = 0) -> None:
             if node.shutting_down or node not in self.node2collection:

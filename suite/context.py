@@ -43,6 +43,7 @@ class Pinning:
     assigned: dict[str, str] = field(default_factory=dict)
     gpu_variable: str = ""
     journal_dir: str | None = None
+    reported: set[str] = field(default_factory=set)  # workers a test report came from: past their start-up
 
 
 @dataclass

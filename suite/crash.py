@@ -282,10 +282,35 @@ def pytest_configure_node(node: Any) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
-    """Controller: a worker ended (or died): its GPU is free for the worker that replaces it."""
+    """Controller: a worker ended (or died): its GPU is free for the worker that replaces it. One that died before
+    any test of its own reported (its options, a plugin, an import, its collection) stops the run at once with its
+    error: every worker replacing it would die the same way (xdist would start up to --max-worker-restart of them)."""
     pin = _pinning(node.config)
+    if pin is None:
+        return
+    pin.assigned.pop(node.gateway.id, None)
+    if error is not None and node.gateway.id not in pin.reported:
+        raise pytest.exit(startup_death(node.gateway.id, error), returncode=(
+            pytest.ExitCode.USAGE_ERROR if "UsageError" in str(error) else pytest.ExitCode.INTERNAL_ERROR))
+
+
+def startup_death(worker: str, error: Any) -> str:
+    """The line that stops a run whose worker died at start-up: its own error, as the worker's traceback ends."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    last = lines[-1] if lines else str(error)
+    if last.split(": ", 1)[0].endswith("UsageError"):
+        last = "usage error: " + last.split(": ", 1)[1]
+    if last == "Not properly terminated":
+        last = "it ended without saying why (a crash, a kill, or os._exit before its session)"
+    return f"xdist worker {worker} died while starting, before any test: {last}"
+
+
+def pytest_runtest_logreport(report: Any) -> None:
+    """Controller: a worker a report came from got past its start-up."""
+    node = getattr(report, "node", None)
+    pin = _pinning(node.config) if node is not None and hasattr(node, "gateway") else None
     if pin is not None:
-        pin.assigned.pop(node.gateway.id, None)
+        pin.reported.add(node.gateway.id)
 
 
 def pytest_runtest_setup(item: Any) -> None:

@@ -14,6 +14,7 @@ import os
 import platform
 import secrets
 import socket
+import stat
 import sys
 import tempfile
 from datetime import datetime, timezone
@@ -83,10 +84,31 @@ def _umask() -> int:
     return mask
 
 
+class NotARegularFile(OSError):
+    """A path the suite would write is there and is not a regular file (a link, a device, a FIFO, a directory)."""
+
+
+def refuse_unless_regular(path: Path) -> None:
+    """NotARegularFile where ``path`` exists and is anything but a regular file: the rename would replace a link
+    (or a device node, a FIFO) with a file, and what was meant to receive the text never would."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISREG(mode):
+        return
+    kind = ("a symbolic link" + (f" (to {os.readlink(path)})" if stat.S_ISLNK(mode) else "") if stat.S_ISLNK(mode)
+            else "a FIFO" if stat.S_ISFIFO(mode) else "a device node" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a directory" if stat.S_ISDIR(mode) else "not a regular file")
+    raise NotARegularFile(f"refusing to write {path}: it is {kind}; the suite writes only regular files: give the "
+                          f"path of a regular file, or of one that does not exist yet")
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and a rename: a crash leaves the old file or the new
     one, never a part. The file gets the usual permissions (0666 less the umask), not mkstemp's 0600, so that
-    another user (a CI uploader) can read it."""
+    another user (a CI uploader) can read it. Only a regular file, or a new one, is written (NotARegularFile)."""
+    refuse_unless_regular(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -129,6 +151,11 @@ class RunFile:
             "known_issues": [],
         }
         self.started = False
+        # Why the latest write of the file failed (a full or read-only disk), None once one succeeds: the run goes
+        # on, and the file keeps what the last good write put there.
+        self.write_error: str | None = None
+        self.write_failures = 0
+        self.tests_written = 0  # the tests the file on disk holds
 
     def start(self) -> None:
         """Write the file (status incomplete) on the first suite report: a session that
@@ -144,6 +171,9 @@ class RunFile:
             except FileExistsError:
                 self.data["run_id"] = f"{self.data['run_id'].rsplit('-', 1)[0]}-{secrets.token_hex(3)}"
                 self.path = self.path.with_name(f"run-{self.data['run_id']}.json")
+            except OSError as exc:  # the directory went read-only or full since the run began: tried again next test
+                self._failed(exc)
+                return
         else:
             raise FileExistsError(f"{self.path}: cannot claim a run file name in {self.path.parent}")
         self.started = True
@@ -174,8 +204,19 @@ class RunFile:
 
     def flush(self) -> None:
         """Rewrite the file after every test report: a crash loses at most the test in flight."""
-        if self.started:
+        if not self.started:
+            return
+        try:
             write_json_atomic(self.path, self.data)
+        except OSError as exc:
+            self._failed(exc)
+        else:
+            self.write_error = None
+            self.tests_written = len(self.data["tests"])
+
+    def _failed(self, exc: OSError) -> None:
+        self.write_failures += 1
+        self.write_error = f"cannot write the run file {self.path}: {exc.strerror or exc}"
 
     def finish(self, status: str) -> None:
         self.data["status"] = status

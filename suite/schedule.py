@@ -164,6 +164,14 @@ def costs_from_run(run: dict) -> dict[str, float]:
             if t.get("duration_s") is not None and t.get("outcome") != "skipped"}
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    """The same file, by path, link or hard link."""
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and os.path.samefile(a, b))
+    except OSError:
+        return False
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m suite.schedule RUN_FILE (a GPU run file: its tests' durations order later runs)",
@@ -181,9 +189,20 @@ def main(argv: list[str]) -> int:
         print(f"{path}: no test durations in it", file=sys.stderr)
         return 2
     costs, split_into = split(costs)
-    COSTS_PATH.write_text(json.dumps({"source": path.name, "backend": env.get("backend"), "arch": env.get("arch"),
-                                      "parts": dict(sorted(split_into.items())),
-                                      "tests": dict(sorted(costs.items(), key=lambda kv: -kv[1]))}, indent=1) + "\n")
+    if _same_file(COSTS_PATH, path):
+        print(f"{COSTS_PATH}: is the input run file {path}; refusing to write over it (set SUITE_TEST_COSTS to "
+              f"another file, or leave it unset for {Path(__file__).with_name('test_costs.json')})", file=sys.stderr)
+        return 2
+    from suite import results
+
+    text = json.dumps({"source": path.name, "backend": env.get("backend"), "arch": env.get("arch"),
+                       "parts": dict(sorted(split_into.items())),
+                       "tests": dict(sorted(costs.items(), key=lambda kv: -kv[1]))}, indent=1) + "\n"
+    try:
+        results.write_atomic(COSTS_PATH, text)
+    except OSError as exc:
+        print(f"{COSTS_PATH}: cannot write the durations: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     print(f"{COSTS_PATH}: {len(costs)} test durations from {path.name}; {len(split_into)} test(s) split into parts "
           f"of about {TARGET_PART_S:g} s")
     return 0

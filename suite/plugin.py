@@ -412,3 +412,5 @@ class SummaryPrinter:
         run_file = self.ctx.run_file
         if run_file is not None and run_file.started:
             summary.write_summary(terminalreporter, run_file.data, run_file.path)
+        if run_file is not None and (line := summary.write_error_line(run_file)):
+            terminalreporter.write_line(line, red=True)

@@ -156,9 +156,10 @@ class watchdog:
     """``with watchdog(case):`` ends the process if the case outlives ``timeout_s``: a hung GPU
     kernel cannot be interrupted any other way. The journal says which case it was."""
 
-    def __init__(self, case: Any, repro_args: Sequence[str] = ()) -> None:
+    def __init__(self, case: Any, repro_args: Sequence[str] = (), hung: str = "a hung kernel") -> None:
         self.case = case
         self.repro_args = repro_args
+        self.hung = hung  # what was running: the launch's kernel, or the spec's reference
         self.timer: threading.Timer | None = None
 
     def __enter__(self) -> None:
@@ -174,7 +175,7 @@ class watchdog:
 
     def _fire(self) -> None:
         message = (f"timeout: case {self.case} ran longer than --case-timeout={process.timeout_s:g} s "
-                   f"(a hung kernel); the process was ended")
+                   f"({self.hung}); the process was ended")
         process.journal.mark(message)
         if process.on_timeout is not None:
             try:

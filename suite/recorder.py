@@ -199,8 +199,10 @@ class RunRecorder:
         self.run_file.finish("incomplete")
 
     def pytest_keyboard_interrupt(self, excinfo) -> None:
-        # Ctrl-C, not the harness stopping the session itself (Session.Interrupted after a GPU fault).
-        self.interrupted = not isinstance(excinfo.value, pytest.Session.Interrupted)
+        # Ctrl-C, or xdist stopping the run as asked (-x, --maxfail: its own Interrupted); not the harness stopping
+        # the session itself (Session.Interrupted after a GPU fault), nor pytest.exit (a worker dead at start-up).
+        self.interrupted = (isinstance(excinfo.value, KeyboardInterrupt)
+                            and not isinstance(excinfo.value, pytest.Session.Interrupted))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -219,7 +221,9 @@ class RunRecorder:
         self.run_file.data["timing"] = timing.summed(self.run_file.data["tests"])
         if workers := timing.timeline(self.run_file.data["tests"], self.ready, time.time() - self.t0):
             self.run_file.data["timing"]["workers"] = workers
-        if self.interrupted:  # Ctrl-C: what finished is kept, and the file says the run was stopped on purpose
+        # Ctrl-C, or -x/--maxfail (pytest's shouldfail: the tests not run were never due): what finished is kept, and
+        # the file says the run was stopped on purpose, not that it lost tests.
+        if self.interrupted or session.shouldfail:
             self.run_file.finish("interrupted")
             return
         done = exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED)

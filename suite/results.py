@@ -12,6 +12,7 @@ import json
 import math
 import os
 import platform
+import re
 import secrets
 import socket
 import stat
@@ -53,6 +54,7 @@ def new_run_id(backend: str, arch: str) -> str:
 
 def environment_fingerprint(backend: Any, hypothesis_profile: str, hypothesis_seed: str | int | None) -> dict[str, Any]:
     import hypothesis
+    import numpy
     import torch
     import triton
 
@@ -65,9 +67,10 @@ def environment_fingerprint(backend: Any, hypothesis_profile: str, hypothesis_se
         "warp_size": backend.warp_size,
         "profile": getattr(profile, "key", None),
         "profile_note": backend.profile_note,
-        "driver": backend.details.get("driver"),
-        "runtime": backend.details.get("runtime"),
+        "driver": backend.details.get("driver") or driver_from_kernel_module(getattr(backend, "family", "")),
+        "runtime": backend.details.get("runtime") or _runtime(backend.name),
         "torch": torch.__version__,
+        "numpy": numpy.__version__,
         "triton": triton.__version__,
         "hypothesis": hypothesis.__version__,
         "python": platform.python_version(),
@@ -76,6 +79,33 @@ def environment_fingerprint(backend: Any, hypothesis_profile: str, hypothesis_se
         "hypothesis_profile": hypothesis_profile,
         "hypothesis_seed": hypothesis_seed,
     }
+
+
+# Where the GPU driver's kernel module says its version, for a host without nvidia-smi or rocm-smi (a container).
+DRIVER_VERSION_FILES = {"nvidia": Path("/proc/driver/nvidia/version"), "amd": Path("/sys/module/amdgpu/version")}
+
+
+def driver_from_kernel_module(family: str) -> str | None:
+    """The driver's version from its kernel module ('550.54.15'; amdgpu's '6.8.5'), None where it does not say."""
+    path = DRIVER_VERSION_FILES.get(family)
+    try:
+        text = path.read_text(errors="replace") if path is not None else ""
+    except OSError:
+        return None
+    if family == "nvidia":  # "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar 5 ..."
+        found = re.search(r"Kernel Module\s+(\d[\w.-]*)", text)
+        return found.group(1) if found else None
+    return text.strip() or None
+
+
+def _runtime(backend_name: str) -> str | None:
+    """The GPU runtime torch was built with, where the backend did not say (the interpreter has none)."""
+    if backend_name not in ("cuda", "rocm"):
+        return None
+    import torch
+
+    hip, cuda = getattr(torch.version, "hip", None), getattr(torch.version, "cuda", None)
+    return f"HIP {hip}" if hip else f"CUDA {cuda}" if cuda else None
 
 
 def _umask() -> int:

@@ -298,9 +298,13 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 def startup_death(worker: str, error: Any) -> str:
     """The line that stops a run whose worker died at start-up: its own error, as the worker's traceback ends."""
     lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
-    last = lines[-1] if lines else str(error)
+    # pytest's argument parser ends with its "error:" line, then the rootdir it chose; an exception, with its own.
+    last = next((line for line in reversed(lines) if ": error: " in line), lines[-1] if lines else str(error))
     if last.split(": ", 1)[0].endswith("UsageError"):
         last = "usage error: " + last.split(": ", 1)[1]
+    if "unrecognized arguments: --" in last:
+        last += (" (the suite's options are known once its conftest.py loads; given as '--option VALUE', a VALUE "
+                 "that is a directory by then is taken for a test path and another rootdir: write --option=VALUE)")
     if last == "Not properly terminated":
         last = "it ended without saying why (a crash, a kill, or os._exit before its session)"
     return f"xdist worker {worker} died while starting, before any test: {last}"

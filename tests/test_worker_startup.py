@@ -34,3 +34,12 @@ def test_the_start_up_line_names_the_error():
         "os._exit before its session)")
     tb = "Traceback (most recent call last):\n  File x\nModuleNotFoundError: No module named 'nope'\n"
     assert crash.startup_death("gw0", tb).endswith("before any test: ModuleNotFoundError: No module named 'nope'")
+
+
+def test_an_option_value_the_workers_cannot_parse_stops_the_run(run_suite, tmp_path):
+    """'--results-dir DIR' (a space, not '='): the controller creates DIR, and each worker then takes DIR for a test
+    path, another rootdir without the suite's conftest.py, and fails to parse --results-dir."""
+    res = run_suite("-n", "2", "--results-dir", str(tmp_path / "new-dir"), "-k", "vector_add-fp32", timeout=120)
+    assert res.returncode == 4, res.output[-3000:]
+    assert "died while starting, before any test: -c: error: unrecognized arguments: --results-dir" in res.output
+    assert "write --option=VALUE" in res.output and "replacing crashed worker" not in res.output

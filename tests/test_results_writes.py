@@ -90,3 +90,23 @@ def test_the_costs_command_never_writes_over_its_input(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert schedule.load(out) == {"suite/test_kernels.py::test_matches_reference[a-fp32]": 3.0}
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_run_file_that_cannot_be_claimed_is_tried_again(tmp_path, monkeypatch):
+    """The directory went read-only (or full) before the first report: no exception into pytest, the error is kept,
+    and the next report claims the file once the directory takes writes again."""
+    import errno
+
+    run = results.RunFile(tmp_path, "20260101T000000Z-interpret-interpreter-abcdef", {}, ["pytest"])
+    real_open = os.open
+
+    def read_only(path, flags, mode=0o777):
+        raise OSError(errno.EROFS, "Read-only file system", str(path))
+
+    monkeypatch.setattr(os, "open", read_only)
+    run.add_report("t1", "passed", 0.1, None, [], None)
+    assert not run.started and run.write_error.endswith("Read-only file system")
+    monkeypatch.setattr(os, "open", real_open)
+    run.add_report("t2", "passed", 0.1, None, [], None)
+    assert run.started and run.write_error is None and run.tests_written == 2
+    assert [t["nodeid"] for t in json.loads(run.path.read_text())["tests"]] == ["t1", "t2"]

@@ -188,6 +188,9 @@ def parse_config(raw: str | None) -> dict[str, Any] | None:
     except json.JSONDecodeError as exc:
         raise usage("--config", raw, f"not JSON ({exc.msg} at column {exc.colno}); give an object such as "
                                      f"'{{\"BLOCK_SIZE\": 256}}'") from None
+    except RecursionError:
+        raise usage("--config", raw, "nested too deeply to read; give a flat object such as "
+                                     "'{\"BLOCK_SIZE\": 256}'") from None
     if not isinstance(value, dict) or not value:
         raise usage("--config", raw, "must be a non-empty JSON object of meta-parameters and launch options")
     bad = [k for k, v in value.items() if not isinstance(v, (bool, int, float, str))]

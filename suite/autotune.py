@@ -156,6 +156,8 @@ def parse(path: Path, arch: str, profile: str | None = None) -> tuple[dict[str, 
         raise CacheError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise CacheError(f"{path}: not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg})") from None
+    except RecursionError:
+        raise CacheError(f"{path}: nested too deeply to read; not an autotune cache") from None
     except OSError as exc:
         raise CacheError(f"{path}: cannot be read ({exc.strerror})") from None
     if not isinstance(data, dict):

@@ -7,6 +7,7 @@ TRITON_INTERPRET when ``@triton.jit`` decorates a function.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -180,6 +181,9 @@ def _driver_version(hip: bool) -> str | None:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=20).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
+    if hip:  # a banner, then "Driver version: 6.8.5" (rocm-smi 5.x and 6.x)
+        found = re.search(r"Driver version:\s*(\S+)", out)
+        return found.group(1) if found else None
     return out.splitlines()[0].strip() if out else None
 
 

@@ -43,6 +43,7 @@ class Pinning:
     assigned: dict[str, str] = field(default_factory=dict)
     gpu_variable: str = ""
     journal_dir: str | None = None
+    reported: set[str] = field(default_factory=set)  # workers a test report came from: past their start-up
 
 
 @dataclass
@@ -148,6 +149,10 @@ def build(config: pytest.Config) -> SuiteContext:
     except backend_mod.BackendUnavailable as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[BACKEND] = backend
+    if backend.name == "interpret" and opts.compile_targets == "own":
+        raise options.usage("--compile-targets", "own", "the CPU interpreter has no GPU arch of its own to compile "
+                                                        "for (the matrix would build nothing); use all, the "
+                                                        "interpreter's default, or run own on a GPU backend")
     if backend.name == "interpret":
         interpreter.install()
     launches.install()
@@ -200,6 +205,10 @@ def build(config: pytest.Config) -> SuiteContext:
         ctx.notes.append(f"autotune: {fallback.error}; no fallback to the arch's configs (the file is left as it is)")
     if backend.profile_note:
         ctx.notes.insert(0, backend.profile_note)
+    from suite import schedule
+
+    if problem := schedule.read()[2]:  # SUITE_TEST_COSTS (or the shipped file) not usable: say so, run without it
+        ctx.notes.append(problem)
     import hardware_profiles
 
     for why in hardware_profiles.skipped().values():

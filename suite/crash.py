@@ -156,9 +156,10 @@ class watchdog:
     """``with watchdog(case):`` ends the process if the case outlives ``timeout_s``: a hung GPU
     kernel cannot be interrupted any other way. The journal says which case it was."""
 
-    def __init__(self, case: Any, repro_args: Sequence[str] = ()) -> None:
+    def __init__(self, case: Any, repro_args: Sequence[str] = (), hung: str = "a hung kernel") -> None:
         self.case = case
         self.repro_args = repro_args
+        self.hung = hung  # what was running: the launch's kernel, or the spec's reference
         self.timer: threading.Timer | None = None
 
     def __enter__(self) -> None:
@@ -174,7 +175,7 @@ class watchdog:
 
     def _fire(self) -> None:
         message = (f"timeout: case {self.case} ran longer than --case-timeout={process.timeout_s:g} s "
-                   f"(a hung kernel); the process was ended")
+                   f"({self.hung}); the process was ended")
         process.journal.mark(message)
         if process.on_timeout is not None:
             try:
@@ -282,10 +283,39 @@ def pytest_configure_node(node: Any) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
-    """Controller: a worker ended (or died): its GPU is free for the worker that replaces it."""
+    """Controller: a worker ended (or died): its GPU is free for the worker that replaces it. One that died before
+    any test of its own reported (its options, a plugin, an import, its collection) stops the run at once with its
+    error: every worker replacing it would die the same way (xdist would start up to --max-worker-restart of them)."""
     pin = _pinning(node.config)
+    if pin is None:
+        return
+    pin.assigned.pop(node.gateway.id, None)
+    if error is not None and node.gateway.id not in pin.reported:
+        raise pytest.exit(startup_death(node.gateway.id, error), returncode=(
+            pytest.ExitCode.USAGE_ERROR if "UsageError" in str(error) else pytest.ExitCode.INTERNAL_ERROR))
+
+
+def startup_death(worker: str, error: Any) -> str:
+    """The line that stops a run whose worker died at start-up: its own error, as the worker's traceback ends."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    # pytest's argument parser ends with its "error:" line, then the rootdir it chose; an exception, with its own.
+    last = next((line for line in reversed(lines) if ": error: " in line), lines[-1] if lines else str(error))
+    if last.split(": ", 1)[0].endswith("UsageError"):
+        last = "usage error: " + last.split(": ", 1)[1]
+    if "unrecognized arguments: --" in last:
+        last += (" (the suite's options are known once its conftest.py loads; given as '--option VALUE', a VALUE "
+                 "that is a directory by then is taken for a test path and another rootdir: write --option=VALUE)")
+    if last == "Not properly terminated":
+        last = "it ended without saying why (a crash, a kill, or os._exit before its session)"
+    return f"xdist worker {worker} died while starting, before any test: {last}"
+
+
+def pytest_runtest_logreport(report: Any) -> None:
+    """Controller: a worker a report came from got past its start-up."""
+    node = getattr(report, "node", None)
+    pin = _pinning(node.config) if node is not None and hasattr(node, "gateway") else None
     if pin is not None:
-        pin.assigned.pop(node.gateway.id, None)
+        pin.reported.add(node.gateway.id)
 
 
 def pytest_runtest_setup(item: Any) -> None:

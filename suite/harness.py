@@ -326,7 +326,8 @@ def _run_config(spec: KernelSpec, case: Case, backend: Any, config: dict, state:
         raise _Stop(result(False, math.inf, error="; ".join(out_of_bounds), failure="memory"))
     if state["ref"] is None:
         try:
-            with timing.phase("reference"):
+            with crash.watchdog(case, options.config_args(spec, config, backend.family), "a hung float64 reference"), \
+                    timing.phase("reference"):
                 state["ref"] = check_reference(spec, case, inputs, outputs, spec.reference(inputs, case))
                 state["mags"] = magnitudes(spec, inputs, state["ref"])
         except torch.OutOfMemoryError as exc:

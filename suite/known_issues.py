@@ -60,6 +60,8 @@ def load(path: Path | str = DEFAULT_PATH) -> list[KnownIssue]:
         raise KnownIssueError(f"{path}: cannot read known-issue file: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
         raise KnownIssueError(f"{path}: not valid JSON: {exc}") from None
+    except RecursionError:
+        raise KnownIssueError(f"{path}: nested too deeply to read; not a known-issue file") from None
     entries = data.get("known_issues") if isinstance(data, dict) else None
     if not isinstance(entries, list):
         raise KnownIssueError(f"{path}: expected an object with a list 'known_issues'")

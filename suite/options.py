@@ -8,6 +8,7 @@ soon as the registry is loaded, still before the first test.
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import json
 import math
@@ -66,7 +67,8 @@ def add_options(parser: pytest.Parser) -> None:
                     help="interpreter: do not check each load and store against the launch's tensors (timing only)")
     group.addoption("--compile-targets", default=os.environ.get("SUITE_COMPILE_TARGETS"), choices=COMPILE_TARGETS,
                     help="the compile matrix's targets: all (every profiled arch of both vendors) or own (this "
-                         "runner's arch only: the offline-versus-loaded check; the full matrix is the CPU CI's). "
+                         "runner's arch only: the offline-versus-loaded check; the full matrix is the CPU CI's; a usage "
+                         "error on the interpreter, which has no arch of its own). "
                          "Default: all on the interpreter, own on a GPU (env SUITE_COMPILE_TARGETS)")
     group.addoption("--hypothesis-db", default=os.environ.get("SUITE_HYPOTHESIS_DB"), metavar="DIR",
                     help="Hypothesis example database shared across runs (env SUITE_HYPOTHESIS_DB): failing "
@@ -102,7 +104,32 @@ class Options:
 
 
 def usage(option: str, value: Any, problem: str) -> pytest.UsageError:
-    return pytest.UsageError(f"{option}={value}: {problem}")
+    shown = str(value)
+    if len(shown) > 160:  # a name too long to use is too long to read: its ends say which it is
+        shown = f"{shown[:80]}...({len(shown)} characters)...{shown[-40:]}"
+    return pytest.UsageError(f"{option}={shown}: {problem}")
+
+
+def usable_path(option: str, value: str) -> None:
+    """A path the run will read or write can be looked up: a name over the system's limit (255 bytes a file or
+    directory name, on Linux) is a usage error now, not an OSError from deep inside the run. A path that does not
+    exist yet is fine here (each option says whether it must)."""
+    try:
+        os.stat(value)
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    except OSError as exc:
+        long = exc.errno == errno.ENAMETOOLONG
+        raise usage(option, value, f"cannot be used: {exc.strerror or exc}" + (
+            " (a file or directory name in it is over 255 bytes, or the whole path over 4096)" if long else "")) from None
+
+
+def triton_cache_dir() -> tuple[str, Path]:
+    """(how to name it, where): Triton's on-disk cache of compiled kernels, as triton.knobs finds it."""
+    if os.environ.get("TRITON_CACHE_DIR"):
+        return "TRITON_CACHE_DIR", Path(os.environ["TRITON_CACHE_DIR"])
+    home = os.environ.get("TRITON_HOME") or os.path.expanduser("~/")
+    return "Triton's cache directory (TRITON_CACHE_DIR unset)", Path(home) / ".triton" / "cache"
 
 
 def _non_empty(option: str, value: str | None, example: str) -> str | None:
@@ -140,6 +167,7 @@ def case_timeout(raw: str | None) -> tuple[float, bool]:
 
 def writable_directory(option: str, path: Path) -> None:
     """Create ``path`` if needed and prove a file can be written there, now rather than at the end of the run."""
+    usable_path(option, str(path))
     if path.exists() and not path.is_dir():
         raise usage(option, path, "exists and is not a directory")
     try:
@@ -160,6 +188,9 @@ def parse_config(raw: str | None) -> dict[str, Any] | None:
     except json.JSONDecodeError as exc:
         raise usage("--config", raw, f"not JSON ({exc.msg} at column {exc.colno}); give an object such as "
                                      f"'{{\"BLOCK_SIZE\": 256}}'") from None
+    except RecursionError:
+        raise usage("--config", raw, "nested too deeply to read; give a flat object such as "
+                                     "'{\"BLOCK_SIZE\": 256}'") from None
     if not isinstance(value, dict) or not value:
         raise usage("--config", raw, "must be a non-empty JSON object of meta-parameters and launch options")
     bad = [k for k, v in value.items() if not isinstance(v, (bool, int, float, str))]
@@ -176,6 +207,9 @@ def read(config: pytest.Config, controller: bool) -> Options:
     write_results = not get("--no-results") and not config.option.collectonly
     if controller and write_results:
         writable_directory("--results-dir", Path(results_dir))
+    if controller:  # every compile of every kernel goes through it: unwritable, each would fail as the kernel's fault
+        name, cache_dir = triton_cache_dir()
+        writable_directory(name, cache_dir)
     repro = _non_empty("--repro", get("--repro"), "a case as printed in a reproduction line")
     if repro is not None:
         from kernels.spec import Case
@@ -187,10 +221,14 @@ def read(config: pytest.Config, controller: bool) -> Options:
     modules = tuple(get("--kernel-module"))
     if any(not m.strip() for m in modules):
         raise usage("--kernel-module", "", "empty value; give a dotted module name or a path to a .py file")
+    for module in modules:
+        usable_path("--kernel-module", module)
     known = _non_empty("--known-issues", get("--known-issues"), "a known-issue JSON file")
+    usable_path("--known-issues", known)
     retune = _names("--retune", get("--retune"), "kernel names, or --retune alone for every kernel")
     autotune_dir = _non_empty("--autotune-dir", get("--autotune-dir"), "a directory of per-arch autotune caches")
     if autotune_dir is not None:
+        usable_path("--autotune-dir", autotune_dir)
         path = Path(autotune_dir)
         if path.exists() and not path.is_dir():
             raise usage("--autotune-dir", autotune_dir, "exists and is not a directory")
@@ -198,6 +236,8 @@ def read(config: pytest.Config, controller: bool) -> Options:
             raise usage("--autotune-dir", autotune_dir, "no such directory (a typo would silently run every "
                                                         "kernel with its default config); --retune creates one")
     db = _non_empty("--hypothesis-db", get("--hypothesis-db"), "a directory for the example database")
+    if db is not None:
+        usable_path("--hypothesis-db", db)
     if db is not None and Path(db).exists() and not Path(db).is_dir():
         raise usage("--hypothesis-db", db, "exists and is not a directory (Hypothesis keeps one file per example "
                                            "in a directory)")

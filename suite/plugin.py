@@ -131,9 +131,17 @@ class WorkerExit:
     worker before the run can end. Registered last, so its ``pytest_unconfigure`` runs after the suite's own."""
 
     exit = staticmethod(os._exit)
+    session_over = False
+
+    def pytest_sessionfinish(self) -> None:
+        self.session_over = True
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if not self.session_over:
+            # It failed before its session (a plugin's or the suite's own configure raised): the error must travel to
+            # the controller as the worker's own (suite/crash.py: a worker that dies at start-up stops the run).
+            return
         import logging
 
         logging.shutdown()
@@ -404,3 +412,5 @@ class SummaryPrinter:
         run_file = self.ctx.run_file
         if run_file is not None and run_file.started:
             summary.write_summary(terminalreporter, run_file.data, run_file.path)
+        if run_file is not None and (line := summary.write_error_line(run_file)):
+            terminalreporter.write_line(line, red=True)

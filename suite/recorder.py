@@ -38,6 +38,26 @@ class RunRecorder:
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.t0 = time.time()
+        self.config = session.config
+
+    config: pytest.Config | None = None
+    said_write_error = False
+
+    def _say_write_error(self) -> None:
+        """One line, the first time the run file cannot be written (a full or read-only disk): the tests go on,
+        and the file keeps what was written before."""
+        error = self.run_file.write_error
+        if error is None or self.said_write_error:
+            return
+        self.said_write_error = True
+        tr = self.config.pluginmanager.get_plugin("terminalreporter") if self.config is not None else None
+        line = (f"portability: {error}; it keeps the {self.run_file.tests_written} test(s) written before; the tests "
+                f"go on, and the run ends as an error")
+        if tr is not None:
+            tr.write_line("")
+            tr.write_line(line, red=True)
+        else:
+            crash.process.announce(line)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.expected |= {item.nodeid for item in session.items if item.nodeid.startswith("suite/")}
@@ -88,6 +108,7 @@ class RunRecorder:
         self.records[report.nodeid] = self.run_file.add_report(
             report.nodeid, outcome, report.duration, message, props.get(results.CASES_PROPERTY, []),
             props.get(KNOWN_PROPERTY), extra, timing=props.get(timing.TIMING_PROPERTY), place=place)
+        self._say_write_error()
 
     def _count_autotune(self, delta: dict | None) -> None:
         record = self.run_file.data.get("autotune")
@@ -168,6 +189,7 @@ class RunRecorder:
                             "duration_s": round(max(0.0, time.time() - case.get("started", time.time())), 4),
                             "nodeid": nodeid, "repro": repro, "failure": kind})
         self.run_file.add_report(nodeid, "failed", 0.0, failure[:2000], records, None)
+        self._say_write_error()
 
     def record_timeout(self, message: str) -> None:
         """Single-process run, from the watchdog thread just before the process ends."""
@@ -177,18 +199,31 @@ class RunRecorder:
         self.run_file.finish("incomplete")
 
     def pytest_keyboard_interrupt(self, excinfo) -> None:
-        # Ctrl-C, not the harness stopping the session itself (Session.Interrupted after a GPU fault).
-        self.interrupted = not isinstance(excinfo.value, pytest.Session.Interrupted)
+        # Ctrl-C, or xdist stopping the run as asked (-x, --maxfail: its own Interrupted); not the harness stopping
+        # the session itself (Session.Interrupted after a GPU fault), nor pytest.exit (a worker dead at start-up).
+        self.interrupted = (isinstance(excinfo.value, KeyboardInterrupt)
+                            and not isinstance(excinfo.value, pytest.Session.Interrupted))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        try:
+            self._finish(session, exitstatus)
+        finally:
+            if self.run_file.write_error is not None:  # the file lacks tests that ran: an error of the run
+                self._say_write_error()
+                if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+                    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _finish(self, session: pytest.Session, exitstatus: int) -> None:
         if not self.run_file.started:
             return
         self._mark_unchecked()
         self.run_file.data["timing"] = timing.summed(self.run_file.data["tests"])
         if workers := timing.timeline(self.run_file.data["tests"], self.ready, time.time() - self.t0):
             self.run_file.data["timing"]["workers"] = workers
-        if self.interrupted:  # Ctrl-C: what finished is kept, and the file says the run was stopped on purpose
+        # Ctrl-C, or -x/--maxfail (pytest's shouldfail: the tests not run were never due): what finished is kept, and
+        # the file says the run was stopped on purpose, not that it lost tests.
+        if self.interrupted or session.shouldfail:
             self.run_file.finish("interrupted")
             return
         done = exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED)

@@ -12,8 +12,10 @@ import json
 import math
 import os
 import platform
+import re
 import secrets
 import socket
+import stat
 import sys
 import tempfile
 from datetime import datetime, timezone
@@ -52,6 +54,7 @@ def new_run_id(backend: str, arch: str) -> str:
 
 def environment_fingerprint(backend: Any, hypothesis_profile: str, hypothesis_seed: str | int | None) -> dict[str, Any]:
     import hypothesis
+    import numpy
     import torch
     import triton
 
@@ -64,9 +67,10 @@ def environment_fingerprint(backend: Any, hypothesis_profile: str, hypothesis_se
         "warp_size": backend.warp_size,
         "profile": getattr(profile, "key", None),
         "profile_note": backend.profile_note,
-        "driver": backend.details.get("driver"),
-        "runtime": backend.details.get("runtime"),
+        "driver": backend.details.get("driver") or driver_from_kernel_module(getattr(backend, "family", "")),
+        "runtime": backend.details.get("runtime") or _runtime(backend.name),
         "torch": torch.__version__,
+        "numpy": numpy.__version__,
         "triton": triton.__version__,
         "hypothesis": hypothesis.__version__,
         "python": platform.python_version(),
@@ -77,16 +81,64 @@ def environment_fingerprint(backend: Any, hypothesis_profile: str, hypothesis_se
     }
 
 
+# Where the GPU driver's kernel module says its version, for a host without nvidia-smi or rocm-smi (a container).
+DRIVER_VERSION_FILES = {"nvidia": Path("/proc/driver/nvidia/version"), "amd": Path("/sys/module/amdgpu/version")}
+
+
+def driver_from_kernel_module(family: str) -> str | None:
+    """The driver's version from its kernel module ('550.54.15'; amdgpu's '6.8.5'), None where it does not say."""
+    path = DRIVER_VERSION_FILES.get(family)
+    try:
+        text = path.read_text(errors="replace") if path is not None else ""
+    except OSError:
+        return None
+    if family == "nvidia":  # "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar 5 ..."
+        found = re.search(r"Kernel Module\s+(\d[\w.-]*)", text)
+        return found.group(1) if found else None
+    return text.strip() or None
+
+
+def _runtime(backend_name: str) -> str | None:
+    """The GPU runtime torch was built with, where the backend did not say (the interpreter has none)."""
+    if backend_name not in ("cuda", "rocm"):
+        return None
+    import torch
+
+    hip, cuda = getattr(torch.version, "hip", None), getattr(torch.version, "cuda", None)
+    return f"HIP {hip}" if hip else f"CUDA {cuda}" if cuda else None
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
 
 
+class NotARegularFile(OSError):
+    """A path the suite would write is there and is not a regular file (a link, a device, a FIFO, a directory)."""
+
+
+def refuse_unless_regular(path: Path) -> None:
+    """NotARegularFile where ``path`` exists and is anything but a regular file: the rename would replace a link
+    (or a device node, a FIFO) with a file, and what was meant to receive the text never would."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISREG(mode):
+        return
+    kind = ("a symbolic link" + (f" (to {os.readlink(path)})" if stat.S_ISLNK(mode) else "") if stat.S_ISLNK(mode)
+            else "a FIFO" if stat.S_ISFIFO(mode) else "a device node" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a directory" if stat.S_ISDIR(mode) else "not a regular file")
+    raise NotARegularFile(f"refusing to write {path}: it is {kind}; the suite writes only regular files: give the "
+                          f"path of a regular file, or of one that does not exist yet")
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and a rename: a crash leaves the old file or the new
     one, never a part. The file gets the usual permissions (0666 less the umask), not mkstemp's 0600, so that
-    another user (a CI uploader) can read it."""
+    another user (a CI uploader) can read it. Only a regular file, or a new one, is written (NotARegularFile)."""
+    refuse_unless_regular(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -129,6 +181,11 @@ class RunFile:
             "known_issues": [],
         }
         self.started = False
+        # Why the latest write of the file failed (a full or read-only disk), None once one succeeds: the run goes
+        # on, and the file keeps what the last good write put there.
+        self.write_error: str | None = None
+        self.write_failures = 0
+        self.tests_written = 0  # the tests the file on disk holds
 
     def start(self) -> None:
         """Write the file (status incomplete) on the first suite report: a session that
@@ -144,6 +201,9 @@ class RunFile:
             except FileExistsError:
                 self.data["run_id"] = f"{self.data['run_id'].rsplit('-', 1)[0]}-{secrets.token_hex(3)}"
                 self.path = self.path.with_name(f"run-{self.data['run_id']}.json")
+            except OSError as exc:  # the directory went read-only or full since the run began: tried again next test
+                self._failed(exc)
+                return
         else:
             raise FileExistsError(f"{self.path}: cannot claim a run file name in {self.path.parent}")
         self.started = True
@@ -174,8 +234,19 @@ class RunFile:
 
     def flush(self) -> None:
         """Rewrite the file after every test report: a crash loses at most the test in flight."""
-        if self.started:
+        if not self.started:
+            return
+        try:
             write_json_atomic(self.path, self.data)
+        except OSError as exc:
+            self._failed(exc)
+        else:
+            self.write_error = None
+            self.tests_written = len(self.data["tests"])
+
+    def _failed(self, exc: OSError) -> None:
+        self.write_failures += 1
+        self.write_error = f"cannot write the run file {self.path}: {exc.strerror or exc}"
 
     def finish(self, status: str) -> None:
         self.data["status"] = status

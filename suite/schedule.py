@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import Any
 
 # SUITE_TEST_COSTS: another durations file (an empty value: none, so collection order and no test split).
-COSTS_PATH = Path(os.environ["SUITE_TEST_COSTS"]) if "SUITE_TEST_COSTS" in os.environ else Path(__file__).with_name(
-    "test_costs.json")
+COSTS_ENV = "SUITE_TEST_COSTS"
+DEFAULT_COSTS_PATH = Path(__file__).with_name("test_costs.json")
+COSTS_PATH = Path(os.environ[COSTS_ENV]) if os.environ.get(COSTS_ENV, "").strip() else DEFAULT_COSTS_PATH
 
 
 # A test longer than this (summed over its parts, in the run the durations came from) is split into parts of
@@ -43,21 +44,55 @@ TARGET_PART_S = 12.0
 MAX_PARTS = 4
 
 
-def load(path: Path = COSTS_PATH) -> dict[str, float]:
+def read(path: Path | None = None) -> tuple[dict[str, float], dict[str, int], str | None]:
+    """(durations per test, parts per split test, what is wrong with the file or None). A file this module did not
+    write (unreadable, not JSON, a duration not a finite number >= 0, parts not a whole number from 1 to MAX_PARTS)
+    gives none of either, so collection order and no test split, and says why: the session header shows it. Every
+    process reads the same file the same way, so xdist's workers still collect alike."""
+    if path is None:
+        if COSTS_ENV in os.environ and not os.environ[COSTS_ENV].strip():
+            return {}, {}, f"test durations: none ({COSTS_ENV} is empty): collection order, no test split"
+        path = COSTS_PATH
+    where = f"{COSTS_ENV}={path}" if COSTS_ENV in os.environ else str(path)
+
+    def bad(problem: str) -> tuple[dict, dict, str]:
+        return {}, {}, f"test durations {where}: {problem}; not used (collection order, no test split)"
+
     try:
-        data = json.loads(path.read_text())
-        return {str(k): float(v) for k, v in data["tests"].items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return {}  # no file, or not one this module wrote: collection order
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        return bad(f"cannot be read ({exc.strerror or exc})")
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, nested deeper than the parser goes
+        return bad(f"not a JSON file of test durations ({'nested too deeply' if isinstance(exc, RecursionError) else exc})")
+    if not isinstance(data, dict) or not isinstance(data.get("tests"), dict):
+        return bad("expected an object with 'tests' (node id -> seconds), as python -m suite.schedule writes")
+    tests: dict[str, float] = {}
+    for nodeid, seconds in data["tests"].items():
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) \
+                or seconds < 0:
+            return bad(f"tests[{nodeid!r}] is {json.dumps(seconds)[:40]}; a duration is a finite number of seconds >= 0")
+        tests[nodeid] = float(seconds)
+    split_into = data.get("parts", {})
+    if not isinstance(split_into, dict):
+        return bad("'parts' must be an object (node id -> number of parts)")
+    parts: dict[str, int] = {}
+    for nodeid, n in split_into.items():
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_PARTS:
+            return bad(f"parts[{nodeid!r}] is {json.dumps(n)[:40]}; a test is split into a whole number of parts "
+                       f"from 1 to {MAX_PARTS}")
+        if n > 1:
+            parts[nodeid] = n
+    return tests, parts, None
 
 
-def load_parts(path: Path = COSTS_PATH) -> dict[str, int]:
+def load(path: Path | None = None) -> dict[str, float]:
+    """Node id -> expected seconds; empty (collection order) where the file is missing or not usable (see read)."""
+    return read(path)[0]
+
+
+def load_parts(path: Path | None = None) -> dict[str, int]:
     """Whole test's node id -> the parts it is split into (suite/parts.py); tests not listed run whole."""
-    try:
-        data = json.loads(path.read_text())
-        return {str(k): int(v) for k, v in data.get("parts", {}).items() if int(v) > 1}
-    except (OSError, ValueError, TypeError, AttributeError):
-        return {}
+    return read(path)[1]
 
 
 def split(costs: dict[str, float]) -> tuple[dict[str, float], dict[str, int]]:
@@ -130,14 +165,11 @@ def make_scheduler(config: Any, log: Any, costs: dict[str, float]) -> Any:
             if self.collection is None:  # the first collection in: the others must match it (above)
                 self.collection = next(iter(self.node2collection.values()))
                 self.pending[:] = range(len(self.collection))  # _send_one picks from it by cost
-            ready = [node for node in self.nodes if node in self.node2collection]
-            for _ in range(2):  # one test on every ready node before any gets its second
-                for node in ready:
-                    if len(self.node2pending[node]) < 2:
-                        self._send_one(node)
-            if not self.pending:
-                for node in ready:
-                    node.shutdown()
+            # Each call follows one worker's collection, so this fills that worker and any that had run dry. Through
+            # check_schedule, which skips a worker told to shut down: a test a crash put back must not go to a worker
+            # that will never run it (xdist then ends with INTERNALERROR).
+            for node in self.nodes:
+                self.check_schedule(node)
 
         def check_schedule(self, node: Any, duration: float = 0) -> None:
             if node.shutting_down or node not in self.node2collection:
@@ -164,7 +196,16 @@ def make_scheduler(config: Any, log: Any, costs: dict[str, float]) -> Any:
 
 def costs_from_run(run: dict) -> dict[str, float]:
     return {t["nodeid"]: round(float(t["duration_s"]), 2) for t in run.get("tests", [])
-            if t.get("duration_s") is not None and t.get("outcome") != "skipped"}
+            if isinstance(t.get("duration_s"), (int, float)) and math.isfinite(t["duration_s"])
+            and t["duration_s"] >= 0 and t.get("outcome") != "skipped"}
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """The same file, by path, link or hard link."""
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and os.path.samefile(a, b))
+    except OSError:
+        return False
 
 
 def main(argv: list[str]) -> int:
@@ -184,9 +225,24 @@ def main(argv: list[str]) -> int:
         print(f"{path}: no test durations in it", file=sys.stderr)
         return 2
     costs, split_into = split(costs)
-    COSTS_PATH.write_text(json.dumps({"source": path.name, "backend": env.get("backend"), "arch": env.get("arch"),
-                                      "parts": dict(sorted(split_into.items())),
-                                      "tests": dict(sorted(costs.items(), key=lambda kv: -kv[1]))}, indent=1) + "\n")
+    if COSTS_ENV in os.environ and not os.environ[COSTS_ENV].strip():
+        print(f"{COSTS_ENV} is empty (no durations): name the file to write, or unset it to write "
+              f"{DEFAULT_COSTS_PATH}", file=sys.stderr)
+        return 2
+    if _same_file(COSTS_PATH, path):
+        print(f"{COSTS_PATH}: is the input run file {path}; refusing to write over it (set SUITE_TEST_COSTS to "
+              f"another file, or leave it unset for {Path(__file__).with_name('test_costs.json')})", file=sys.stderr)
+        return 2
+    from suite import results
+
+    text = json.dumps({"source": path.name, "backend": env.get("backend"), "arch": env.get("arch"),
+                       "parts": dict(sorted(split_into.items())),
+                       "tests": dict(sorted(costs.items(), key=lambda kv: -kv[1]))}, indent=1) + "\n"
+    try:
+        results.write_atomic(COSTS_PATH, text)
+    except OSError as exc:
+        print(f"{COSTS_PATH}: cannot write the durations: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     print(f"{COSTS_PATH}: {len(costs)} test durations from {path.name}; {len(split_into)} test(s) split into parts "
           f"of about {TARGET_PART_S:g} s")
     return 0

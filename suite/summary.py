@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from suite import parts
 
@@ -82,6 +83,14 @@ def write_summary(tr, data: dict, path: Path) -> None:
     if line := timing_lines(data):
         tr.write_line(line)
     tr.write_line(f"result file ({data['status']}): {path}")
+
+
+def write_error_line(run_file: Any) -> str | None:
+    """The summary's last line where the run file could not be written at the end: what it holds instead."""
+    if run_file.write_error is None:
+        return None
+    return (f"result file NOT up to date: {run_file.write_error}; it holds {run_file.tests_written} of the "
+            f"{len(run_file.data['tests'])} tests that ran, as written before")
 
 
 

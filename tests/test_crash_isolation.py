@@ -129,3 +129,16 @@ def test_sticky_errors_are_faults_and_oom_is_not():
     assert crash.classify(RuntimeError("HIP error: hipErrorIllegalAddress"), "cpu") == "fault"
     assert crash.classify(RuntimeError("CUDA out of memory. Tried to allocate 4.00 TiB"), "cpu") == "oom"
     assert crash.classify(ValueError("bad shape"), "cpu") is None
+
+
+def test_a_hung_reference_is_ended_by_the_case_timeout(run_suite):
+    """--case-timeout bounds the float64 reference as it bounds the launch: a reference that never returns ends its
+    case (recorded with its reproduction line), not the run."""
+    run = run_suite("suite/test_kernels.py", "--kernel-module=tests/fixtures/hung_reference.py",
+                    "--kernels=zz_hung_reference", "--case-timeout=5", timeout=120)
+    assert run.returncode == crash.EXIT_TIMEOUT, run.output[-3000:]
+    data = run.run_data()
+    validate(data)
+    hung = [c for c in data["cases"] if c.get("failure") == "timeout"]
+    assert len(hung) == 1 and "--repro=" in hung[0]["repro"], data["cases"]
+    assert "(a hung float64 reference)" in hung[0]["message"], hung[0]["message"]

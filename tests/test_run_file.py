@@ -76,3 +76,51 @@ def test_atomic_write_leaves_no_partial_file(tmp_path):
         write_json_atomic(target, {"a": float("nan")})  # JSON has no NaN: refused, old file kept
     assert json.loads(target.read_text()) == {"a": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
+
+
+def test_the_environment_records_the_whole_toolchain(tmp_path, monkeypatch):
+    """numpy beside torch, triton and hypothesis; on a GPU backend the runtime, and the driver even where the
+    vendor's tool is missing (read from the driver's kernel module, as in a container)."""
+    from types import SimpleNamespace
+
+    import numpy
+    import torch
+
+    from suite import backend as backend_mod
+    from suite import results
+
+    interp = backend_mod.resolve("interpret")
+    env = results.environment_fingerprint(interp, "ci", None)
+    assert env["numpy"] == numpy.__version__ and env["driver"] is None and env["runtime"] is None
+    schema = json.loads(results.SCHEMA_PATH.read_text())["properties"]["environment"]
+    jsonschema.validate(env, schema)
+
+    nvrm = tmp_path / "version"
+    nvrm.write_text("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:53 UTC 2024\n"
+                    "GCC version:  gcc version 12.3.0\n")
+    amd = tmp_path / "amdgpu"
+    amd.write_text("6.8.5\n")
+    monkeypatch.setattr(results, "DRIVER_VERSION_FILES", {"nvidia": nvrm, "amd": amd})
+    monkeypatch.setattr(torch.version, "cuda", "12.8")
+    gpu = SimpleNamespace(**{**interp.__dict__, "name": "cuda", "family": "nvidia", "details": {"driver": None}})
+    env = results.environment_fingerprint(gpu, "ci", None)
+    assert (env["driver"], env["runtime"]) == ("550.54.15", "CUDA 12.8")
+    rocm = SimpleNamespace(**{**gpu.__dict__, "name": "rocm", "family": "amd", "details": {"runtime": "HIP 6.4"}})
+    assert results.environment_fingerprint(rocm, "ci", None)["driver"] == "6.8.5"
+    gpu.details = {"driver": "560.1", "runtime": "CUDA 12.9"}  # what the backend found comes first
+    env = results.environment_fingerprint(gpu, "ci", None)
+    assert (env["driver"], env["runtime"]) == ("560.1", "CUDA 12.9")
+    jsonschema.validate(env, schema)
+
+
+def test_rocm_smi_driver_line_is_the_version(monkeypatch):
+    import subprocess
+
+    from suite import backend as backend_mod
+
+    banner = ("============================ ROCm System Management Interface ============================\n"
+              "========================== Version of System Component ===========================\n"
+              "Driver version: 6.8.5\n"
+              "==========================================================================================\n")
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, banner, ""))
+    assert backend_mod._driver_version(hip=True) == "6.8.5"

@@ -184,3 +184,39 @@ def test_the_cost_scheduler_runs_a_real_xdist_session(tmp_path) -> None:
     ran = sorted(p.name for p in tmp_path.glob("ran-*"))
     assert [r.split("-")[1] for r in ran] == [str(n) for n in range(8)], ran
     assert {r.split("-")[2] for r in ran if r.split("-")[1] in "01"} == {"gw0", "gw1"}, ran
+
+
+def test_a_test_requeued_by_a_crash_near_the_end_runs_on_the_fresh_worker(tmp_path) -> None:
+    """Planted: a worker dies (as a GPU fault ends its worker) with a test queued behind it, near the end of the run,
+    while the other worker, already told to shut down, runs its last (long) test. The queued test must run on the
+    worker that replaces the dead one: the one shutting down would drop it, and xdist ends with INTERNALERROR."""
+    (tmp_path / "test_x.py").write_text(
+        "import os, time, pytest\n"
+        "@pytest.mark.parametrize('n', ['a', 'b', 'c', 'd'])\n"
+        "def test_t(n):\n"
+        "    if n == 'b':\n"
+        "        open('started-b', 'w').close()\n"
+        "        os._exit(3)  # the crash\n"
+        "    if n == 'a':  # the first worker keeps it until the second has started: it cannot take b itself\n"
+        "        deadline = time.time() + 60\n"
+        "        while not os.path.exists('started-b') and time.time() < deadline:\n"
+        "            time.sleep(0.05)\n"
+        "    if n == 'd':\n"
+        "        time.sleep(8)  # the other worker's last test, long enough for the replacement to start\n"
+        "    open(f'ran-{n}', 'w').close()\n")
+    # The first worker in gets a (longest) and, behind it, d (shortest); the second b and, behind it, c: nothing is
+    # left to hand out, so both are told to shut down. b crashes: c goes back to be handed out.
+    costs = {f"test_x.py::test_t[{n}]": cost for n, cost in (("a", 4.0), ("b", 3.0), ("c", 2.0), ("d", 1.0))}
+    (tmp_path / "conftest.py").write_text(
+        "import pytest\n"
+        "from suite import schedule\n"
+        "@pytest.hookimpl(tryfirst=True)\n"
+        "def pytest_xdist_make_scheduler(config, log):\n"
+        f"    return schedule.make_scheduler(config, log, {costs!r})\n")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-q", "-p", "no:cacheprovider", "-p",
+                           "no:randomly", "test_x.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**__import__("os").environ, "PYTHONPATH": str(schedule.COSTS_PATH.parent.parent)})
+    out = proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "INTERNALERROR" not in out, out
+    assert proc.returncode == 1 and "1 failed, 3 passed" in proc.stdout, out
+    assert sorted(p.name for p in tmp_path.glob("ran-*")) == ["ran-a", "ran-c", "ran-d"], out

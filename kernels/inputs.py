@@ -189,9 +189,20 @@ def _draw(seed: int, draw: int, kind: int, shape: tuple[int, ...], device: torch
     if device.type == "cpu" or n == 0:
         return torch.from_numpy(draw_numpy(seed, draw, kind, n)).reshape(shape).to(device)
     out = torch.empty(shape, dtype=torch.int64, device=device)
-    block = 1024
-    _draw_kernel[(triton.cdiv(n, block),)](out, n, seed, draw, _DOMAIN, KIND=kind, BLOCK=block, num_warps=4)
+    draw_into(out, seed, draw, kind)
     return out
+
+
+DRAW_BLOCK = 1024
+
+
+def draw_into(out: torch.Tensor, seed: int, draw: int, kind: int) -> None:
+    """Write a draw into ``out`` (contiguous int64, on any device) with the Triton kernel: how a GPU run draws its
+    inputs (on the CPU under TRITON_INTERPRET too; ``suite/test_hazards.py`` holds it to :func:`draw_numpy`)."""
+    n = out.numel()
+    if n:
+        _draw_kernel[(triton.cdiv(n, DRAW_BLOCK),)](out, n, seed, draw, _DOMAIN, KIND=kind, BLOCK=DRAW_BLOCK,
+                                                    num_warps=4)
 
 
 @triton.jit(do_not_specialize=["n", "seed", "draw", "domain"])

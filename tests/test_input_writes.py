@@ -137,7 +137,8 @@ def test_the_snapshot_compares_bits_and_restores_declared_inputs():
     buf[0, 4] = 1.0  # the padding after row 0
     found = snap.changes(allowed=("ws",))
     assert found[0].startswith("input 'x': 1 of 3 elements changed (first at (1,): was nan, now nan)"), found
-    assert found[1].startswith("input(s) ['pad']: 2 byte(s) of their memory outside their elements changed (first at byte 18"), found
+    assert found[1].startswith("input(s) ['pad']: 2 byte(s) of their memory outside their elements changed "
+                               "(first at byte 18"), found
     assert len(found) == 2
     assert any("input 'ws'" in f for f in snap.changes())
     snap.restore()

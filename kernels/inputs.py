@@ -154,6 +154,9 @@ def values(shape: tuple[int, ...], case: Case, gen: torch.Generator) -> torch.Te
     return _value_class(torch.randn(shape, generator=gen, dtype=torch.float64, device=gen.device), case, specials)
 
 
+PADDED_ROWS = 13  # the padding of the padded_rows layout, in elements: odd, so rows are aligned to no block
+
+
 def place(x64: torch.Tensor, case: Case, device: str, layout: str | None = None) -> torch.Tensor:
     """Cast to the case dtype and lay out on the device.
 
@@ -167,7 +170,7 @@ def place(x64: torch.Tensor, case: Case, device: str, layout: str | None = None)
         return x.contiguous()
     rows, cols = x.shape[-2], x.shape[-1]
     if layout == "padded_rows":
-        pad = 13  # odd, so rows are not aligned to any block
+        pad = PADDED_ROWS
         buf = torch.full((*x.shape[:-1], cols + pad), float("nan"), dtype=dtype, device=device)
         buf[..., :cols] = x
         return buf[..., :cols]

@@ -188,3 +188,23 @@ def test_case_inputs_are_the_spec_s(tmp_path):
     spec.run(inp, out, {})
     assert bool((inp["x"] == 0).all()) and not torch.equal(before, inp["x"])
     assert torch.equal(out["out"], inp["y"])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="a GPU check: needs CUDA (run on an NVIDIA runner)")
+def test_on_a_gpu_input_writes_fail_and_padded_fp8_rows_catch_a_wrong_row_stride(run_suite):
+    """On a GPU: inputs are copied and compared on the device, the padding write is seen without the interpreter's
+    checker, and fp8 (which the interpreter's profile leaves out) draws A with padded rows, so the launcher passing
+    A's width for its row stride fails through the suite itself, while the shipped one passes."""
+    run = run_suite("suite/test_kernels.py", WRITERS, "--kernel-module=tests/fixtures/planted_fp8.py", "--backend=cuda",
+                    "--kernels=clobber_add,clobber_padding_add,mutating_reference_add,workspace_add,"
+                    "planted_fp8_a_row_stride,fp8_scaled_matmul", "-k", "not fp8e4b8", "-n", "0", env=FAST_SHRINK)
+    assert run.returncode == 1, run.output[-3000:]
+    data = run.run_data()
+    tests = {t["nodeid"].split("[")[1].rstrip("]"): t for t in data["tests"]}
+    failed = {c["kernel"]: c for c in data["cases"] if c["outcome"] == "failed"}
+    assert "the kernel changed its input: input 'x'" in failed["clobber_add"]["message"]
+    assert "outside their elements changed" in failed["clobber_padding_add"]["message"]
+    assert failed["mutating_reference_add"]["failure"] == "spec"
+    assert tests["workspace_add-fp32"]["outcome"] == "passed"
+    assert failed["planted_fp8_a_row_stride"]["layout"] == "bf16_a_padded_rows", failed["planted_fp8_a_row_stride"]
+    assert tests["fp8_scaled_matmul-fp8e4nv"]["outcome"] == "passed", tests["fp8_scaled_matmul-fp8e4nv"]

@@ -121,8 +121,12 @@ def pick(configs: list[Any], choice: Mapping[str, Any], kernel: str) -> Any:
     options, for configs that differ in those alone), noted for :func:`take_untuned` where there were others."""
     if not configs:
         raise NotAnAutotuneConfig(f"{kernel}: @triton.autotune with no configs")
-    params = {k for c in configs for k in c.kwargs} or set(_OPTIONS)
+    params = {k for c in configs for k in c.kwargs}
     if not params & set(choice):
+        # Configs that differ in launch options alone are told apart by them, where the choice's match one.
+        if not params and (match := [c for c in configs if all(choice[k] == v for k, v in config_dict(c).items()
+                                                               if k in choice)]) and set(_OPTIONS) & set(choice):
+            return match[0]
         if len(configs) > 1:
             _untuned[kernel] = len(configs)
         return configs[0]

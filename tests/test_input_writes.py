@@ -173,6 +173,8 @@ def test_configs_that_differ_in_launch_options_alone_are_picked_by_them():
     assert launches.pick(configs, {"num_warps": 2, "num_stages": 3}, "k") is configs[1]
     launches.take_untuned()
     assert launches.pick(configs, {}, "k") is configs[0] and launches.take_untuned() == {"k": 3}
+    # options that match none of them (a choice meant for another kernel of the spec): the first, and noted
+    assert launches.pick(configs, {"num_warps": 8}, "k") is configs[0] and launches.take_untuned() == {"k": 3}
 
 
 def test_case_inputs_are_the_spec_s(tmp_path):

@@ -4,9 +4,10 @@ Case.dtype is the fp8 flavour (fp8e4nv: OCP e4m3fn, max 448, NVIDIA and gfx950; 
 max 240, gfx942), so the suite's dtype gating runs each flavour where the profile has it. The
 high-precision side is the layout: the input dtype of the quantization (``bf16``, ``fp16``,
 ``fp32``; ``bf16_padded_rows`` strides the rows) and the output dtype of the matmul (``bf16``,
-``fp16``; B is K-major as ``torch._scaled_mm`` wants it, ``bf16_b_rowmajor`` stores it N-major).
-The Case default ``contiguous`` means ``bf16``. The fp8 dtype rides in the quantization's inputs
-as an empty tensor ``fp8`` because the torch baseline sees inputs only.
+``fp16``; B is K-major as ``torch._scaled_mm`` wants it, ``bf16_b_rowmajor`` stores it N-major,
+``bf16_a_padded_rows`` gives A a row stride wider than K). The Case default ``contiguous`` means
+``bf16``. The fp8 dtype rides in the quantization's inputs as an empty tensor ``fp8`` because the
+torch baseline sees inputs only.
 """
 
 from __future__ import annotations
@@ -238,7 +239,10 @@ def _matmul_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
     a_q, a_scale = quantize_rowwise_reference(inputs.values((m, k), case, gen), fp8)
     bt_q, b_scale = quantize_rowwise_reference(inputs.values((n, k), case, gen), fp8)
     b_q = bt_q.t().contiguous() if case.layout.endswith("b_rowmajor") else bt_q.to(device).t()
-    return {"a": a_q.to(device), "a_scale": a_scale.to(device), "b": b_q.to(device), "b_scale": b_scale.to(device)}
+    # a_padded_rows: A's row stride is wider than K (NaN in the padding), so a launch that passes K for it reads
+    # the wrong rows, and the padding.
+    a = inputs.place(a_q, case, device, "padded_rows" if case.layout.endswith("a_padded_rows") else "contiguous")
+    return {"a": a, "a_scale": a_scale.to(device), "b": b_q.to(device), "b_scale": b_scale.to(device)}
 
 
 def _dequantized(inputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -284,7 +288,8 @@ def _descriptor_case(case: Case, cfg: dict) -> bool:
         return False
     n, k = case.shape["N"], case.shape["K"]
     b_lead = n if case.layout.endswith("b_rowmajor") else k
-    return descriptor_path(True, k, b_lead, n, 1, DTYPES[_high_precision(case.layout)].itemsize)
+    a_lead = k + inputs.PADDED_ROWS if case.layout.endswith("a_padded_rows") else k
+    return descriptor_path(True, a_lead, b_lead, n, 1, DTYPES[_high_precision(case.layout)].itemsize)
 
 
 def _launched(case: Case, cfg: dict) -> dict:
@@ -301,7 +306,7 @@ MATMUL_SPEC = register(KernelSpec(
           Dim("N", interpret_max=80, gpu_max=1024, nightly_max=4096, blocks=(32, 64, 128)),
           Dim("K", interpret_max=100, gpu_max=2048, nightly_max=8192, blocks=(32, 64, 128))),
     dtypes=("fp8e4nv", "fp8e4b8"),
-    layouts=("bf16", "fp16", "bf16_b_rowmajor"),
+    layouts=("bf16", "fp16", "bf16_b_rowmajor", "bf16_a_padded_rows"),
     value_classes=("normal",),
     make_inputs=_matmul_inputs,
     outputs=("c",),

@@ -154,6 +154,9 @@ def values(shape: tuple[int, ...], case: Case, gen: torch.Generator) -> torch.Te
     return _value_class(torch.randn(shape, generator=gen, dtype=torch.float64, device=gen.device), case, specials)
 
 
+PADDED_ROWS = 13  # the padding of the padded_rows layout, in elements: odd, so rows are aligned to no block
+
+
 def place(x64: torch.Tensor, case: Case, device: str, layout: str | None = None) -> torch.Tensor:
     """Cast to the case dtype and lay out on the device.
 
@@ -167,7 +170,7 @@ def place(x64: torch.Tensor, case: Case, device: str, layout: str | None = None)
         return x.contiguous()
     rows, cols = x.shape[-2], x.shape[-1]
     if layout == "padded_rows":
-        pad = 13  # odd, so rows are not aligned to any block
+        pad = PADDED_ROWS
         buf = torch.full((*x.shape[:-1], cols + pad), float("nan"), dtype=dtype, device=device)
         buf[..., :cols] = x
         return buf[..., :cols]
@@ -189,9 +192,20 @@ def _draw(seed: int, draw: int, kind: int, shape: tuple[int, ...], device: torch
     if device.type == "cpu" or n == 0:
         return torch.from_numpy(draw_numpy(seed, draw, kind, n)).reshape(shape).to(device)
     out = torch.empty(shape, dtype=torch.int64, device=device)
-    block = 1024
-    _draw_kernel[(triton.cdiv(n, block),)](out, n, seed, draw, _DOMAIN, KIND=kind, BLOCK=block, num_warps=4)
+    draw_into(out, seed, draw, kind)
     return out
+
+
+DRAW_BLOCK = 1024
+
+
+def draw_into(out: torch.Tensor, seed: int, draw: int, kind: int) -> None:
+    """Write a draw into ``out`` (contiguous int64, on any device) with the Triton kernel: how a GPU run draws its
+    inputs (on the CPU under TRITON_INTERPRET too; ``suite/test_hazards.py`` holds it to :func:`draw_numpy`)."""
+    n = out.numel()
+    if n:
+        _draw_kernel[(triton.cdiv(n, DRAW_BLOCK),)](out, n, seed, draw, _DOMAIN, KIND=kind, BLOCK=DRAW_BLOCK,
+                                                    num_warps=4)
 
 
 @triton.jit(do_not_specialize=["n", "seed", "draw", "domain"])

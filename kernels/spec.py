@@ -70,19 +70,27 @@ def jit_name(fn: Any) -> str:
     return getattr(getattr(inner, "fn", None), "__name__", None) or getattr(inner, "__name__", type(fn).__name__)
 
 
+def is_autotuner(fn: Any) -> bool:
+    """Whether ``fn`` is Triton's ``Autotuner`` or a subclass of it (flash-linear-attention's ``CachedAutotuner``
+    behind ``fla_cache_autotune``, say), with its list of ``triton.Config``. By the class names of its MRO, so that
+    this module need not import Triton's runtime."""
+    return hasattr(fn, "configs") and any(cls.__name__ == "Autotuner" for cls in type(fn).__mro__)
+
+
 def is_autotuned(fn: Any) -> bool:
-    """Whether ``fn`` is wrapped in ``@triton.autotune`` (an Autotuner with a list of ``triton.Config``)."""
+    """Whether ``fn`` is wrapped in ``@triton.autotune`` or a subclass of its Autotuner."""
     while fn is not None:
-        if type(fn).__name__ == "Autotuner" and hasattr(fn, "configs"):
+        if is_autotuner(fn):
             return True
         fn = getattr(fn, "fn", None)
     return False
 
 
 def autotune_configs(fn: Any) -> tuple[dict[str, Any], ...]:
-    """The configs of a ``@triton.autotune`` kernel as the suite writes configs: its meta-parameters plus
-    ``num_warps`` and ``num_stages`` (and ``num_ctas``/``maxnreg`` where set). Empty for a kernel not autotuned."""
-    while fn is not None and not (type(fn).__name__ == "Autotuner" and hasattr(fn, "configs")):
+    """The configs of a ``@triton.autotune`` kernel (or one under a subclass of Triton's Autotuner) as the suite
+    writes configs: its meta-parameters plus ``num_warps`` and ``num_stages`` (and ``num_ctas``/``maxnreg`` where
+    set). Empty for a kernel not autotuned."""
+    while fn is not None and not is_autotuner(fn):
         fn = getattr(fn, "fn", None)
     if fn is None:
         return ()
@@ -334,6 +342,10 @@ class KernelSpec:
     # dtype (an in-place kernel: the output starts as a copy of that input, which itself stays untouched) or a
     # number (an accumulating kernel: e.g. 0.0). The guard regions around them are poisoned as for any output.
     initial_outputs: Mapping[str, str | float] = field(default_factory=dict)
+    # Inputs the kernel may write (a workspace, a lock or counter array it leaves changed): restored to what
+    # make_inputs built before every launch and before the reference. Any other input the kernel changes fails the
+    # case, naming the input and the first changed element.
+    mutable_inputs: tuple[str, ...] = ()
     layouts: tuple[str, ...] = ("contiguous",)
     value_classes: tuple[str, ...] = ("normal",)
     # Value classes whose finite inputs may give a reference with NaN or inf (say, an overflow the

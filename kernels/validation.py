@@ -70,6 +70,7 @@ def check_spec(spec: Any) -> None:
             raise fail("output_tolerances", f"{name!r} is not a declared output; outputs: {list(outputs)}")
         _check_tolerance(tolerance, f"output_tolerances[{name!r}]", fail, dtypes)
     _check_initial_outputs(spec.initial_outputs, outputs, fail)
+    _strings(spec.mutable_inputs, "mutable_inputs", fail, identifiers=True)
     layouts = _strings(spec.layouts, "layouts", fail, empty="is empty: name at least one layout, e.g. ('contiguous',)")
     values = _strings(spec.value_classes, "value_classes", fail,
                       empty="is empty: name at least one value class, e.g. ('normal',)")
@@ -157,6 +158,10 @@ def _check_dims(dims: Any, fail: Callable[[str, str], SpecError]) -> tuple[str, 
             choices = _tuple(dim.choices, f"dims ({what} choices)", fail)
             if not all(_is_int(c) and c >= 0 for c in choices):
                 raise fail("dims", f"{what}: choices must be non-negative integers, got {choices!r}")
+            if not any(choices):
+                raise fail("dims", f"{what}: choices={choices!r} allow only size 0, so every case is empty and "
+                                   f"passes with nothing compared; give sizes above 0 (a dim fixed at 0 is not one: "
+                                   f"drop it)")
             continue
         if not _is_int(dim.min) or dim.min < 0:
             raise fail("dims", f"{what}: min must be a non-negative integer, got {dim.min!r}")
@@ -170,6 +175,11 @@ def _check_dims(dims: Any, fail: Callable[[str, str], SpecError]) -> tuple[str, 
         if dim.nightly_max is not None and (not _is_int(dim.nightly_max) or dim.nightly_max < dim.min):
             raise fail("dims", f"{what}: nightly_max must be None or an integer >= min ({dim.min}), "
                                f"got {dim.nightly_max!r}")
+        for bound in ("interpret_max", "gpu_max", "nightly_max"):
+            if getattr(dim, bound) == 0:
+                raise fail("dims", f"{what}: {bound}=0 allows only size 0 there, so every case is empty and passes "
+                                   f"with nothing compared; give the largest size to draw (min=0 alone lets empty "
+                                   f"tensors be drawn among the others)")
         blocks = _tuple(dim.blocks, f"dims ({what} blocks)", fail)
         if not all(_is_int(b) and b > 0 for b in blocks):
             raise fail("dims", f"{what}: blocks must be positive integers, got {blocks!r}")

@@ -79,6 +79,79 @@ def guard_violations(guards: dict[str, tuple[torch.Tensor, int]]) -> list[str]:
     return problems
 
 
+def _storage_bytes(t: torch.Tensor) -> torch.Tensor:
+    """The whole storage under ``t`` as bytes (a view, not a copy)."""
+    return torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
+
+
+def _same_bits(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Elementwise: the same bit pattern (a NaN equals itself; -0.0 differs from 0.0)."""
+    view = _INT_VIEW.get(a.element_size()) if a.dtype != torch.bool else torch.int8
+    if view is None:
+        return (a == b) | (torch.isnan(a) & torch.isnan(b))
+    return a.view(view) == b.view(view)
+
+
+class InputSnapshot:
+    """The inputs as make_inputs built them: a device copy of the storage under each tensor input (its padding
+    included), to tell whether a launch or the reference changed any of them, and to put back the ones the spec
+    lets the kernel write (``mutable_inputs``). Bytes are compared, so NaN payloads compare as themselves."""
+
+    @torch.no_grad()
+    def __init__(self, spec: KernelSpec, inputs: dict) -> None:
+        self.tensors = _tensors(inputs)
+        if missing := [name for name in spec.mutable_inputs if name not in self.tensors]:
+            raise BrokenSpec(f"mutable_inputs names {missing}, but make_inputs returned no such tensor input "
+                             f"({sorted(self.tensors)})")
+        self.mutable = tuple(spec.mutable_inputs)
+        self.copies: dict[int, torch.Tensor] = {}  # storage address -> its bytes as built
+        for t in self.tensors.values():
+            key = t.untyped_storage().data_ptr()
+            if key not in self.copies:
+                self.copies[key] = _storage_bytes(t).clone()
+
+    def _was(self, t: torch.Tensor) -> torch.Tensor:
+        copy = self.copies[t.untyped_storage().data_ptr()]
+        return torch.empty(0, dtype=t.dtype, device=t.device).set_(copy.untyped_storage(), t.storage_offset(),
+                                                                   t.shape, t.stride())
+
+    @torch.no_grad()
+    def restore(self) -> None:
+        """Put the mutable inputs' storages back as they were built."""
+        for name in self.mutable:
+            t = self.tensors[name]
+            _storage_bytes(t).copy_(self.copies[t.untyped_storage().data_ptr()])
+
+    @torch.no_grad()
+    def changes(self, allowed: Sequence[str] = ()) -> list[str]:
+        """What changed since the inputs were built, input by input: the count and the first changed element, or
+        bytes of an input's storage outside its elements (a layout's padding). ``allowed``: inputs that may change
+        (a storage that holds one is not searched for bytes outside the others' elements)."""
+        problems = []
+        for key, copy in self.copies.items():
+            on_it = {n: t for n, t in self.tensors.items() if t.untyped_storage().data_ptr() == key}
+            now = _storage_bytes(next(iter(on_it.values())))
+            if torch.equal(now, copy):
+                continue
+            found = False
+            for name, t in on_it.items():
+                if name in allowed or t.numel() == 0:
+                    continue
+                was = self._was(t)
+                differ = ~_same_bits(t, was)
+                if bool(differ.any()):
+                    found = True
+                    first = tuple(int(i) for i in differ.nonzero()[0])
+                    problems.append(f"input {name!r}: {int(differ.sum())} of {t.numel()} elements changed (first at "
+                                    f"{first}: was {was[first].item()!r}, now {t[first].item()!r})")
+            if not found and not any(n in allowed for n in on_it):
+                byte = int((now != copy).nonzero()[0][0])
+                problems.append(f"input(s) {sorted(on_it)}: {int((now != copy).sum())} byte(s) of their memory "
+                                f"outside their elements changed (first at byte {byte} of the storage, such as a "
+                                f"layout's padding between rows)")
+        return problems
+
+
 def synchronize(device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize()
@@ -97,6 +170,7 @@ class CaseResult:
     configs_run: int = 1
     skipped_configs: list[str] = field(default_factory=list)  # extra configs this device cannot launch
     ran: list[dict[str, Any]] = field(default_factory=list)  # the configs launched on this case, in order
+    elements: int = 0  # output elements compared (0: an empty case, which tests nothing)
     note: str = ""  # what the interpreter did that may explain a failure (see suite/interpreter.py)
 
     def message(self) -> str:
@@ -267,6 +341,7 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
         stop.result.ran, stop.result.skipped_configs = [*ran, current], skipped
         return stop.result
     worst.configs_run, worst.duration_s = len(ran), time.perf_counter() - start
+    worst.elements = state.get("elements", 0)
     worst.skipped_configs, worst.ran = skipped, ran
     return worst
 
@@ -278,10 +353,15 @@ def _run_config(spec: KernelSpec, case: Case, backend: Any, config: dict, state:
     the device cannot launch (the case's own config must fit: that is a failure)."""
     try:
         with crash.watchdog(case, options.config_args(spec, config, backend.family)), memcheck.scope(spec.name):
-            if state["inputs"] is None:
+            if state.get("inputs") is None:
                 with timing.phase("inputs"):
                     state["inputs"] = spec.make_inputs(case, backend.device)
             inputs = state["inputs"]
+            if state.get("snapshot") is None:
+                with timing.phase("inputs"):
+                    state["snapshot"] = InputSnapshot(spec, inputs)
+            snapshot = state["snapshot"]
+            snapshot.restore()
             with timing.phase("launch"):
                 outputs, guards = prepare_outputs(spec, inputs, case)
                 seen = launch(spec, inputs, outputs, config)
@@ -324,6 +404,16 @@ def _run_config(spec: KernelSpec, case: Case, backend: Any, config: dict, state:
     out_of_bounds = guard_violations(guards)
     if out_of_bounds:
         raise _Stop(result(False, math.inf, error="; ".join(out_of_bounds), failure="memory"))
+    state["elements"] = sum(outputs[name].numel() for name in spec.outputs)
+    with timing.phase("check"):
+        clobbered = snapshot.changes(allowed=spec.mutable_inputs)
+        snapshot.restore()
+    if clobbered:
+        raise _Stop(result(False, math.inf, error=(
+            f"the kernel changed its input: {'; '.join(clobbered)}. Only outputs may be written; a kernel that "
+            f"works in place starts its output from the input (initial_outputs), and a workspace it may leave "
+            f"changed is declared in mutable_inputs")))
+    fresh_reference = state["ref"] is None
     if state["ref"] is None:
         try:
             with crash.watchdog(case, options.config_args(spec, config, backend.family), "a hung float64 reference"), \
@@ -342,6 +432,11 @@ def _run_config(spec: KernelSpec, case: Case, backend: Any, config: dict, state:
             exc.__traceback__ = None
             raise _Stop(result(False, math.inf, error=f"broken spec: the reference raised {type(exc).__name__}: "
                                                       f"{exc}"[:2000], failure="spec")) from None
+    if fresh_reference and (changed := snapshot.changes()):
+        raise _Stop(result(False, math.inf, failure="spec", error=(
+            f"broken spec: the reference (or the tolerance's magnitude) changed its inputs: {'; '.join(changed)}. "
+            f"It must leave them as built: a float64 input's .double() is the input itself, so an in-place "
+            f"operation on it (mul_, +=, copy_) writes the input; compute out of place or on a .clone()")))
     ref, mags = state["ref"], state["mags"]
     with timing.phase("check"):
         return _check_outputs(spec, case, backend, config, inputs, outputs, ref, mags)

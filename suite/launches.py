@@ -103,13 +103,32 @@ class NotAnAutotuneConfig(ValueError):
     """The case's config sets an autotuned kernel's parameters to values none of its configs has."""
 
 
+_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+_untuned: dict[str, int] = {}  # autotuned kernels launched with their first config only -> how many they have
+
+
+def take_untuned() -> dict[str, int]:
+    """The autotuned kernels launched since the last call whose configs the case's config did not name (each ran
+    its first config only), with how many configs each has; and forget them."""
+    found = dict(_untuned)
+    _untuned.clear()
+    return found
+
+
 def pick(configs: list[Any], choice: Mapping[str, Any], kernel: str) -> Any:
     """The autotuner config ``choice`` selects: the one whose meta-parameters (and launch options, where ``choice``
-    gives them) it equals; the first where ``choice`` names none of the meta-parameters."""
+    gives them) it equals; the first where ``choice`` names none of the meta-parameters (none of the launch
+    options, for configs that differ in those alone), noted for :func:`take_untuned` where there were others."""
     if not configs:
         raise NotAnAutotuneConfig(f"{kernel}: @triton.autotune with no configs")
     params = {k for c in configs for k in c.kwargs}
     if not params & set(choice):
+        # Configs that differ in launch options alone are told apart by them, where the choice's match one.
+        if not params and (match := [c for c in configs if all(choice[k] == v for k, v in config_dict(c).items()
+                                                               if k in choice)]) and set(_OPTIONS) & set(choice):
+            return match[0]
+        if len(configs) > 1:
+            _untuned[kernel] = len(configs)
         return configs[0]
     for config in configs:
         wanted = config_dict(config)

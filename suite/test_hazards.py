@@ -82,27 +82,52 @@ def test_a_grid_past_65535_on_axis_1_is_refused_or_right(gpu, request: pytest.Fi
     assert missing == far == 0, f"{message}: a launch past the grid's y limit must be refused, not run partly"
 
 
-@pytest.mark.kernels()  # the suite's own input generator
-@pytest.mark.parametrize("kind", ["normal", "bits"])
-def test_inputs_are_the_same_on_every_device(kind: str, request: pytest.FixtureRequest) -> None:
-    """Cases' inputs are drawn on the device they run on (kernels/inputs.py): the Triton kernel that draws them
-    there must give the CPU's numbers bit for bit, or one case would test different inputs on each vendor, and a
-    reproduction line would not reproduce on another backend. On the interpreter, the interpreted kernel."""
+# Sizes around the draw kernel's block (1024): one element, a block less one and plus one, several blocks and a
+# partial one; and a guard region wider than a block on either side, so that an unmasked store shows.
+DRAW_CASES = ((0, 1, 1), (12345, 2, 1023), (7, 4, 1025), (2**31 - 1, 7, 5000), (2**63 - 1, 3, 3 * 1024 + 1))
+DRAW_GUARD = 2048
+_SENTINEL = 0x5A5A5A5A5A5A5A5A  # not a draw the kernel makes (a normal draw is below 2**34; bits: 1 in 2**63)
+
+
+def draw_problems(device: str, kind: int, draw_into=None) -> list[str]:
+    """Where the Triton draw (``inputs.draw_into``, the launch a GPU run makes, or ``draw_into``) differs from the
+    CPU's numpy draw, for sizes that are not multiples of the block, and any element it wrote outside its output
+    (guard regions of sentinels on both sides)."""
     import numpy as np
 
     from kernels import inputs
 
-    backend = request.config.stash[BACKEND]
-    code = {"normal": inputs._NORMAL, "bits": inputs._BITS}[kind]
+    draw_into = draw_into or inputs.draw_into
     bad = []
-    for seed, draw, n in ((0, 1, 1), (12345, 2, 1023), (2**31 - 1, 7, 5000), (2**63 - 1, 3, 1 << 14)):
-        out = torch.empty(n, dtype=torch.int64, device=backend.device)
-        inputs._draw_kernel[(-(-n // 1024),)](out, n, seed, draw, inputs._DOMAIN, KIND=code, BLOCK=1024, num_warps=4)
-        expected = inputs.draw_numpy(seed, draw, code, n)
-        got = out.cpu().numpy()
+    for seed, draw, n in DRAW_CASES:
+        buf = torch.full((n + 2 * DRAW_GUARD,), _SENTINEL, dtype=torch.int64, device=device)
+        draw_into(buf[DRAW_GUARD:DRAW_GUARD + n], seed, draw, kind)
+        got = buf.cpu().numpy()
+        where = f"seed={seed} draw={draw} n={n}"
+        for side, region in (("before", got[:DRAW_GUARD]), ("past the end of", got[DRAW_GUARD + n:])):
+            if (touched := int((region != _SENTINEL).sum())):
+                bad.append(f"{where}: {touched} elements written {side} the output on {device}")
+        got = got[DRAW_GUARD:DRAW_GUARD + n]
+        expected = inputs.draw_numpy(seed, draw, kind, n)
         if not np.array_equal(got, expected):
             first = int(np.flatnonzero(got != expected)[0])
-            bad.append(f"seed={seed} draw={draw} n={n}: element {first} is {got[first]} on {backend.device}, "
-                       f"{expected[first]} on the CPU")
+            unwritten = int((got == _SENTINEL).sum())
+            bad.append(f"{where}: element {first} is {got[first]} on {device}, {expected[first]} on the CPU"
+                       + (f" ({unwritten} elements never written)" if unwritten else ""))
+    return bad
+
+
+@pytest.mark.kernels()  # the suite's own input generator
+@pytest.mark.parametrize("kind", ["normal", "bits"])
+def test_inputs_are_the_same_on_every_device(kind: str, request: pytest.FixtureRequest) -> None:
+    """Cases' inputs are drawn on the device they run on (kernels/inputs.py): the Triton kernel that draws them
+    there, launched as a run launches it, must give the CPU's numbers bit for bit, every element of them and
+    nothing past them, or one case would test different inputs on each vendor, and a reproduction line would not
+    reproduce on another backend. On the interpreter, the interpreted kernel (tests/test_inputs.py plants a launch
+    one program short and a store without its mask, and watches this check fail)."""
+    from kernels import inputs
+
+    backend = request.config.stash[BACKEND]
+    bad = draw_problems(backend.device, {"normal": inputs._NORMAL, "bits": inputs._BITS}[kind])
     _finding(request, "inputs", f"inputs_same_on_every_device_{kind}", not bad, "; ".join(bad) or "equal")
     assert not bad, "\n".join(bad)

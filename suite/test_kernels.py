@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shlex
 import time
+import warnings
 import zlib
 
 import pytest
@@ -16,7 +17,7 @@ from hypothesis import core as hypothesis_core
 from hypothesis import example, given, seed, settings
 
 from kernels.spec import Case
-from suite import autotune, crash, gpu_share, options, parts, reach, results
+from suite import autotune, crash, gpu_share, launches, options, parts, reach, results
 from suite.context import CONTEXT
 from suite.harness import CaseResult, record, run_case
 from suite.recorder import KNOWN_PROPERTY
@@ -113,6 +114,21 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
     shrink = ShrinkBudget(shrink_seconds(ctx.profile))
     too_large: list[str] = []
     last = bool(ctx.options.repro)  # a part that adds up every part's coverage (a --repro case is a test of its own)
+    elements = [0, 0]  # cases passed, and the output elements they compared
+    launches.take_untuned()
+
+    def fail_if_nothing_compared() -> None:
+        if elements[0] and not elements[1]:
+            pytest.fail(f"{spec.name}[{dtype}]: all {elements[0]} case(s) had empty outputs (no element), so nothing "
+                        f"was compared and the test proves nothing: the dims allow only empty tensors here (give a "
+                        f"Dim sizes above 0), or make_outputs returns empty tensors", pytrace=False)
+
+    def warn_untuned() -> None:
+        for name, count in sorted(launches.take_untuned().items()):
+            warnings.warn(f"{spec.name}[{dtype}]: autotuned kernel {name} ran the first of its {count} configs in "
+                          f"every case: the spec's configs name none of its parameters, so its other configs were "
+                          f"never run. List it in jit_fn/jit_fns (the spec then takes its configs), or give "
+                          f"configs=autotune_configs({name})", UserWarning, stacklevel=1)
 
     def fail_if_too_large() -> None:
         if too_large:
@@ -149,6 +165,8 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
             return
         if result.passed:
             if not last_failure:  # passes seen while shrinking a failure are not cases of the run
+                elements[0] += 1
+                elements[1] += result.elements
                 records.append(rec)
                 coverage.add(case, result.ran, result.skipped_configs)
             return
@@ -166,6 +184,7 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
             case = repro_case(spec, dtype, ctx.options.repro)
             check(case, [forced or autotune.choose_config(spec, case.dtype, case.shape, backend)])
             fail_if_too_large()
+            fail_if_nothing_compared()
             return
         strategy = case_strategy(spec, dtype, backend.name, large=ctx.large_shapes)
 
@@ -192,7 +211,9 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
         if forced is None and not failed and (split == 1 or last):
             reach_missing_paths(spec, backend, strategy, coverage, check)
         fail_if_too_large()
+        fail_if_nothing_compared()
     finally:
+        warn_untuned()
         # Hypothesis replays the minimal failing example last: record that one only.
         records.extend(last_failure)
         request.node.user_properties[:] = [p for p in request.node.user_properties if p[0] != reach.COVERAGE_PROPERTY]

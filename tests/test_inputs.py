@@ -108,3 +108,29 @@ def test_the_draw_kernel_compiles_for_every_target() -> None:
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert len(proc.stdout.split()) == 2 * len(targets), proc.stdout
+
+
+@pytest.mark.parametrize("kind", [inputs._NORMAL, inputs._BITS])
+def test_the_device_check_holds_for_the_run_s_launch(kind: int) -> None:
+    """suite/test_hazards.py's device check, here on the interpreter: the launch a GPU run makes draws every element
+    of sizes that are not multiples of the block, and nothing past them."""
+    from suite.test_hazards import draw_problems
+
+    assert draw_problems("cpu", kind) == []
+
+
+@pytest.mark.parametrize("planted, words", [
+    ("one_program_short", ["n=1025: element 1024 is", "(1 elements never written)"]),
+    ("no_mask", ["n=1: 1023 elements written past the end of the output on cpu"]),
+])
+def test_the_device_check_fails_a_planted_draw_launch(planted: str, words: list[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from suite import memcheck
+    from suite.test_hazards import draw_problems
+    from tests.fixtures import planted_draws
+
+    if (checker := memcheck.active()) is not None:  # as on a GPU: the guard regions, not the interpreter's checker
+        monkeypatch.setattr(checker, "check", lambda *args, **kwargs: None)
+    found = "\n".join(draw_problems("cpu", inputs._NORMAL, getattr(planted_draws, planted)))
+    for word in words:
+        assert word in found, found

@@ -20,6 +20,7 @@ registered here by name.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 from collections.abc import Callable, Iterable
@@ -41,12 +42,12 @@ class PatchBroken(pytest.UsageError):
 class Target:
     """One attribute of Triton that a patch replaces, wraps or calls. ``attribute`` is dotted below the module
     (``InterpreterBuilder.create_masked_load``). ``parameters``: the leading parameter names the patch relies on
-    (a callable's), ``None`` for an attribute that only has to exist. ``optional``: the attribute may be absent (the
-    patch adds it), but where present it must have that shape."""
+    (a callable's; ``None`` in it: any name at that position), ``None`` for an attribute that only has to exist.
+    ``optional``: the attribute may be absent (the patch adds it), but where present it must have that shape."""
 
     module: str
     attribute: str
-    parameters: tuple[str, ...] | None = None
+    parameters: tuple[str | None, ...] | None = None
     optional: bool = False
 
     def name(self) -> str:
@@ -76,9 +77,11 @@ class Target:
         except (TypeError, ValueError):
             return f"{self.name()} has no inspectable signature"
         positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        if positional[:len(self.parameters)] != list(self.parameters):
-            return (f"{self.name()} takes ({', '.join(positional)}), the patch expects it to begin with "
-                    f"({', '.join(self.parameters)})")
+        leading = positional[:len(self.parameters)]
+        wanted = list(self.parameters)
+        if len(leading) < len(wanted) or any(w not in (None, n) for w, n in zip(wanted, leading, strict=True)):
+            expected = ", ".join(w or "_" for w in self.parameters)
+            return f"{self.name()} takes ({', '.join(positional)}), the patch expects it to begin with ({expected})"
         return None
 
 
@@ -169,20 +172,23 @@ PATCHES: tuple[Patch, ...] = (
           "rejects the integer masks its own splat of a scalar comparison makes; 3.6's read them as nonzero)",
           (Target(INTERP, f"{BUILDER}.create_masked_load", ("self", "ptrs", "mask", "other")),
            Target(INTERP, f"{BUILDER}.create_masked_store", ("self", "ptrs", "value", "mask")),
-           Target(INTERP, f"{BUILDER}.create_atomic_rmw", ("self", "rmwOp", "ptr", "val", "mask")),
+           Target(INTERP, f"{BUILDER}.create_atomic_rmw", ("self", None, "ptr", "val", "mask")),
            Target(INTERP, "TensorHandle", ("data", "dtype"))),
-          triton=">=3.9", backends=("interpret",)),
+          # 3.6's core reads integer masks as nonzero (checked); 3.9's refuses them (checked); 3.7 and 3.8 are not
+          # checked, and bool masks mean the same to both cores.
+          triton=">=3.7", backends=("interpret",)),
     Patch("interpreter-index-numpy24", "suite/compat.py",
           "a scalar tensor used as an index or loop bound (range(0, K, BLOCK_K)) converted with int(data.squeeze()), "
           "as Triton 3.9 does: Triton 3.6's int(data) on a one-element array is an error from numpy 2.4 on",
           (Target(INTERP, "_patch_lang_tensor", ("tensor", "scope")),
            Target(INTERP, "_LangPatchScope.set_attr", ("self", "obj", "name", "value"))),
+          # 3.9 squeezes (checked); 3.7 and 3.8 are not checked, and the squeeze is what 3.9 does.
           triton="<3.9", backends=("interpret",)),
     Patch("memcheck-hooks", "suite/memcheck.py",
           "the interpreter's memory checker: every load, store and atomic checked against the launch's tensors",
           (Target(INTERP, f"{BUILDER}.create_masked_load", ("self", "ptrs", "mask", "other")),
            Target(INTERP, f"{BUILDER}.create_masked_store", ("self", "ptrs", "value", "mask")),
-           Target(INTERP, f"{BUILDER}.create_atomic_rmw", ("self", "rmwOp", "ptr", "val", "mask")),
+           Target(INTERP, f"{BUILDER}.create_atomic_rmw", ("self", None, "ptr", "val", "mask")),
            Target(INTERP, f"{BUILDER}.create_atomic_cas", ("self", "ptr", "cmp", "val")),
            Target(INTERP, "GridExecutor._init_args_hst", ("self", "args_dev", "kwargs")),
            Target(INTERP, "GridExecutor.__call__", ("self",)), Target(INTERP, "interpreter_builder")),
@@ -274,23 +280,27 @@ def as_bool_mask(mask: Any) -> Any:
     return TensorHandle(np.asarray(mask.data) != 0, tl.int1)
 
 
-def _bool_masks() -> None:
+def _bool_masks(setter: Callable[[Any, str, Any], None] = setattr) -> None:
     from triton.runtime import interpreter
 
     builder = interpreter.InterpreterBuilder
     load, store, rmw = builder.create_masked_load, builder.create_masked_store, builder.create_atomic_rmw
 
+    @functools.wraps(load)
     def create_masked_load(self, ptrs, mask, other, *rest, **kw):
         return load(self, ptrs, as_bool_mask(mask), other, *rest, **kw)
 
+    @functools.wraps(store)
     def create_masked_store(self, ptrs, value, mask, *rest, **kw):
         return store(self, ptrs, value, as_bool_mask(mask), *rest, **kw)
 
+    @functools.wraps(rmw)
     def create_atomic_rmw(self, op, ptr, val, mask, *rest, **kw):
         return rmw(self, op, ptr, val, as_bool_mask(mask), *rest, **kw)
 
-    builder.create_masked_load, builder.create_masked_store = create_masked_load, create_masked_store
-    builder.create_atomic_rmw = create_atomic_rmw
+    setter(builder, "create_masked_load", create_masked_load)
+    setter(builder, "create_masked_store", create_masked_store)
+    setter(builder, "create_atomic_rmw", create_atomic_rmw)
 
 
 def scalar_index(data: Any) -> int:
@@ -298,13 +308,14 @@ def scalar_index(data: Any) -> int:
     return int(data.squeeze())
 
 
-def _index_squeezes() -> None:
+def _index_squeezes(setter: Callable[[Any, str, Any], None] = setattr) -> None:
     from triton.runtime import interpreter
 
     original = interpreter._patch_lang_tensor
 
+    @functools.wraps(original)
     def _patch_lang_tensor(tensor, scope):
         original(tensor, scope)
         scope.set_attr(tensor, "__index__", lambda self: scalar_index(self.handle.data))
 
-    interpreter._patch_lang_tensor = _patch_lang_tensor
+    setter(interpreter, "_patch_lang_tensor", _patch_lang_tensor)

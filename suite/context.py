@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from suite import autotune, crash, interpreter, launches, options, results
+from suite import autotune, compat, crash, interpreter, launches, options, results
 from suite import backend as backend_mod
 from suite import known_issues as known_mod
 from suite.strategies import LARGE_SHAPE_PROFILES, VALIDATION_SEED
@@ -148,6 +148,7 @@ def build(config: pytest.Config) -> SuiteContext:
     except backend_mod.BackendUnavailable as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[BACKEND] = backend
+    compat.verify(backend.name)  # every patch of Triton's internals this run applies: its targets are there
     if backend.name == "interpret":
         interpreter.install()
     launches.install()

@@ -326,6 +326,9 @@ def count_do_bench() -> None:
     benchmark counts as a tuning benchmark of the active lookup."""
     import triton.testing
 
+    from suite import compat
+
+    compat.require("do-bench-counting")
     if getattr(triton.testing.do_bench, "_suite_counted", False):
         return
     original = triton.testing.do_bench

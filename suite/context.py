@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from suite import autotune, crash, interpreter, launches, options, results
+from suite import autotune, compat, crash, interpreter, launches, options, results
 from suite import backend as backend_mod
 from suite import known_issues as known_mod
 from suite.strategies import LARGE_SHAPE_PROFILES, VALIDATION_SEED
@@ -153,6 +153,7 @@ def build(config: pytest.Config) -> SuiteContext:
         raise options.usage("--compile-targets", "own", "the CPU interpreter has no GPU arch of its own to compile "
                                                         "for (the matrix would build nothing); use all, the "
                                                         "interpreter's default, or run own on a GPU backend")
+    compat.verify(backend.name)  # every patch of Triton's internals this run applies: its targets are there
     if backend.name == "interpret":
         interpreter.install()
     launches.install()

@@ -12,6 +12,8 @@ Installed once per process when the backend is the interpreter (``install``), be
   interpreter version raises :class:`InterpreterGap` naming it.
 - **bf16 constants** (``tl.full(..., dtype=tl.bfloat16)``, ``x_bf16 * 2.0``) failed for want of a bf16 constant
   maker; they are rounded to nearest even, as on a GPU.
+- **Version-specific gaps** (integer masks that Triton 3.9's core refuses, Triton 3.6's ``int()`` of a one-element
+  array that numpy 2.4 refuses) are patched in suite/compat.py, which registers every patch of Triton's internals.
 - **bf16 arithmetic** is still done on the raw uint16 bit patterns (triton #4972; docs/hazards.md, hazard 1). That is
   not patched over: the interpreter notes which bf16 operations a case ran (``bf16_operations``) and the harness
   names them when the case fails, with what to do.
@@ -140,6 +142,12 @@ def install() -> None:
     import triton.language.extra.libdevice as stubs
     from triton.runtime import interpreter
 
+    from suite import compat
+
+    for name in ("interpreter-float-scalars", "interpreter-bf16-constants", "interpreter-libdevice",
+                 "interpreter-bf16-notes"):
+        compat.require(name)  # a Triton that moved what these patches touch: a usage error naming the patch
+    compat.install_interpreter_fixes()  # the gaps of particular Triton versions (suite/compat.py)
     original_cvt = interpreter._implicit_cvt
 
     def implicit_cvt(arg: Any) -> Any:

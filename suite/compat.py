@@ -1,0 +1,321 @@
+"""Every place the suite reaches into Triton's internals, in one registry, each with the Triton versions it applies
+to and a check that its targets are still there, in the shape the patch relies on.
+
+Triton's runtime, interpreter and knobs are not a stable API: a release that renames ``InterpreterBuilder.
+create_masked_load`` or drops ``knobs.runtime.jit_cache_hook`` would otherwise show up as a wrong verdict (a kernel
+failing with an AttributeError, a run that times nothing) instead of what it is. So:
+
+- each patch is a :class:`Patch` here: its name, the suite module that applies it, the targets it touches (module,
+  attribute, the leading parameters it calls or replaces with), the Triton versions it applies to, and why;
+- at session start (``suite/context.py``) :func:`verify` checks every patch that applies to the installed Triton
+  and the run's backend; a target that is missing or has another shape is a usage error naming the patch, the
+  target and the Triton version, before the first test;
+- a module applying a patch calls :func:`require` first (the same check, for a process that did not verify);
+- ``tests/test_compat.py`` runs every check on the installed Triton and plants breaks.
+
+The patches of this module's own (the interpreter's version-specific gaps) are applied by
+:func:`install_interpreter_fixes`, from ``suite/interpreter.py``; the others stay where they are used and are
+registered here by name.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+ALL_BACKENDS = ("interpret", "cuda", "rocm")
+
+
+class PatchBroken(pytest.UsageError):
+    """A patch's target is not in the installed Triton as the patch expects: the suite cannot run on it."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """One attribute of Triton that a patch replaces, wraps or calls. ``attribute`` is dotted below the module
+    (``InterpreterBuilder.create_masked_load``). ``parameters``: the leading parameter names the patch relies on
+    (a callable's; ``None`` in it: any name at that position), ``None`` for an attribute that only has to exist.
+    ``optional``: the attribute may be absent (the patch adds it), but where present it must have that shape."""
+
+    module: str
+    attribute: str
+    parameters: tuple[str | None, ...] | None = None
+    optional: bool = False
+
+    def name(self) -> str:
+        return f"{self.module}.{self.attribute}"
+
+    def resolve(self) -> Any:
+        obj: Any = importlib.import_module(self.module)
+        for part in self.attribute.split("."):
+            obj = getattr(obj, part)
+        return obj
+
+    def problem(self) -> str | None:
+        try:
+            obj = self.resolve()
+        except ImportError as exc:
+            return f"{self.module} does not import ({exc})"
+        except AttributeError:
+            if self.optional:
+                return None
+            return f"{self.name()} is missing"
+        if self.parameters is None:
+            return None
+        if not callable(obj):
+            return f"{self.name()} is not callable (a {type(obj).__name__})"
+        try:
+            params = list(inspect.signature(obj).parameters.values())
+        except (TypeError, ValueError):
+            return f"{self.name()} has no inspectable signature"
+        positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        leading = positional[:len(self.parameters)]
+        wanted = list(self.parameters)
+        if len(leading) < len(wanted) or any(w not in (None, n) for w, n in zip(wanted, leading, strict=True)):
+            expected = ", ".join(w or "_" for w in self.parameters)
+            return f"{self.name()} takes ({', '.join(positional)}), the patch expects it to begin with ({expected})"
+        return None
+
+
+@dataclass(frozen=True)
+class Patch:
+    name: str
+    where: str  # the suite module applying it
+    purpose: str
+    targets: tuple[Target, ...]
+    triton: str = ">=3.6"  # the Triton versions it is applied on (a packaging specifier)
+    backends: tuple[str, ...] = ALL_BACKENDS
+    extra_check: Callable[[], str | None] | None = field(default=None, compare=False)
+
+    def applies(self, triton_version: str | None = None, backend: str | None = None) -> bool:
+        version = Version((triton_version or installed_triton()).split("+")[0])
+        return version in SpecifierSet(self.triton) and (backend is None or backend in self.backends)
+
+    def check(self) -> list[str]:
+        """What is wrong with the installed Triton for this patch (nothing: it can be applied)."""
+        problems = [p for t in self.targets if (p := t.problem())]
+        if not problems and self.extra_check is not None and (p := self.extra_check()):
+            problems.append(p)
+        return problems
+
+
+def installed_triton() -> str:
+    import triton
+
+    return triton.__version__
+
+
+def installed_numpy() -> str:
+    import numpy
+
+    return numpy.__version__
+
+
+INTERP = "triton.runtime.interpreter"
+BUILDER = "InterpreterBuilder"
+
+
+def _vendor_libdevice_shape() -> str | None:
+    """The vendors' libdevice functions are builtins closing over the stub (``fn``): the patch swaps their code."""
+    import triton.language.core as core
+
+    if not hasattr(core, "TRITON_BUILTIN"):
+        return "triton.language.core.TRITON_BUILTIN is missing"
+    try:
+        module = importlib.import_module("triton.language.extra.cuda.libdevice")
+    except ImportError:
+        return None
+    fn = getattr(module, "rsqrt", None)
+    if fn is None or getattr(getattr(fn, "__code__", None), "co_freevars", None) != ("fn",):
+        return ("triton.language.extra.cuda.libdevice.rsqrt is no longer a builtin closing over its stub (fn): the "
+                "patch that routes it to the interpreter's libdevice cannot swap its code")
+    return None
+
+
+def _stub_shape() -> str | None:
+    """libdevice stubs are plain functions of the module taking ``_semantic``: the patch gives them a body."""
+    module = importlib.import_module("triton.language.extra.libdevice")
+    fn = getattr(module, "rsqrt", None)
+    if not inspect.isfunction(fn):
+        return "triton.language.extra.libdevice.rsqrt is not a plain function (the stub the patch gives a body)"
+    return None
+
+
+PATCHES: tuple[Patch, ...] = (
+    Patch("interpreter-float-scalars", "suite/interpreter.py",
+          "a Python float kernel argument becomes an fp32 scalar, as on a GPU (it has .to there)",
+          (Target(INTERP, "_implicit_cvt", ("arg",)), Target(INTERP, "TensorHandle", ("data", "dtype"))),
+          backends=("interpret",)),
+    Patch("interpreter-bf16-constants", "suite/interpreter.py",
+          "bf16 constants rounded to nearest even (Triton 3.6 has no get_bf16; 3.9's truncates)",
+          (Target(INTERP, f"{BUILDER}.get_bf16", ("self", "value"), optional=True),), backends=("interpret",)),
+    Patch("interpreter-bf16-notes", "suite/interpreter.py",
+          "notes which bf16 operations a case ran (the interpreter computes on uint16 bit patterns, hazard 1)",
+          (Target(INTERP, f"{BUILDER}.binary_op", ("self", "lhs", "rhs", "op")),
+           Target(INTERP, f"{BUILDER}.create_dot", ("self", "a", "b", "d"))), backends=("interpret",)),
+    Patch("interpreter-libdevice", "suite/interpreter.py",
+          "libdevice functions computed with numpy (the interpreter runs stubs that return None)",
+          (Target("triton.language.extra.libdevice", "rsqrt"), Target(INTERP, "interpreter_semantic"),
+           Target(INTERP, "interpreter_semantic.broadcast_impl_value", ("lhs", "rhs")),
+           Target(INTERP, "interpreter_semantic.to_tensor")),
+          backends=("interpret",), extra_check=lambda: _stub_shape() or _vendor_libdevice_shape()),
+    Patch("interpreter-bool-masks", "suite/compat.py",
+          "load/store/atomic masks passed to the interpreter's C++ core as numpy bool (Triton 3.9's nanobind core "
+          "rejects the integer masks its own splat of a scalar comparison makes; 3.6's read them as nonzero)",
+          (Target(INTERP, f"{BUILDER}.create_masked_load", ("self", "ptrs", "mask", "other")),
+           Target(INTERP, f"{BUILDER}.create_masked_store", ("self", "ptrs", "value", "mask")),
+           Target(INTERP, f"{BUILDER}.create_atomic_rmw", ("self", None, "ptr", "val", "mask")),
+           Target(INTERP, "TensorHandle", ("data", "dtype"))),
+          # 3.6's core reads integer masks as nonzero (checked); 3.9's refuses them (checked); 3.7 and 3.8 are not
+          # checked, and bool masks mean the same to both cores.
+          triton=">=3.7", backends=("interpret",)),
+    Patch("interpreter-index-numpy24", "suite/compat.py",
+          "a scalar tensor used as an index or loop bound (range(0, K, BLOCK_K)) converted with int(data.squeeze()), "
+          "as Triton 3.9 does: Triton 3.6's int(data) on a one-element array is an error from numpy 2.4 on",
+          (Target(INTERP, "_patch_lang_tensor", ("tensor", "scope")),
+           Target(INTERP, "_LangPatchScope.set_attr", ("self", "obj", "name", "value"))),
+          # 3.9 squeezes (checked); 3.7 and 3.8 are not checked, and the squeeze is what 3.9 does.
+          triton="<3.9", backends=("interpret",)),
+    Patch("memcheck-hooks", "suite/memcheck.py",
+          "the interpreter's memory checker: every load, store and atomic checked against the launch's tensors",
+          (Target(INTERP, f"{BUILDER}.create_masked_load", ("self", "ptrs", "mask", "other")),
+           Target(INTERP, f"{BUILDER}.create_masked_store", ("self", "ptrs", "value", "mask")),
+           Target(INTERP, f"{BUILDER}.create_atomic_rmw", ("self", None, "ptr", "val", "mask")),
+           Target(INTERP, f"{BUILDER}.create_atomic_cas", ("self", "ptr", "cmp", "val")),
+           Target(INTERP, "GridExecutor._init_args_hst", ("self", "args_dev", "kwargs")),
+           Target(INTERP, "GridExecutor.__call__", ("self",)), Target(INTERP, "interpreter_builder")),
+          backends=("interpret",)),
+    Patch("launch-interception", "suite/launches.py",
+          "launches recorded (outputs seen, signatures) and @triton.autotune made to run the case's config",
+          (Target("triton.runtime.jit", "JITFunction.run", ("self",)),
+           Target(INTERP, "InterpretedFunction.run", ("self",)),
+           Target("triton.runtime.autotuner", "Autotuner.run", ("self",)),
+           Target("triton.runtime.autotuner", "Autotuner.__init__", ("self", "fn", "arg_names", "configs")))),
+    Patch("do-bench-counting", "suite/autotune.py",
+          "every triton.testing.do_bench call outside a declared benchmark counts as tuning (a normal run times "
+          "nothing)", (Target("triton.testing", "do_bench", ("fn", "warmup", "rep")),),
+          backends=("cuda", "rocm")),
+    Patch("bench-do-bench", "suite/bench.py",
+          "benchmark samples from triton.testing.do_bench(fn, warmup=, rep=, return_mode='all')",
+          (Target("triton.testing", "do_bench", ("fn", "warmup", "rep", "grad_to_none", "quantiles",
+                                                  "return_mode")),), backends=("cuda", "rocm")),
+    Patch("timing-knobs-hooks", "suite/timing.py",
+          "Triton's compiles timed and counted (compilation listener, JIT cache and post-compile hooks)",
+          (Target("triton.knobs", "compilation.listener"), Target("triton.knobs", "runtime.jit_cache_hook"),
+           Target("triton.knobs", "runtime.jit_post_compile_hook"))),
+    Patch("compile-cache-manager", "suite/compile_share.py",
+          "workers needing the same kernel variant compile it once (Triton's file cache with a lock per entry)",
+          (Target("triton.knobs", "cache.manager_class"),
+           Target("triton.runtime.cache", "FileCacheManager.get_group", ("self", "filename")),
+           Target("triton.runtime.cache", "FileCacheManager.put_group", ("self", "filename", "group")))),
+)
+
+BY_NAME = {p.name: p for p in PATCHES}
+
+
+def _message(broken: Iterable[tuple[Patch, list[str]]], triton_version: str) -> str:
+    lines = [f"Triton {triton_version} lacks what the suite's patches of its internals need (suite/compat.py):"]
+    for patch, problems in broken:
+        lines.append(f"  patch {patch.name!r} ({patch.where}: {patch.purpose}; applied on Triton {patch.triton}):")
+        lines += [f"    {p}" for p in problems]
+    lines.append("Run the suite with a Triton it supports (requirements/ci.txt: 3.6.0, requirements/ci-triton39.txt: "
+                 "3.9.0), or update the patch and its entry in suite/compat.py for this version.")
+    return "\n".join(lines)
+
+
+def require(name: str) -> Patch:
+    """The patch ``name``, checked against the installed Triton; raises :class:`PatchBroken` naming it."""
+    patch = BY_NAME[name]
+    if problems := patch.check():
+        raise PatchBroken(_message([(patch, problems)], installed_triton()))
+    return patch
+
+
+def verify(backend: str) -> list[Patch]:
+    """Check every patch that applies to the installed Triton and ``backend``; the patches that apply. Raises
+    :class:`PatchBroken` naming every broken one."""
+    version = installed_triton()
+    applying = [p for p in PATCHES if p.applies(version, backend)]
+    broken = [(p, problems) for p in applying if (problems := p.check())]
+    if broken:
+        raise PatchBroken(_message(broken, version))
+    return applying
+
+
+# --- the interpreter's version-specific gaps, patched here ----------------------------------------------------
+
+_applied: set[str] = set()
+
+
+def install_interpreter_fixes() -> list[str]:
+    """Apply the interpreter patches of this module that apply to the installed Triton (once per process); their
+    names."""
+    fixes = {"interpreter-bool-masks": _bool_masks, "interpreter-index-numpy24": _index_squeezes}
+    for name, apply in fixes.items():
+        if name not in _applied and BY_NAME[name].applies():
+            require(name)
+            apply()
+            _applied.add(name)
+    return sorted(_applied)
+
+
+def as_bool_mask(mask: Any) -> Any:
+    """A mask handle whose data is numpy bool. The interpreter splats a scalar comparison (``valid = t != -100``,
+    then ``(cols < n) & valid``) into the comparison operands' integer dtype, so a mask of tl.int1 can hold 0/1
+    integers; Triton 3.6's C++ load read any nonzero as set, 3.9's raises "mask has unsupported dtype"."""
+    import numpy as np
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle
+
+    if mask is None or mask.data.dtype == np.bool_:
+        return mask
+    return TensorHandle(np.asarray(mask.data) != 0, tl.int1)
+
+
+def _bool_masks(setter: Callable[[Any, str, Any], None] = setattr) -> None:
+    from triton.runtime import interpreter
+
+    builder = interpreter.InterpreterBuilder
+    load, store, rmw = builder.create_masked_load, builder.create_masked_store, builder.create_atomic_rmw
+
+    @functools.wraps(load)
+    def create_masked_load(self, ptrs, mask, other, *rest, **kw):
+        return load(self, ptrs, as_bool_mask(mask), other, *rest, **kw)
+
+    @functools.wraps(store)
+    def create_masked_store(self, ptrs, value, mask, *rest, **kw):
+        return store(self, ptrs, value, as_bool_mask(mask), *rest, **kw)
+
+    @functools.wraps(rmw)
+    def create_atomic_rmw(self, op, ptr, val, mask, *rest, **kw):
+        return rmw(self, op, ptr, val, as_bool_mask(mask), *rest, **kw)
+
+    setter(builder, "create_masked_load", create_masked_load)
+    setter(builder, "create_masked_store", create_masked_store)
+    setter(builder, "create_atomic_rmw", create_atomic_rmw)
+
+
+def scalar_index(data: Any) -> int:
+    """What Triton 3.9's interpreter takes as a scalar tensor's ``__index__``: its one element."""
+    return int(data.squeeze())
+
+
+def _index_squeezes(setter: Callable[[Any, str, Any], None] = setattr) -> None:
+    from triton.runtime import interpreter
+
+    original = interpreter._patch_lang_tensor
+
+    @functools.wraps(original)
+    def _patch_lang_tensor(tensor, scope):
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: scalar_index(self.handle.data))
+
+    setter(interpreter, "_patch_lang_tensor", _patch_lang_tensor)

@@ -1,0 +1,239 @@
+"""The suite's patches of Triton's internals (suite/compat.py): every one checks out on the installed Triton, a
+Triton that moved a target fails naming the patch (a usage error at session start, never a wrong verdict), and the
+version-specific interpreter fixes do what they are for."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import types
+
+import numpy as np
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from suite import compat
+
+INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+interpreter_only = pytest.mark.skipif(not INTERPRETED, reason="interpreter only")
+
+
+@pytest.mark.parametrize("patch", compat.PATCHES, ids=lambda p: p.name)
+def test_every_patch_checks_out_on_the_installed_triton(patch):
+    if not patch.applies():
+        pytest.skip(f"{patch.name} applies to Triton {patch.triton}, not {triton.__version__}")
+    assert patch.check() == [], f"patch {patch.name!r} ({patch.where}) is broken on Triton {triton.__version__}"
+
+
+def test_the_registry_is_well_formed():
+    assert len(compat.BY_NAME) == len(compat.PATCHES), "patch names must be unique"
+    for patch in compat.PATCHES:
+        assert patch.targets and patch.where.startswith("suite/") and set(patch.backends) <= set(compat.ALL_BACKENDS)
+        assert os.path.exists(os.path.join(os.path.dirname(compat.__file__), os.path.basename(patch.where))), patch
+
+
+def _plant_missing(monkeypatch, target: compat.Target) -> None:
+    """Make ``target`` missing, as a Triton that renamed it would: its owner stands in without it."""
+    module = importlib.import_module(target.module)
+    parts = target.attribute.split(".")
+    if len(parts) == 1:
+        monkeypatch.delattr(module, parts[0])
+        return
+    owner = getattr(module, parts[0])
+    for part in parts[1:-1]:
+        owner = getattr(owner, part)
+    keep = {k: getattr(owner, k) for k in dir(owner) if k != parts[-1] and not k.startswith("__")}
+    stand_in = types.SimpleNamespace(**keep)
+    if len(parts) == 2:
+        monkeypatch.setattr(module, parts[0], stand_in)
+    else:
+        parent = getattr(module, parts[0])
+        for part in parts[1:-2]:
+            parent = getattr(parent, part)
+        monkeypatch.setattr(parent, parts[-2], stand_in)
+
+
+TARGETS = [(p, t) for p in compat.PATCHES for t in p.targets if not t.optional]
+
+
+@pytest.mark.parametrize(("patch", "target"), TARGETS, ids=[f"{p.name}:{t.attribute}" for p, t in TARGETS])
+def test_a_missing_target_fails_naming_the_patch(monkeypatch, patch, target):
+    _plant_missing(monkeypatch, target)
+    problems = patch.check()
+    assert any(target.name() in p for p in problems), problems
+    with pytest.raises(compat.PatchBroken) as info:
+        compat.require(patch.name)
+    message = str(info.value)
+    assert f"patch {patch.name!r}" in message and f"Triton {triton.__version__}" in message and target.name() in message
+
+
+def test_a_changed_signature_fails_naming_the_patch(monkeypatch):
+    from triton.runtime import interpreter
+
+    def create_masked_load(self, pointers, mask, other, cache_policy, is_volatile):  # ptrs renamed
+        raise AssertionError("not called")
+
+    monkeypatch.setattr(interpreter.InterpreterBuilder, "create_masked_load", create_masked_load)
+    with pytest.raises(compat.PatchBroken, match=r"patch 'memcheck-hooks'(.|\n)*create_masked_load takes \(self, "
+                                                 r"pointers"):
+        compat.verify("interpret")
+    compat.verify("cuda")  # a GPU run applies no interpreter patch: nothing to refuse
+
+
+def test_an_optional_target_may_be_missing_but_not_misshapen(monkeypatch):
+    from triton.runtime import interpreter
+
+    patch = compat.BY_NAME["interpreter-bf16-constants"]
+    monkeypatch.delattr(interpreter.InterpreterBuilder, "get_bf16", raising=False)
+    assert patch.check() == []
+    monkeypatch.setattr(interpreter.InterpreterBuilder, "get_bf16", lambda self, value, rounding: None, raising=False)
+    assert patch.check() == []  # begins with (self, value)
+    monkeypatch.setattr(interpreter.InterpreterBuilder, "get_bf16", lambda self, v: None, raising=False)
+    assert "get_bf16 takes (self, v)" in patch.check()[0]
+
+
+def test_version_gates():
+    masks, index = compat.BY_NAME["interpreter-bool-masks"], compat.BY_NAME["interpreter-index-numpy24"]
+    assert masks.applies("3.9.0", "interpret") and masks.applies("3.10.0+git1234", "interpret")
+    assert not masks.applies("3.6.0", "interpret") and not masks.applies("3.9.0", "cuda")
+    assert index.applies("3.6.0", "interpret") and not index.applies("3.9.0", "interpret")
+    assert not compat.BY_NAME["do-bench-counting"].applies("3.6.0", "interpret")
+
+
+def test_a_session_on_a_triton_that_moved_a_target_is_a_usage_error(run_suite, tmp_path):
+    """End to end: a Triton without ``InterpreterBuilder.create_masked_store`` (planted by a plugin loaded before the
+    suite's) stops the run before the first test, naming the patches and the version."""
+    (tmp_path / "plant_break.py").write_text(
+        "import os\nos.environ['TRITON_INTERPRET'] = '1'\n"
+        "from triton.runtime import interpreter\n"
+        "del interpreter.InterpreterBuilder.create_masked_store\n")
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))}
+    result = run_suite("-p", "plant_break", "--backend=interpret", "--kernels=vector_add", "-n", "0", env=env,
+                       timeout=300)
+    assert result.returncode == 4, result.output[-3000:]
+    assert "patch 'memcheck-hooks'" in result.output and f"Triton {triton.__version__}" in result.output
+    assert "InterpreterBuilder.create_masked_store is missing" in result.output
+
+
+# --- the interpreter fixes ------------------------------------------------------------------------------------
+
+@triton.jit
+def _scalar_masked_row(x_ptr, target_ptr, out_ptr, n, ignore_index, BLOCK: tl.constexpr):
+    """A block mask and-ed with a scalar comparison, as cross_entropy's ``(cols < n_cols) & valid``."""
+    target = tl.load(target_ptr)
+    valid = target != ignore_index
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + cols, mask=(cols < n) & valid, other=-1.0)
+    tl.store(out_ptr + cols, x, mask=(cols < n) & valid)
+
+
+class _StrictCore:
+    """Triton 3.9's C++ interpreter core as to masks (python/src/interpreter.cc, ``require_dtype<bool>(mask,
+    "mask")``): a mask that is not numpy bool is refused. The rest is the installed core's."""
+
+    def __init__(self, core):
+        self._core = core
+
+    def __getattr__(self, name):
+        return getattr(self._core, name)
+
+    def load(self, ptr, mask, other, dtype):
+        if mask.dtype != np.bool_:
+            raise ValueError("mask has unsupported dtype")
+        return self._core.load(ptr, mask, other, dtype)
+
+    def store(self, ptr, value, mask):
+        if mask.dtype != np.bool_:
+            raise ValueError("mask has unsupported dtype")
+        return self._core.store(ptr, value, mask)
+
+
+def _strict_interpreter(monkeypatch):
+    from triton.runtime import interpreter
+
+    monkeypatch.setattr(interpreter, "_interpreter", _StrictCore(interpreter._interpreter))
+    if "interpreter-bool-masks" not in compat._applied:  # a Triton before 3.7: the fix is not installed
+        compat._bool_masks(monkeypatch.setattr)
+
+
+def _run_scalar_masked(target: int) -> torch.Tensor:
+    x = torch.arange(1.0, 9.0)
+    out = torch.full((8,), 7.0)
+    _scalar_masked_row[(1,)](x, torch.tensor([target]), out, 6, -100, BLOCK=8)
+    return out
+
+
+@interpreter_only
+def test_a_mask_and_ed_with_a_scalar_comparison_runs_on_a_core_that_takes_only_bool_masks(monkeypatch):
+    _strict_interpreter(monkeypatch)
+    assert _run_scalar_masked(3).tolist() == [1, 2, 3, 4, 5, 6, 7, 7]
+    assert _run_scalar_masked(-100).tolist() == [7] * 8  # not valid: nothing read, nothing written
+
+
+@interpreter_only
+def test_without_the_bool_mask_fix_such_a_core_refuses_the_mask(monkeypatch):
+    """The fix is what makes the test above pass: the interpreter itself hands the core an integer mask."""
+    _strict_interpreter(monkeypatch)
+    monkeypatch.setattr(compat, "as_bool_mask", lambda mask: mask)
+    with pytest.raises(Exception, match="mask has unsupported dtype"):
+        _run_scalar_masked(3)
+
+
+@triton.jit
+def _loop_bound_from_argument(x_ptr, out_ptr, K, BLOCK_K: tl.constexpr):
+    acc = tl.zeros([BLOCK_K], dtype=tl.float32)
+    for start in range(0, K, BLOCK_K):  # K's handle is a one-element array: range() takes its __index__
+        offs = start + tl.arange(0, BLOCK_K)
+        acc += tl.load(x_ptr + offs, mask=offs < K, other=0.0)
+    tl.store(out_ptr, tl.sum(acc, axis=0))
+
+
+class _Numpy24Array(np.ndarray):
+    """numpy >= 2.4 as to int(): only a 0-dimensional array converts to a Python scalar."""
+
+    def __int__(self):
+        if self.ndim:
+            raise TypeError("only 0-dimensional arrays can be converted to Python scalars")
+        return int(self.item())
+
+
+def _numpy24_arguments(monkeypatch):
+    from triton.runtime import interpreter
+
+    convert = interpreter._implicit_cvt
+
+    def implicit_cvt(arg):
+        out = convert(arg)
+        if isinstance(arg, int) and not isinstance(arg, bool):
+            out.handle.data = out.handle.data.view(_Numpy24Array)
+        return out
+
+    monkeypatch.setattr(interpreter, "_implicit_cvt", implicit_cvt)
+    if "interpreter-index-numpy24" not in compat._applied and compat.BY_NAME["interpreter-index-numpy24"].applies():
+        compat._index_squeezes(monkeypatch.setattr)
+
+
+def _sum_to(k: int) -> float:
+    out = torch.empty(1)
+    _loop_bound_from_argument[(1,)](torch.arange(float(k)), out, k, BLOCK_K=4)
+    return out.item()
+
+
+@interpreter_only
+def test_a_loop_bound_taken_from_an_argument_runs_under_numpy_2_4(monkeypatch):
+    _numpy24_arguments(monkeypatch)
+    assert _sum_to(10) == 45.0
+
+
+@interpreter_only
+def test_without_the_index_fix_triton_3_6_fails_under_numpy_2_4(monkeypatch):
+    from triton.runtime import interpreter
+
+    if not compat.BY_NAME["interpreter-index-numpy24"].applies():
+        pytest.skip(f"Triton {triton.__version__}'s interpreter squeezes on its own")
+    _numpy24_arguments(monkeypatch)
+    monkeypatch.setattr(interpreter, "_patch_lang_tensor", interpreter._patch_lang_tensor.__wrapped__)
+    with pytest.raises(Exception, match="only 0-dimensional arrays"):
+        _sum_to(10)

@@ -201,7 +201,7 @@ PATCHES: tuple[Patch, ...] = (
            Target("triton.runtime.autotuner", "Autotuner.__init__", ("self", "fn", "arg_names", "configs")))),
     Patch("do-bench-counting", "suite/autotune.py",
           "every triton.testing.do_bench call outside a declared benchmark counts as tuning (a normal run times "
-          "nothing)", (Target("triton.testing", "do_bench", ("fn", "warmup", "rep")),),
+          "nothing; the wrapper passes every argument on)", (Target("triton.testing", "do_bench", ("fn",)),),
           backends=("cuda", "rocm")),
     Patch("bench-do-bench", "suite/bench.py",
           "benchmark samples from triton.testing.do_bench(fn, warmup=, rep=, return_mode='all')",

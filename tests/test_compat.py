@@ -119,6 +119,12 @@ def test_a_session_on_a_triton_that_moved_a_target_is_a_usage_error(run_suite, t
 
 # --- the interpreter fixes ------------------------------------------------------------------------------------
 
+@interpreter_only
+@pytest.mark.parametrize("name", ["interpreter-bool-masks", "interpreter-index-numpy24"])
+def test_the_interpreter_fixes_for_this_triton_are_installed_at_session_start(name):
+    assert (name in compat._applied) == compat.BY_NAME[name].applies(), (name, triton.__version__)
+
+
 @triton.jit
 def _scalar_masked_row(x_ptr, target_ptr, out_ptr, n, ignore_index, BLOCK: tl.constexpr):
     """A block mask and-ed with a scalar comparison, as cross_entropy's ``(cols < n_cols) & valid``."""

@@ -97,7 +97,9 @@ class Patch:
 
     def applies(self, triton_version: str | None = None, backend: str | None = None) -> bool:
         version = Version((triton_version or installed_triton()).split("+")[0])
-        return version in SpecifierSet(self.triton) and (backend is None or backend in self.backends)
+        # A nightly or release candidate (3.10.0.dev..., 3.10.0rc1) is the version it will be, not left out.
+        in_range = SpecifierSet(self.triton).contains(version, prereleases=True)
+        return in_range and (backend is None or backend in self.backends)
 
     def check(self) -> list[str]:
         """What is wrong with the installed Triton for this patch (nothing: it can be applied)."""
@@ -111,12 +113,6 @@ def installed_triton() -> str:
     import triton
 
     return triton.__version__
-
-
-def installed_numpy() -> str:
-    import numpy
-
-    return numpy.__version__
 
 
 INTERP = "triton.runtime.interpreter"

@@ -100,6 +100,7 @@ def test_version_gates():
     assert not masks.applies("3.6.0", "interpret") and not masks.applies("3.9.0", "cuda")
     assert index.applies("3.6.0", "interpret") and not index.applies("3.9.0", "interpret")
     assert not compat.BY_NAME["do-bench-counting"].applies("3.6.0", "interpret")
+    assert masks.applies("3.10.0.dev20261101", "interpret") and masks.applies("3.10.0rc1+git5f3e", "interpret")
 
 
 def test_a_session_on_a_triton_that_moved_a_target_is_a_usage_error(run_suite, tmp_path):

@@ -97,7 +97,9 @@ class Patch:
 
     def applies(self, triton_version: str | None = None, backend: str | None = None) -> bool:
         version = Version((triton_version or installed_triton()).split("+")[0])
-        return version in SpecifierSet(self.triton) and (backend is None or backend in self.backends)
+        # A nightly or release candidate (3.10.0.dev..., 3.10.0rc1) is the version it will be, not left out.
+        in_range = SpecifierSet(self.triton).contains(version, prereleases=True)
+        return in_range and (backend is None or backend in self.backends)
 
     def check(self) -> list[str]:
         """What is wrong with the installed Triton for this patch (nothing: it can be applied)."""
@@ -111,12 +113,6 @@ def installed_triton() -> str:
     import triton
 
     return triton.__version__
-
-
-def installed_numpy() -> str:
-    import numpy
-
-    return numpy.__version__
 
 
 INTERP = "triton.runtime.interpreter"
@@ -201,7 +197,7 @@ PATCHES: tuple[Patch, ...] = (
            Target("triton.runtime.autotuner", "Autotuner.__init__", ("self", "fn", "arg_names", "configs")))),
     Patch("do-bench-counting", "suite/autotune.py",
           "every triton.testing.do_bench call outside a declared benchmark counts as tuning (a normal run times "
-          "nothing)", (Target("triton.testing", "do_bench", ("fn", "warmup", "rep")),),
+          "nothing; the wrapper passes every argument on)", (Target("triton.testing", "do_bench", ("fn",)),),
           backends=("cuda", "rocm")),
     Patch("bench-do-bench", "suite/bench.py",
           "benchmark samples from triton.testing.do_bench(fn, warmup=, rep=, return_mode='all')",

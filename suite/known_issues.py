@@ -46,7 +46,7 @@ class KnownIssue:
                 test: str = OPTIONAL["test"]) -> bool:
         pairs = ((test, self.test), (backend, self.backend), (arch, self.arch), (kernel, self.kernel), (dtype, self.dtype))
         return (all(fnmatch.fnmatchcase(value, pattern) for value, pattern in pairs)
-                and Version(triton_version.split("+")[0]) in SpecifierSet(self.triton or ">=0"))
+                and SpecifierSet(self.triton or ">=0").contains(Version(triton_version.split("+")[0]), prereleases=True))
 
     def as_record(self) -> dict[str, str]:
         return dict(self.__dict__)

@@ -100,6 +100,7 @@ def test_version_gates():
     assert not masks.applies("3.6.0", "interpret") and not masks.applies("3.9.0", "cuda")
     assert index.applies("3.6.0", "interpret") and not index.applies("3.9.0", "interpret")
     assert not compat.BY_NAME["do-bench-counting"].applies("3.6.0", "interpret")
+    assert masks.applies("3.10.0.dev20261101", "interpret") and masks.applies("3.10.0rc1+git5f3e", "interpret")
 
 
 def test_a_session_on_a_triton_that_moved_a_target_is_a_usage_error(run_suite, tmp_path):
@@ -118,6 +119,12 @@ def test_a_session_on_a_triton_that_moved_a_target_is_a_usage_error(run_suite, t
 
 
 # --- the interpreter fixes ------------------------------------------------------------------------------------
+
+@interpreter_only
+@pytest.mark.parametrize("name", ["interpreter-bool-masks", "interpreter-index-numpy24"])
+def test_the_interpreter_fixes_for_this_triton_are_installed_at_session_start(name):
+    assert (name in compat._applied) == compat.BY_NAME[name].applies(), (name, triton.__version__)
+
 
 @triton.jit
 def _scalar_masked_row(x_ptr, target_ptr, out_ptr, n, ignore_index, BLOCK: tl.constexpr):

@@ -32,6 +32,13 @@ def test_matching_by_backend_arch_version_kernel_dtype(tmp_path):
     assert not issue.matches("interpret", "interpreter", "3.6.0", "matmul", "bf16", test="test_properties")
 
 
+def test_a_nightly_or_release_candidate_matches_as_the_version_it_will_be(tmp_path):
+    [issue] = known_issues.load(write(tmp_path, [ENTRY]))
+    assert issue.matches("interpret", "interpreter", "3.6.0rc1", "matmul", "bf16")
+    assert issue.matches("interpret", "interpreter", "3.7.0.dev20261101+git5f3e", "matmul", "bf16")
+    assert not issue.matches("interpret", "interpreter", "4.1.0.dev1", "matmul", "bf16")
+
+
 @pytest.mark.parametrize("change, words", [
     ({"dtype": 3}, ["known_issues[0]", "'dtype'"]),
     ({"triton": "three"}, ["known_issues[0]", "'triton'"]),

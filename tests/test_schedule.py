@@ -162,6 +162,19 @@ def test_a_worker_that_collected_other_tests_stops_the_run() -> None:
         scheduler.add_node_collection(second, ["b", "a"])
 
 
+def _xdist_session_with_costs(tmp_path, costs: dict[str, float]) -> subprocess.CompletedProcess:
+    """Run tmp_path/test_x.py under pytest-xdist (2 workers) with the cost scheduler and these durations."""
+    (tmp_path / "conftest.py").write_text(
+        "import pytest\n"
+        "from suite import schedule\n"
+        "@pytest.hookimpl(tryfirst=True)\n"
+        "def pytest_xdist_make_scheduler(config, log):\n"
+        f"    return schedule.make_scheduler(config, log, {costs!r})\n")
+    return subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-q", "-p", "no:cacheprovider", "-p",
+                           "no:randomly", "test_x.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**__import__("os").environ, "PYTHONPATH": str(schedule.COSTS_PATH.parent.parent)})
+
+
 def test_the_cost_scheduler_runs_a_real_xdist_session(tmp_path) -> None:
     """Under pytest-xdist itself: every test runs once, and the two long ones run on different workers."""
     (tmp_path / "test_x.py").write_text(
@@ -171,15 +184,7 @@ def test_the_cost_scheduler_runs_a_real_xdist_session(tmp_path) -> None:
         "    time.sleep(1.0 if n < 2 else 0.05)\n"
         "    open(f'ran-{n}-' + os.environ['PYTEST_XDIST_WORKER'], 'w').close()\n")
     costs = {f"test_x.py::test_t[{n}]": (10.0 if n < 2 else 1.0) for n in range(8)}
-    (tmp_path / "conftest.py").write_text(
-        "import pytest\n"
-        "from suite import schedule\n"
-        "@pytest.hookimpl(tryfirst=True)\n"
-        "def pytest_xdist_make_scheduler(config, log):\n"
-        f"    return schedule.make_scheduler(config, log, {costs!r})\n")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-q", "-p", "no:cacheprovider", "-p",
-                           "no:randomly", "test_x.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                          env={**__import__("os").environ, "PYTHONPATH": str(schedule.COSTS_PATH.parent.parent)})
+    proc = _xdist_session_with_costs(tmp_path, costs)
     assert proc.returncode == 0 and "8 passed" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-2000:]
     ran = sorted(p.name for p in tmp_path.glob("ran-*"))
     assert [r.split("-")[1] for r in ran] == [str(n) for n in range(8)], ran
@@ -207,15 +212,7 @@ def test_a_test_requeued_by_a_crash_near_the_end_runs_on_the_fresh_worker(tmp_pa
     # The first worker in gets a (longest) and, behind it, d (shortest); the second b and, behind it, c: nothing is
     # left to hand out, so both are told to shut down. b crashes: c goes back to be handed out.
     costs = {f"test_x.py::test_t[{n}]": cost for n, cost in (("a", 4.0), ("b", 3.0), ("c", 2.0), ("d", 1.0))}
-    (tmp_path / "conftest.py").write_text(
-        "import pytest\n"
-        "from suite import schedule\n"
-        "@pytest.hookimpl(tryfirst=True)\n"
-        "def pytest_xdist_make_scheduler(config, log):\n"
-        f"    return schedule.make_scheduler(config, log, {costs!r})\n")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-q", "-p", "no:cacheprovider", "-p",
-                           "no:randomly", "test_x.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                          env={**__import__("os").environ, "PYTHONPATH": str(schedule.COSTS_PATH.parent.parent)})
+    proc = _xdist_session_with_costs(tmp_path, costs)
     out = proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "INTERNALERROR" not in out, out
     assert proc.returncode == 1 and "1 failed, 3 passed" in proc.stdout, out

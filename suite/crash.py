@@ -22,7 +22,8 @@ import shlex
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -154,24 +155,48 @@ def pin_worker(workerinput: dict[str, Any]) -> None:
 
 class watchdog:
     """``with watchdog(case):`` ends the process if the case outlives ``timeout_s``: a hung GPU
-    kernel cannot be interrupted any other way. The journal says which case it was."""
+    kernel cannot be interrupted any other way. The journal says which case it was. Time the case spends waiting
+    for its GPU (:func:`not_counted`: another worker's case holds it, perhaps one that hangs) is not counted."""
+
+    active: watchdog | None = None  # the innermost watchdog of this process's running case
 
     def __init__(self, case: Any, repro_args: Sequence[str] = (), hung: str = "a hung kernel") -> None:
         self.case = case
         self.repro_args = repro_args
         self.hung = hung  # what was running: the launch's kernel, or the spec's reference
         self.timer: threading.Timer | None = None
+        self.left = 0.0  # seconds of the timeout not yet used
+        self.armed_at = 0.0
+        self.outer: watchdog | None = None
 
     def __enter__(self) -> None:
         process.journal.start_case(self.case, self.repro_args)
+        self.outer, watchdog.active = watchdog.active, self
         if process.timeout_s > 0:
-            self.timer = threading.Timer(process.timeout_s, self._fire)
-            self.timer.daemon = True
-            self.timer.start()
+            self.left = process.timeout_s
+            self._arm()
 
     def __exit__(self, *exc: object) -> None:
+        watchdog.active = self.outer
         if self.timer is not None:
             self.timer.cancel()
+            self.timer = None
+
+    def _arm(self) -> None:
+        self.armed_at = time.monotonic()
+        self.timer = threading.Timer(self.left, self._fire)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def pause(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+            self.left = max(0.0, self.left - (time.monotonic() - self.armed_at))
+
+    def resume(self) -> None:
+        if process.timeout_s > 0 and self.timer is None:
+            self._arm()
 
     def _fire(self) -> None:
         message = (f"timeout: case {self.case} ran longer than --case-timeout={process.timeout_s:g} s "
@@ -187,6 +212,25 @@ class watchdog:
         except Exception:  # noqa: BLE001
             pass
         os._exit(EXIT_TIMEOUT)
+
+
+@contextmanager
+def not_counted() -> Iterator[None]:
+    """Time that is not the running case's: waiting for its GPU while other workers' cases hold it. Without this, a
+    case queued behind a neighbour's hung kernel (which holds its GPU until its own watchdog ends it) timed out too,
+    and a clean kernel was reported as hung (seen on an H100 with 16 workers)."""
+    dogs = []
+    dog = watchdog.active
+    while dog is not None:
+        dogs.append(dog)
+        dog = dog.outer
+    for dog in dogs:
+        dog.pause()
+    try:
+        yield
+    finally:
+        for dog in dogs:
+            dog.resume()
 
 
 def classify(exc: BaseException, device: str) -> str | None:

@@ -80,11 +80,12 @@ class Share:
 
         # Through the gate: a worker waiting to run alone holds it, so new cases wait behind it (flock alone would
         # let a stream of shared holders starve it).
-        self._flock(fcntl.LOCK_EX, self.gate)
-        try:
-            self._flock(fcntl.LOCK_SH)
-        finally:
-            self._flock(fcntl.LOCK_UN, self.gate)
+        with crash.not_counted():  # waiting for the GPU is not the case's time (its --case-timeout)
+            self._flock(fcntl.LOCK_EX, self.gate)
+            try:
+                self._flock(fcntl.LOCK_SH)
+            finally:
+                self._flock(fcntl.LOCK_UN, self.gate)
         self.depth = 1
         try:
             yield
@@ -105,9 +106,11 @@ class Share:
         held = self.depth > 0  # called inside a case (a property's launch): give its shared lock up first
         if held:
             self._flock(fcntl.LOCK_UN)
-        self._flock(fcntl.LOCK_EX, self.gate)
+        with crash.not_counted():
+            self._flock(fcntl.LOCK_EX, self.gate)
         try:
-            self._flock(fcntl.LOCK_EX)
+            with crash.not_counted():
+                self._flock(fcntl.LOCK_EX)
             self.exclusive = True
             try:
                 yield

@@ -28,12 +28,22 @@ class SuiteRun:
         return json.loads(files[0].read_text())
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """The harness's own tests run on the interpreter wherever they run (several launch Triton on CPU tensors in
+    this process); a test that needs a GPU starts its own suite run with --backend=cuda."""
+    if getattr(config.option, "backend", None) == "auto":
+        config.option.backend = "interpret"
+
+
 @pytest.fixture
 def run_suite(tmp_path):
     """Run pytest on the suite in a fresh process from the repository root."""
 
     def run(*args: str, results_dir: Path | None = None, env: dict | None = None, timeout: int = 600) -> SuiteRun:
         results_dir = results_dir or tmp_path / "runs"
+        if not any(a.startswith("--backend") for a in args):  # the same backend on a GPU machine as on a laptop
+            args = ("--backend=interpret", *args)
         cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--results-dir={results_dir}", *args]
         # This process may have TRITON_INTERPRET set by the plugin; the child chooses its own backend.
         child_env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}

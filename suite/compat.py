@@ -207,11 +207,6 @@ PATCHES: tuple[Patch, ...] = (
           "Triton's compiles timed and counted (compilation listener, JIT cache and post-compile hooks)",
           (Target("triton.knobs", "compilation.listener"), Target("triton.knobs", "runtime.jit_cache_hook"),
            Target("triton.knobs", "runtime.jit_post_compile_hook"))),
-    Patch("compile-cache-manager", "suite/compile_share.py",
-          "workers needing the same kernel variant compile it once (Triton's file cache with a lock per entry)",
-          (Target("triton.knobs", "cache.manager_class"),
-           Target("triton.runtime.cache", "FileCacheManager.get_group", ("self", "filename")),
-           Target("triton.runtime.cache", "FileCacheManager.put_group", ("self", "filename", "group")))),
 )
 
 BY_NAME = {p.name: p for p in PATCHES}

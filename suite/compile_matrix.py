@@ -47,7 +47,7 @@ from triton.runtime.jit import JITFunction
 import hardware_profiles
 from kernels import registry
 from kernels.spec import KernelSpec, split_config, unwrap_jit
-from suite import compile_share, timing
+from suite import timing
 
 Target = tuple[str, str, int]  # (backend, arch, warp size), as hardware_profiles.targets() gives them
 FAILURE_CLASSES = ("out_of_shared_memory", "too_many_threads", "unsupported_dtype_or_op", "invalid_option_for_vendor",
@@ -191,10 +191,7 @@ def compile_one(spec: KernelSpec, dtype: str, config: Mapping[str, Any], target:
     key = (spec.name, id(spec), function, dtype, json.dumps(dict(config), sort_keys=True, default=str), arch)
     if key not in _memo:
         with timing.phase("compile_matrix"):
-            try:
-                _memo[key] = _compile(spec, dtype, dict(config), target, function)
-            finally:
-                compile_share.release_all()  # a failed compile's lock: other processes may need the same entry
+            _memo[key] = _compile(spec, dtype, dict(config), target, function)
     return {**_memo[key], "config": dict(config), "default": default}
 
 
@@ -317,7 +314,6 @@ def _serve() -> None:
     """The child: one JSON request per stdin line, one record per stdout line; stray prints go to stderr."""
     reply = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
-    compile_share.install()
     registry.load_builtin()
     for line in sys.stdin:
         req = json.loads(line)

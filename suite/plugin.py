@@ -13,20 +13,17 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from typing import Any
 
 import pytest
 
 from suite import (
     autotune,
-    compile_share,
     context,
     crash,
     gpu_share,
     memcheck,
     options,
-    parts,
     schedule,
     summary,
     timing,
@@ -52,9 +49,6 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     if not context.is_worker(config):
         crash.process.announce = crash.announce_past_capture(config)
-    if context.defers(config):  # an xdist controller: its workers start first (suite/context.py)
-        context.begin_deferred(config)
-        return
     install(config, context.build(config))
 
 
@@ -63,7 +57,6 @@ def install(config: pytest.Config, ctx: context.SuiteContext) -> None:
     GPU sharing and the compile hooks."""
     config.stash[CONTEXT] = ctx
     timing.install()
-    compile_share.install()  # workers needing the same kernel variant compile it once
     if context.is_worker(config) or not context.xdist_on(config):  # the processes that run cases
         gpu_share.share.setup(ctx.backend.device)
     if context.is_worker(config):
@@ -81,47 +74,16 @@ def install(config: pytest.Config, ctx: context.SuiteContext) -> None:
             crash.process.on_timeout = recorder.record_timeout
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_sessionstart(session: pytest.Session):
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
     """Before every other plugin's sessionstart (so before xdist starts workers, and they read the new cache):
-    ``--retune``. After them, a deferred controller builds its context, once xdist has started the workers: they
-    import torch and the kernels while this process does the same. Its header lines, which pytest printed before
-    (without them), follow; the run's timeline still starts at the session's start."""
+    ``--retune``."""
     config = session.config
-    started = time.time()
     ctx = config.stash.get(CONTEXT, None)
     if ctx is not None:
         ctx.session = session
         if not context.is_worker(config) and ctx.options.retune:
-            try:
-                _retune(config, ctx)
-            finally:
-                compile_share.release_all()  # the controller then idles for the run: it must hold no compile lock
-    result = yield
-    if config.stash.get(context.DEFERRED, False) and CONTEXT not in config.stash:
-        try:
-            install(config, context.build(config))
-        except BaseException:  # a usage error most often: no worker is left waiting for tests
-            _stop_workers(config)
-            raise
-        ctx = config.stash[CONTEXT]
-        ctx.session = session
-        recorder = config.pluginmanager.get_plugin("suite-run-recorder")
-        if recorder is not None:
-            recorder.t0 = started
-        tr = config.pluginmanager.get_plugin("terminalreporter")
-        if tr is not None and tr.verbosity >= 0 and not config.option.no_header:
-            for line in header_lines(config, ctx):
-                tr.write_line(line)
-    return result
-
-
-def _stop_workers(config: pytest.Config) -> None:
-    """The workers a deferred controller started, ended before its usage error (they would wait for tests)."""
-    dsession = config.pluginmanager.get_plugin("dsession")
-    manager = getattr(dsession, "nodemanager", None)
-    if manager is not None:
-        manager.teardown_nodes()
+            _retune(config, ctx)
 
 
 class WorkerExit:
@@ -262,7 +224,6 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     """Worker side: hand this test's time breakdown, autotune and memory-check counts to the controller."""
-    compile_share.release_all()  # a compile that raised in this phase keeps no other worker waiting
     if call.when == "setup":
         timing.clock.take()  # what ran before this test is not its time
     if call.when == "call":
@@ -281,7 +242,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     ctx = config.stash.get(CONTEXT, None)
-    return [] if ctx is None else header_lines(config, ctx)  # a deferred controller prints them after its build
+    return [] if ctx is None else header_lines(config, ctx)
 
 
 def header_lines(config: pytest.Config, ctx: context.SuiteContext) -> list[str]:
@@ -327,7 +288,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     ctx = metafunc.config.stash[CONTEXT]
     b = ctx.backend
     params = []
-    split_into = schedule.load_parts() if metafunc.function.__name__ in parts.SPLIT_FUNCTIONS else {}
     for spec in registry.all_specs():
         if not ctx.options.selects(spec.name):
             continue
@@ -341,11 +301,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                                    metafunc.function.__name__)
             if issue:
                 marks.append(pytest.mark.xfail(strict=True, reason=f"known issue {issue.id}: {issue.link}"))
-            # A long test is split into parts (suite/parts.py), except where a known issue's strict xfail needs it whole.
-            base = f"{spec.name}-{dtype}"
-            split = 1 if issue else split_into.get(f"{metafunc.definition.nodeid}[{base}]", 1)
-            params += [pytest.param(parts.KernelDtype((spec, dtype, issue), i, split), id=parts.part_id(base, i, split),
-                                    marks=marks) for i in range(split)]
+            params.append(pytest.param((spec, dtype, issue), id=f"{spec.name}-{dtype}", marks=marks))
     metafunc.parametrize("kernel_dtype", params)
 
 
@@ -359,7 +315,6 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     if ctx.options.kernels:
         _deselect_other_kernels(config, ctx, items)
-    parts.note_selection(config, items)
     if ctx.backend.name != "interpret":
         schedule.order(items, schedule.load())  # longest first, so that no long test starts last (xdist)
     if ctx.options.repro is None and ctx.options.config is None:

@@ -13,7 +13,7 @@ c() {  # name, command...
 }
 python -c "import numpy, triton; print('numpy', numpy.__version__, 'triton', triton.__version__)" | tee -a "$OUT/checks.txt"
 # Input writes, empty cases and padded fp8 rows through the suite on cuda (the test skips without CUDA).
-c planted-gpu "python -m pytest tests/test_input_writes.py tests/test_fp8_layouts.py tests/test_compat.py -n 4 -q -p no:cacheprovider"
+c planted-gpu "python -m pytest tests/test_input_writes.py tests/test_fp8_layouts.py tests/test_compat.py tests/test_watchdog.py -n 4 -q -p no:cacheprovider"
 # Triton 3.6.0's interpreter with this image's numpy (>= 2.4): attention's and matmul's loop bounds (hazard 22).
 c interpret-numpy "python -m pytest --backend=interpret --kernels=attention,matmul -n 8 --results-dir=$OUT/runs-interp -p no:cacheprovider"
 # A worker that cannot parse its arguments stops the run at once (it used to be replaced for minutes).

@@ -17,11 +17,22 @@ t() {
   echo "$name rc=$rc $((ms / 1000)).$(( (ms % 1000) / 100 )) s $(tail -1 "$OUT/logs/$name.log")" | tee -a "$OUT/logs/times.txt"
 }
 rm -rf /tmp/c-new /tmp/c-old
+# .gpu/old travels without the hardware profiles and examples (unchanged since 069edd2 but for one source string).
+cp -r "$R/hardware_profiles" "$R/examples" "$R/.gpu/old/"
 t new-cold "$R" /tmp/c-new
 t old-cold "$R/.gpu/old" /tmp/c-old
 t old-warm1 "$R/.gpu/old" /tmp/c-old
 t new-warm1 "$R" /tmp/c-new
 t new-warm2 "$R" /tmp/c-new
 t old-warm2 "$R/.gpu/old" /tmp/c-old
+# With SPEED_WORKSTEAL=1: this tree under xdist's own worksteal scheduler (no scheduler of the suite's), cold and warm.
+if [[ ${SPEED_WORKSTEAL:-0} == 1 ]]; then
+  rm -rf /tmp/c-ws
+  ws() { local s; s=$(date +%s%N)
+    TRITON_CACHE_DIR=/tmp/c-ws pytest --backend=cuda -n auto --dist worksteal --results-dir="$OUT/runs-$1" -p no:cacheprovider > "$OUT/logs/$1.log" 2>&1
+    local rc=$? ms=$(( ($(date +%s%N) - s) / 1000000 ))
+    echo "$1 rc=$rc $((ms / 1000)).$(( (ms % 1000) / 100 )) s $(tail -1 "$OUT/logs/$1.log")" | tee -a "$OUT/logs/times.txt"; }
+  ws worksteal-cold; ws worksteal-warm
+fi
 tar czf "$OUT/speed.tgz" -C "$OUT" logs $(cd "$OUT" && ls -d runs-*)
 cp "$OUT/logs/times.txt" "$OUT/times.txt"

@@ -6,6 +6,12 @@ Building it is where a run starts or refuses to: the options are validated, the 
 runs), kernel modules and the known-issue registry are loaded and checked against each other, the
 autotune cache is read and the run file is prepared. Every mistake is a usage error (exit 4) naming
 what is wrong, raised before the first test.
+
+An xdist controller builds it after its workers have started (``deferred``): building imports torch, the kernels
+and Triton (3-5 s on an H100 host), and the workers, which import the same, would otherwise wait for it. Before
+they start it needs only what pins them to GPUs (``Pinning``), found without torch (``suite.backend.probe``); its
+options are checked then too. A mistake found later (a kernel module that does not load, a bad known-issue file,
+a backend the machine lacks) stops the workers and is the same usage error.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ DEFAULT_PROFILE = "ci"
 CONTEXT = pytest.StashKey["SuiteContext"]()
 BACKEND = pytest.StashKey()  # the chosen Backend (also context.backend), read by tests
 PINNING = pytest.StashKey["Pinning"]()
+DEFERRED = pytest.StashKey[bool]()  # an xdist controller whose context is built once its workers have started
 
 
 @dataclass
@@ -69,6 +76,23 @@ def is_worker(config: pytest.Config) -> bool:
 
 def xdist_on(config: pytest.Config) -> bool:
     return bool(getattr(config.option, "numprocesses", None)) and config.getoption("dist", "no") != "no"
+
+
+def defers(config: pytest.Config) -> bool:
+    """This process is an xdist controller that can start its workers before it builds its context: it knows
+    without torch which GPUs to pin them to. ``--retune`` (it tunes before the workers start, and they read the
+    new cache) and ``--memcheck`` (the controller re-executes itself under the vendor's checker) build first."""
+    if is_worker(config) or not xdist_on(config) or config.getoption("--retune") or config.getoption("--memcheck"):
+        return False
+    return backend_mod.probe(config.getoption("--backend")) is not None
+
+
+def begin_deferred(config: pytest.Config) -> None:
+    """An xdist controller, before its workers start: the options are checked and the workers' GPUs chosen."""
+    options.read(config, controller=True)
+    family, count = backend_mod.probe(config.getoption("--backend"))
+    make_pinning(config, family, count)
+    config.stash[DEFERRED] = True
 
 
 def make_pinning(config: pytest.Config, family: str, count: int) -> Pinning:
@@ -190,8 +214,9 @@ def build(config: pytest.Config) -> SuiteContext:
 
     for why in hardware_profiles.skipped().values():
         ctx.notes.append(f"hardware profile file left out: {why}")
-    if controller:
-        ctx.pinning = make_pinning(config, backend.family, _gpu_count() if backend.name != "interpret" else 0)
+    if controller:  # a deferred build keeps the pinning its workers started with
+        ctx.pinning = config.stash.get(PINNING, None) or make_pinning(
+            config, backend.family, _gpu_count() if backend.name != "interpret" else 0)
     return ctx
 
 

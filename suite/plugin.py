@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -49,6 +50,9 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     if not context.is_worker(config):
         crash.process.announce = crash.announce_past_capture(config)
+    if context.defers(config):  # an xdist controller: its workers start first (suite/context.py)
+        context.begin_deferred(config)
+        return
     install(config, context.build(config))
 
 
@@ -74,16 +78,44 @@ def install(config: pytest.Config, ctx: context.SuiteContext) -> None:
             crash.process.on_timeout = recorder.record_timeout
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionstart(session: pytest.Session) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_sessionstart(session: pytest.Session):
     """Before every other plugin's sessionstart (so before xdist starts workers, and they read the new cache):
-    ``--retune``."""
+    ``--retune``. After them, a deferred controller builds its context, once xdist has started the workers: they
+    import torch and the kernels while this process does the same. Its header lines, which pytest printed before
+    (without them), follow; the run's timeline still starts at the session's start."""
     config = session.config
+    started = time.time()
     ctx = config.stash.get(CONTEXT, None)
     if ctx is not None:
         ctx.session = session
         if not context.is_worker(config) and ctx.options.retune:
             _retune(config, ctx)
+    result = yield
+    if config.stash.get(context.DEFERRED, False) and CONTEXT not in config.stash:
+        try:
+            install(config, context.build(config))
+        except BaseException:  # a usage error most often: no worker is left waiting for tests
+            _stop_workers(config)
+            raise
+        ctx = config.stash[CONTEXT]
+        ctx.session = session
+        recorder = config.pluginmanager.get_plugin("suite-run-recorder")
+        if recorder is not None:
+            recorder.t0 = started
+        tr = config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None and tr.verbosity >= 0 and not config.option.no_header:
+            for line in header_lines(config, ctx):
+                tr.write_line(line)
+    return result
+
+
+def _stop_workers(config: pytest.Config) -> None:
+    """The workers a deferred controller started, ended before its usage error (they would wait for tests)."""
+    dsession = config.pluginmanager.get_plugin("dsession")
+    manager = getattr(dsession, "nodemanager", None)
+    if manager is not None:
+        manager.teardown_nodes()
 
 
 class WorkerExit:
@@ -242,7 +274,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     ctx = config.stash.get(CONTEXT, None)
-    return [] if ctx is None else header_lines(config, ctx)
+    return [] if ctx is None else header_lines(config, ctx)  # a deferred controller prints them after its build
 
 
 def header_lines(config: pytest.Config, ctx: context.SuiteContext) -> list[str]:

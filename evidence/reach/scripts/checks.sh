@@ -7,7 +7,7 @@ mkdir -p "$OUT/logs"
 c() {  # name, command...
   local name=$1; shift
   local s; s=$(date +%s)
-  timeout 300 bash -c "$*" > "$OUT/logs/$name.log" 2>&1
+  timeout 200 bash -c "$*" > "$OUT/logs/$name.log" 2>&1
   local rc=$?
   echo "$name rc=$rc $(( $(date +%s) - s )) s | $(tail -1 "$OUT/logs/$name.log")" | tee -a "$OUT/checks.txt"
 }

@@ -208,7 +208,7 @@ def build(config: pytest.Config) -> SuiteContext:
         ctx.notes.insert(0, backend.profile_note)
     from suite import schedule
 
-    if problem := schedule.read()[1]:  # SUITE_TEST_COSTS (or the shipped file) not usable: say so, run without it
+    if problem := schedule.read()[2]:  # SUITE_TEST_COSTS (or the shipped file) not usable: say so, run without it
         ctx.notes.append(problem)
     import hardware_profiles
 

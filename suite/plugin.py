@@ -25,6 +25,7 @@ from suite import (
     gpu_share,
     memcheck,
     options,
+    parts,
     schedule,
     summary,
     timing,
@@ -320,6 +321,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     ctx = metafunc.config.stash[CONTEXT]
     b = ctx.backend
     params = []
+    split_into = schedule.load_parts() if metafunc.function.__name__ in parts.SPLIT_FUNCTIONS else {}
     for spec in registry.all_specs():
         if not ctx.options.selects(spec.name):
             continue
@@ -333,7 +335,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                                    metafunc.function.__name__)
             if issue:
                 marks.append(pytest.mark.xfail(strict=True, reason=f"known issue {issue.id}: {issue.link}"))
-            params.append(pytest.param((spec, dtype, issue), id=f"{spec.name}-{dtype}", marks=marks))
+            # A long test is split into parts (suite/parts.py), except where a known issue's strict xfail needs it whole.
+            base = f"{spec.name}-{dtype}"
+            split = 1 if issue else split_into.get(f"{metafunc.definition.nodeid}[{base}]", 1)
+            params += [pytest.param(parts.KernelDtype((spec, dtype, issue), i, split), id=parts.part_id(base, i, split),
+                                    marks=marks) for i in range(split)]
     metafunc.parametrize("kernel_dtype", params)
 
 
@@ -347,6 +353,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     if ctx.options.kernels:
         _deselect_other_kernels(config, ctx, items)
+    parts.note_selection(config, items)
     if ctx.backend.name != "interpret":
         schedule.order(items, schedule.load())  # longest first, so that no long test starts last (xdist)
     if ctx.options.repro is None and ctx.options.config is None:

@@ -3,25 +3,22 @@
 With many workers on a GPU, a run's wall time is the slowest worker's, and pytest-xdist hands tests out in
 collection order. A long test collected last (a matmul compiling twenty configs) starts when the others are nearly
 done, and the run waits for it alone. Sorting the tests by how long each took in a measured run (longest first) lets
-the short ones fill in around the long ones.
-``suite/test_costs.json`` holds those durations, taken from a run file; a test it does not list (a new kernel, a
-``--kernel-module``) counts as the median. Refresh it from a cold GPU run::
+the short ones fill in around the long ones. ``suite/test_costs.json`` holds those durations, taken from a run file;
+a test it does not list (a new kernel, a ``--kernel-module``) counts as the median. Refresh it from a cold GPU run::
 
-    python -m suite.schedule runs/run-<...>.json
+    python -m suite.schedule reports/runs/reference/run-<...>.json
 
 Every worker sorts its collection the same way (xdist requires one order). The interpreter keeps collection
 order: these durations are a GPU's.
 
 Sorting is not enough with xdist's own ``load`` scheduler: it hands each worker two consecutive tests to start
 with, and keeps two queued on each (a worker runs a test only once it knows the next one). So the worker given the
-longest test was also given the second longest, queued behind it. :func:`make_scheduler` replaces it on GPU runs
-(``--dist load``, the ``-n`` default) with ``CostScheduling``: the same queues of two, but the test queued behind a
-long one is the shortest left, and behind a short one the longest left. And a worker starts as soon as its own
-collection reaches the controller (xdist waits for every worker's). A worker whose collection differs from the first
-one's stops the run with the difference (xdist would leave it idle).
-
-What each piece buys was measured on an H100 (evidence/gpu-speed/xdist-ab/README.md): the order, about 30 s of a
-cold run; this scheduler, the order's worth once no test is split.
+longest test was also given the second longest, queued behind it: on an H100 a cold run took 82 s, its longest
+test 45 s. :func:`make_scheduler` replaces it on GPU runs (``--dist load``, the ``-n`` default) with
+``CostScheduling``: the same queues of two, but the test queued behind a long one is the shortest left, and behind
+a short one the longest left. And a worker starts as soon as its own collection reaches the controller (xdist
+waits for every worker's): 16 workers importing torch at once are ready up to 2-3 s apart. A worker whose
+collection differs from the first one's stops the run with the difference (xdist would leave it idle).
 """
 
 from __future__ import annotations
@@ -29,30 +26,37 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import statistics
 import sys
 from pathlib import Path
 from typing import Any
 
-# SUITE_TEST_COSTS: another durations file (an empty value: none, so collection order).
+# SUITE_TEST_COSTS: another durations file (an empty value: none, so collection order and no test split).
 COSTS_ENV = "SUITE_TEST_COSTS"
 DEFAULT_COSTS_PATH = Path(__file__).with_name("test_costs.json")
 COSTS_PATH = Path(os.environ[COSTS_ENV]) if os.environ.get(COSTS_ENV, "").strip() else DEFAULT_COSTS_PATH
 
 
-def read(path: Path | None = None) -> tuple[dict[str, float], str | None]:
-    """(durations per test, what is wrong with the file or None). A file this module did not write (unreadable, not
-    JSON, a duration not a finite number >= 0) gives none, so collection order, and says why: the session header
-    shows it. Every process reads the same file the same way, so xdist's workers still collect alike."""
+# A test longer than this (summed over its parts, in the run the durations came from) is split into parts of
+# about this length (suite/parts.py), at most MAX_PARTS: with 32 workers on two GPUs a cold run's tests sum to
+# about 17 s per worker, so no part should take much longer.
+TARGET_PART_S = 12.0
+MAX_PARTS = 4
+
+
+def read(path: Path | None = None) -> tuple[dict[str, float], dict[str, int], str | None]:
+    """(durations per test, parts per split test, what is wrong with the file or None). A file this module did not
+    write (unreadable, not JSON, a duration not a finite number >= 0, parts not a whole number from 1 to MAX_PARTS)
+    gives none of either, so collection order and no test split, and says why: the session header shows it. Every
+    process reads the same file the same way, so xdist's workers still collect alike."""
     if path is None:
         if COSTS_ENV in os.environ and not os.environ[COSTS_ENV].strip():
-            return {}, f"test durations: none ({COSTS_ENV} is empty): collection order"
+            return {}, {}, f"test durations: none ({COSTS_ENV} is empty): collection order, no test split"
         path = COSTS_PATH
     where = f"{COSTS_ENV}={path}" if COSTS_ENV in os.environ else str(path)
 
-    def bad(problem: str) -> tuple[dict, str]:
-        return {}, f"test durations {where}: {problem}; not used (collection order)"
+    def bad(problem: str) -> tuple[dict, dict, str]:
+        return {}, {}, f"test durations {where}: {problem}; not used (collection order, no test split)"
 
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -68,7 +72,17 @@ def read(path: Path | None = None) -> tuple[dict[str, float], str | None]:
                 or seconds < 0:
             return bad(f"tests[{nodeid!r}] is {json.dumps(seconds)[:40]}; a duration is a finite number of seconds >= 0")
         tests[nodeid] = float(seconds)
-    return tests, None
+    split_into = data.get("parts", {})
+    if not isinstance(split_into, dict):
+        return bad("'parts' must be an object (node id -> number of parts)")
+    parts: dict[str, int] = {}
+    for nodeid, n in split_into.items():
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_PARTS:
+            return bad(f"parts[{nodeid!r}] is {json.dumps(n)[:40]}; a test is split into a whole number of parts "
+                       f"from 1 to {MAX_PARTS}")
+        if n > 1:
+            parts[nodeid] = n
+    return tests, parts, None
 
 
 def load(path: Path | None = None) -> dict[str, float]:
@@ -76,7 +90,32 @@ def load(path: Path | None = None) -> dict[str, float]:
     return read(path)[0]
 
 
-PART_ID = re.compile(r"-part\d+of\d+\]$")  # a test split into parts by earlier versions of the suite
+def load_parts(path: Path | None = None) -> dict[str, int]:
+    """Whole test's node id -> the parts it is split into (suite/parts.py); tests not listed run whole."""
+    return read(path)[1]
+
+
+def split(costs: dict[str, float]) -> tuple[dict[str, float], dict[str, int]]:
+    """The durations of a run, with each splittable test's parts (however the run split it) summed back into the
+    whole and split again by TARGET_PART_S: (the durations per test as the next runs collect them, the parts)."""
+    from suite import parts
+
+    whole: dict[str, float] = {}
+    for nodeid, cost in costs.items():
+        whole[parts.base_id(nodeid)] = whole.get(parts.base_id(nodeid), 0.0) + cost
+    out: dict[str, float] = {}
+    split_into: dict[str, int] = {}
+    for nodeid, cost in whole.items():
+        function = nodeid.split("::", 1)[-1].split("[", 1)[0]
+        n = min(MAX_PARTS, max(1, math.ceil(cost / TARGET_PART_S))) if function in parts.SPLIT_FUNCTIONS else 1
+        if n == 1:
+            out[nodeid] = round(cost, 2)
+            continue
+        split_into[nodeid] = n
+        head, param = nodeid[:-1].rsplit("[", 1)
+        for i in range(n):
+            out[f"{head}[{parts.part_id(param, i, n)}]"] = round(cost / n, 2)
+    return out, split_into
 
 
 def _median(costs: dict[str, float]) -> float:
@@ -156,14 +195,9 @@ def make_scheduler(config: Any, log: Any, costs: dict[str, float]) -> Any:
 
 
 def costs_from_run(run: dict) -> dict[str, float]:
-    """Each test's duration in a run file (the parts of a test an older run split, added up into the whole)."""
-    costs: dict[str, float] = {}
-    for t in run.get("tests", []):
-        d = t.get("duration_s")
-        if isinstance(d, (int, float)) and math.isfinite(d) and d >= 0 and t.get("outcome") != "skipped":
-            nodeid = PART_ID.sub("]", t["nodeid"])
-            costs[nodeid] = round(costs.get(nodeid, 0.0) + float(d), 2)
-    return costs
+    return {t["nodeid"]: round(float(t["duration_s"]), 2) for t in run.get("tests", [])
+            if isinstance(t.get("duration_s"), (int, float)) and math.isfinite(t["duration_s"])
+            and t["duration_s"] >= 0 and t.get("outcome") != "skipped"}
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -190,6 +224,7 @@ def main(argv: list[str]) -> int:
     if not costs:
         print(f"{path}: no test durations in it", file=sys.stderr)
         return 2
+    costs, split_into = split(costs)
     if COSTS_ENV in os.environ and not os.environ[COSTS_ENV].strip():
         print(f"{COSTS_ENV} is empty (no durations): name the file to write, or unset it to write "
               f"{DEFAULT_COSTS_PATH}", file=sys.stderr)
@@ -201,13 +236,15 @@ def main(argv: list[str]) -> int:
     from suite import results
 
     text = json.dumps({"source": path.name, "backend": env.get("backend"), "arch": env.get("arch"),
+                       "parts": dict(sorted(split_into.items())),
                        "tests": dict(sorted(costs.items(), key=lambda kv: -kv[1]))}, indent=1) + "\n"
     try:
         results.write_atomic(COSTS_PATH, text)
     except OSError as exc:
         print(f"{COSTS_PATH}: cannot write the durations: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    print(f"{COSTS_PATH}: {len(costs)} test durations from {path.name}")
+    print(f"{COSTS_PATH}: {len(costs)} test durations from {path.name}; {len(split_into)} test(s) split into parts "
+          f"of about {TARGET_PART_S:g} s")
     return 0
 
 

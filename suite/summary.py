@@ -8,6 +8,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from suite import parts
+
 
 def write_summary(tr, data: dict, path: Path) -> None:
     """The portability summary at the end of a run, from the run file's data."""
@@ -109,8 +111,8 @@ def case_summary_rows(cases: list[dict], tests: list[dict]) -> list[list]:
         rows.append([kernel, dtype, row["passed"], row["failed"], row["xfailed"], worst])
     for t in tests:
         if t["outcome"] == "skipped" and "::test_matches_reference[" in t["nodeid"]:
-            kernel, _, dtype = t["nodeid"].rsplit("[", 1)[1].rstrip("]").rpartition("-")
-            if (kernel, dtype) not in table:
+            kernel, _, dtype = parts.base_id(t["nodeid"]).rsplit("[", 1)[1].rstrip("]").rpartition("-")
+            if (kernel, dtype) not in table and not any(r[:2] == [kernel, dtype] for r in rows):  # parts: one row
                 rows.append([kernel, dtype, "-", "-", "-", f"skipped: {t['message'] or ''}"[:60]])
     return sorted(rows, key=lambda r: (r[0], r[1]))
 

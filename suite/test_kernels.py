@@ -10,12 +10,14 @@ import os
 import shlex
 import time
 import warnings
+import zlib
 
 import pytest
-from hypothesis import example, given, seed
+from hypothesis import core as hypothesis_core
+from hypothesis import example, given, seed, settings
 
 from kernels.spec import Case
-from suite import autotune, crash, gpu_share, launches, options, reach, results
+from suite import autotune, crash, gpu_share, launches, options, parts, reach, results
 from suite.context import CONTEXT
 from suite.harness import CaseResult, record, run_case
 from suite.recorder import KNOWN_PROPERTY
@@ -95,6 +97,7 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
     and the others each case samples; every output element was written; NaN/inf appear exactly where the
     reference has them; every declared code path was exercised."""
     spec, dtype, known_issue = kernel_dtype
+    part, split = getattr(kernel_dtype, "part", 0), getattr(kernel_dtype, "parts", 1)  # suite/parts.py
     ctx = request.config.stash[CONTEXT]
     backend = ctx.backend
     records: list[dict] = []
@@ -110,6 +113,7 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
     every_config = ctx.large_shapes and backend.name != "interpret"  # nightly on a GPU: the whole config space
     shrink = ShrinkBudget(shrink_seconds(ctx.profile))
     too_large: list[str] = []
+    last = bool(ctx.options.repro)  # a part that adds up every part's coverage (a --repro case is a test of its own)
     elements = [0, 0]  # cases passed, and the output elements they compared
     launches.take_untuned()
 
@@ -132,7 +136,17 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
                         f"not a wrong result): lower the dims' gpu_max for this GPU or run on a larger one.\n"
                         f"{too_large[0]}", pytrace=False)
 
+    # Parts (suite/parts.py): with the same cases drawn in every part, each runs those at its positions; with random
+    # draws, each part draws its own share of the budget. (Kept out of ``drawn``: Hypothesis seeds a derandomized
+    # run from the test function's source, so the draws stay those of the whole test as it was.)
+    same_draws = split > 1 and (settings.default.derandomize or ctx.profile == "validation")
+    position = iter(range(1 << 62))
+
     def check(case: Case, configs: list[dict] | None = None) -> None:
+        if configs is None and split > 1:  # a drawn case (the path search and --repro pass their configs)
+            at = next(position)
+            if shrink.started is None and (same_draws or at < len(spec.examples)) and not parts.owns(at, part, split):
+                return  # another part's case
         if shrink.skip(case):
             return
         if configs is None:
@@ -179,12 +193,22 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
 
         drawn._hypothesis_internal_add_digest = f"{spec.name}-{dtype}".encode()
         run = given(strategy)(drawn)
+        if split > 1 and not same_draws:
+            run = settings(settings.default, max_examples=-(-settings.default.max_examples // split))(run)
+            if (forced_seed := hypothesis_core.global_force_seed) is not None:
+                run = seed(zlib.crc32(f"{forced_seed}-part{part}".encode()))(run)
         for ex in reversed(spec.examples):
             run = example(Case(kernel=spec.name, dtype=dtype, **ex))(run)
         if ctx.profile == "validation":
             run = seed(VALIDATION_SEED)(run)
-        run()
-        if forced is None:
+        failed = True
+        try:
+            run()
+            failed = False
+        finally:
+            if split > 1:  # the last part to finish adds up every part's coverage
+                last, failed = parts.finish(request.config, request.node.nodeid, part, coverage, failed)
+        if forced is None and not failed and (split == 1 or last):
             reach_missing_paths(spec, backend, strategy, coverage, check)
         fail_if_too_large()
         fail_if_nothing_compared()
@@ -193,7 +217,8 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
         # Hypothesis replays the minimal failing example last: record that one only.
         records.extend(last_failure)
         request.node.user_properties[:] = [p for p in request.node.user_properties if p[0] != reach.COVERAGE_PROPERTY]
-        request.node.user_properties.append((reach.COVERAGE_PROPERTY, [coverage.record()]))
+        if split == 1 or last:  # a part's coverage is recorded once, added up, by the last part
+            request.node.user_properties.append((reach.COVERAGE_PROPERTY, [coverage.record()]))
 
 
 def reach_missing_paths(spec, backend, strategy, coverage: reach.Coverage, check) -> None:

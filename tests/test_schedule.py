@@ -7,7 +7,7 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
-from suite import schedule
+from suite import parts, schedule
 
 
 def test_longest_first_unknown_as_the_median() -> None:
@@ -31,7 +31,9 @@ def test_the_shipped_costs_name_collected_tests() -> None:
     proc = subprocess.run([sys.executable, "-m", "pytest", "suite", "--co", "-q", "-p", "no:cacheprovider",
                            "--no-results"], capture_output=True, text=True, timeout=300)
     collected = {line.strip() for line in proc.stdout.splitlines() if "::" in line}
-    stale = sorted(n for n in costs if n not in collected and "test_compiles_on_target" not in n)
+    # A split test is whole where a known issue keeps it so (suite/parts.py): here, the interpreter's bf16 ones.
+    stale = sorted(n for n in costs if n not in collected and parts.base_id(n) not in collected
+                   and "test_compiles_on_target" not in n)
     assert not stale, f"suite/test_costs.json names tests that no longer exist: {stale[:5]}"
 
 
@@ -40,10 +42,6 @@ def test_costs_from_a_run_file(tmp_path) -> None:
            "tests": [{"nodeid": "t1", "duration_s": 3.14159, "outcome": "passed"},
                      {"nodeid": "t2", "duration_s": 0.0, "outcome": "skipped"}]}
     assert schedule.costs_from_run(run) == {"t1": 3.14}
-    # A run from before tests stopped being split: its parts add up into the whole test.
-    split = {"tests": [{"nodeid": f"f.py::t[matmul-fp32-part{i}of3]", "duration_s": 2.0, "outcome": "passed"}
-                       for i in (1, 2, 3)]}
-    assert schedule.costs_from_run(split) == {"f.py::t[matmul-fp32]": 6.0}
     path = tmp_path / "run.json"
     path.write_text(json.dumps(run))
     proc = subprocess.run([sys.executable, "-m", "suite.schedule", str(tmp_path / "nope.json")],

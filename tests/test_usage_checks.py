@@ -61,34 +61,40 @@ def test_json_nested_too_deeply_is_named(run_suite, tmp_path):
     ('{"tests": {"a": null}}', "tests['a'] is null"),
     ('{"tests": ["a"]}', "expected an object with 'tests'"),
     ('[1, 2]', "expected an object with 'tests'"),
+    ('{"tests": {}, "parts": {"a": 1000000000}}', "parts['a'] is 1000000000; a test is split into a whole number of "
+                                                 "parts from 1 to 4"),
+    ('{"tests": {}, "parts": {"a": 2.5}}', "parts['a'] is 2.5"),
+    ('{"tests": {}, "parts": {"a": "3"}}', "parts['a'] is \"3\""),
+    ('{"tests": {}, "parts": [3]}', "'parts' must be an object"),
     ('{"tests": {"a": 1', "not a JSON file of test durations"),
 ])
 def test_bad_test_durations_are_named_and_not_used(tmp_path, text, problem):
     path = tmp_path / "costs.json"
     path.write_text(text)
-    tests, why = schedule.read(path)
-    assert tests == {} and why is not None and problem in why, why
-    assert why.endswith("not used (collection order)")
+    tests, parts, why = schedule.read(path)
+    assert (tests, parts) == ({}, {}) and why is not None and problem in why, why
+    assert why.endswith("not used (collection order, no test split)")
 
 
 def test_durations_that_are_fine_are_used(tmp_path, monkeypatch):
     path = tmp_path / "costs.json"
-    path.write_text(json.dumps({"tests": {"a": 1, "b": 2.5}}))
-    assert schedule.read(path) == ({"a": 1.0, "b": 2.5}, None)
-    assert schedule.read(tmp_path / "none.json")[1].startswith(f"test durations {tmp_path / 'none.json'}: cannot be read")
+    path.write_text(json.dumps({"tests": {"a": 1, "b": 2.5}, "parts": {"a": 1, "b": 3}}))
+    assert schedule.read(path) == ({"a": 1.0, "b": 2.5}, {"b": 3}, None)
+    assert schedule.read(tmp_path / "none.json")[2].startswith(f"test durations {tmp_path / 'none.json'}: cannot be read")
     monkeypatch.setenv("SUITE_TEST_COSTS", "")
-    assert schedule.read() == ({}, "test durations: none (SUITE_TEST_COSTS is empty): collection order")
+    assert schedule.read() == ({}, {}, "test durations: none (SUITE_TEST_COSTS is empty): collection order, no test "
+                                       "split")
     assert schedule.read()[0] == schedule.load() == {}
 
 
 def test_a_bad_durations_file_is_named_in_the_header(run_suite, tmp_path):
-    (tmp_path / "costs.json").write_text('{"tests": {"suite/test_kernels.py::test_matches_reference'
-                                         '[vector_add-fp32]": -1000000000}}')
+    (tmp_path / "costs.json").write_text('{"tests": {}, "parts": {"suite/test_kernels.py::test_matches_reference'
+                                         '[vector_add-fp32]": 1000000000}}')
     res = run_suite("suite/test_kernels.py", "--kernels=vector_add", "-k", "fp32", "--no-results",
                     env={"SUITE_TEST_COSTS": str(tmp_path / "costs.json")}, timeout=300)
     assert res.returncode == 0, res.output[-3000:]
-    assert "portability: test durations SUITE_TEST_COSTS=" in res.output and "is -1000000000" in res.output
-    assert "1 passed" in res.output
+    assert "portability: test durations SUITE_TEST_COSTS=" in res.output and "is 1000000000" in res.output
+    assert "1 passed" in res.output  # whole, not a billion parts
 
 
 def test_compile_targets_own_on_the_interpreter_is_a_usage_error(run_suite):

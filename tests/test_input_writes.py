@@ -209,4 +209,5 @@ def test_on_a_gpu_input_writes_fail_and_padded_fp8_rows_catch_a_wrong_row_stride
     assert failed["mutating_reference_add"]["failure"] == "spec"
     assert tests["workspace_add-fp32"]["outcome"] == "passed"
     assert failed["planted_fp8_a_row_stride"]["layout"] == "bf16_a_padded_rows", failed["planted_fp8_a_row_stride"]
-    assert tests["fp8_scaled_matmul-fp8e4nv"]["outcome"] == "passed", tests["fp8_scaled_matmul-fp8e4nv"]
+    shipped = [t for name, t in tests.items() if name.startswith("fp8_scaled_matmul-fp8e4nv")]  # it may run in parts
+    assert shipped and all(t["outcome"] == "passed" for t in shipped), shipped

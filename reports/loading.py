@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from dataclasses import dataclass, field
@@ -198,11 +199,14 @@ def load_run(path: str | Path) -> Run:
     if p.is_dir():
         raise RunFileError(f"{p}: is a directory, not a run file")
     try:
-        text = p.read_text(encoding="utf-8")
+        raw = p.read_bytes()
+        if raw[:2] == b"\x1f\x8b":  # gzip (committed evidence is stored so): read through it
+            raw = gzip.decompress(raw)
+        text = raw.decode("utf-8")
     except OSError as exc:
-        raise RunFileError(f"{p}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise RunFileError(f"{p}: not a run file: not UTF-8 text") from None
+        raise RunFileError(f"{p}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    except (UnicodeDecodeError, EOFError):
+        raise RunFileError(f"{p}: not a run file: not UTF-8 text (nor gzip of it)") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -102,3 +102,18 @@ def test_a_same_toolchain_pair_fails_the_example_check(runs):
     assert not re.search(r"^\| \S+ +\| (sm|gfx)\w+ ", proc.stdout, re.M)
     with pytest.raises(AssertionError):
         check_upgrade_comparison(proc)
+
+
+def test_compare_reads_gzipped_run_files_as_committed(tmp_path):
+    """The committed evidence is gzipped: compare reads it as it lies; a truncated gzip is named, not a traceback."""
+    from reports.loading import RunFileError, load_run
+
+    runs = sorted((ROOT / "evidence" / "toolchain").glob("triton-*/run-*.json.gz"))
+    assert len(runs) >= 2, runs
+    plain = tmp_path / "run.json"
+    plain.write_bytes(gzip.decompress(runs[0].read_bytes()))
+    assert load_run(runs[0]).data == load_run(plain).data
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(runs[0].read_bytes()[:200])
+    with pytest.raises(RunFileError, match="not UTF-8 text"):
+        load_run(cut)

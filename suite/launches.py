@@ -147,6 +147,9 @@ def install() -> None:
     global _installed
     if _installed:
         return
+    from suite import compat
+
+    compat.require("launch-interception")  # a Triton that moved what this hooks: a usage error naming the patch
     from triton.runtime import autotuner as autotuner_mod
     from triton.runtime import interpreter
     from triton.runtime.jit import JITFunction

@@ -244,3 +244,15 @@ def test_without_the_index_fix_triton_3_6_fails_under_numpy_2_4(monkeypatch):
     monkeypatch.setattr(interpreter, "_patch_lang_tensor", interpreter._patch_lang_tensor.__wrapped__)
     with pytest.raises(Exception, match="only 0-dimensional arrays"):
         _sum_to(10)
+
+
+@pytest.mark.parametrize(("module", "state", "patch"), [("suite.launches", "_installed", "launch-interception"),
+                                                         ("suite.memcheck", "_checker", "memcheck-hooks")])
+def test_each_hook_checks_its_own_patch_before_it_hooks(monkeypatch, module, state, patch):
+    """Not only at session start: installing the hooks themselves (a tool that imports them alone) refuses a Triton
+    that moved their targets, naming the patch."""
+    mod = importlib.import_module(module)
+    monkeypatch.setattr(mod, state, None if state == "_checker" else False)
+    _plant_missing(monkeypatch, compat.BY_NAME[patch].targets[0])
+    with pytest.raises(compat.PatchBroken, match=f"patch {patch!r}"):
+        mod.install()

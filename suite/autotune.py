@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from suite import results
+from suite import crash, results
 
 if TYPE_CHECKING:  # kernels.spec imports torch: an xdist controller loads this module before it may (suite/context.py)
     from kernels.spec import KernelSpec
@@ -441,7 +441,6 @@ def _tune_one(spec: KernelSpec, dtype: str, shape: dict[str, int], backend: Any,
     import triton
 
     from kernels.spec import Case
-    from suite import crash
 
     configs = candidates(spec, backend.family)
     default = configs[0] if configs else {}

@@ -25,13 +25,12 @@ import pytest
 from suite import autotune, compat, crash, interpreter, launches, options, results
 from suite import backend as backend_mod
 from suite import known_issues as known_mod
+from suite.stash import BACKEND, CONTEXT, DEFERRED, PINNING
 from suite.strategies import LARGE_SHAPE_PROFILES, VALIDATION_SEED
 
+__all__ = ["BACKEND", "CONTEXT", "DEFERRED", "PINNING"]  # the stash's keys, also importable from here
+
 DEFAULT_PROFILE = "ci"
-CONTEXT = pytest.StashKey["SuiteContext"]()
-BACKEND = pytest.StashKey()  # the chosen Backend (also context.backend), read by tests
-PINNING = pytest.StashKey["Pinning"]()
-DEFERRED = pytest.StashKey[bool]()  # an xdist controller whose context is built once its workers have started
 
 
 @dataclass

@@ -29,6 +29,8 @@ from typing import Any
 
 import pytest
 
+from suite import stash
+
 # Exit codes of a worker that ends itself; the controller's crash report says which.
 EXIT_POISONED = 75
 EXIT_TIMEOUT = 76
@@ -44,6 +46,10 @@ OOM_ERRORS = re.compile(r"out of memory|OutOfMemoryError|hipErrorOutOfMemory", r
 class CaseAborted(BaseException):  # noqa: N818 - not an Exception on purpose
     """Raised by a test for a fault or OOM case: a BaseException, so Hypothesis does not shrink
     (every further case would fail for the same reason, on a poisoned context or a full GPU)."""
+
+
+# Set by the controller for its workers (suite/gpu_share.py reads it): how many workers share each GPU.
+SHARE_ENV = "SUITE_WORKERS_PER_GPU"
 
 
 # --- pinning --------------------------------------------------------------------------------------
@@ -147,8 +153,6 @@ def pin_worker(workerinput: dict[str, Any]) -> None:
     gpu = workerinput.get("suite_gpu")
     if gpu is not None:
         os.environ[workerinput["suite_gpu_variable"]] = gpu
-    from suite.gpu_share import SHARE_ENV
-
     os.environ[SHARE_ENV] = str(workerinput.get("suite_workers_per_gpu", 1))
     process.journal = Journal(workerinput.get("suite_journal_dir"), workerinput["workerid"])
 
@@ -285,16 +289,12 @@ POISONED_PROPERTY = "suite_worker_replaced"
 
 
 def _context(config: Any) -> Any:
-    from suite import context
-
-    return config.stash.get(context.CONTEXT, None)
+    return config.stash.get(stash.CONTEXT, None)
 
 
 def _pinning(config: Any) -> Any:
     """The controller's Pinning: made before its workers start, also where the context is built after."""
-    from suite import context
-
-    return config.stash.get(context.PINNING, None)
+    return config.stash.get(stash.PINNING, None)
 
 
 def pytest_configure(config: Any) -> None:

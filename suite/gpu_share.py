@@ -32,7 +32,7 @@ from suite import crash
 # (README, "Running on a GPU runner").
 WORKERS_PER_GPU = 16
 SHARE_PROPERTY = "suite_gpu_share"  # a test's out-of-memory retries, for the run file
-SHARE_ENV = "SUITE_WORKERS_PER_GPU"  # set by the controller for its workers: how many share each GPU
+SHARE_ENV = crash.SHARE_ENV  # set by the controller for its workers: how many share each GPU
 
 
 class Share:

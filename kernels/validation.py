@@ -15,6 +15,20 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from kernels._types import (
+    BACKENDS,
+    DTYPE_NAMES,
+    FAMILIES,
+    KNOWN_ISSUE_TESTS,
+    CodePath,
+    Dim,
+    JitKernel,
+    KnownIssue,
+    Property,
+    Tolerance,
+    jit_name,
+)
+
 _NAME = re.compile(r"[A-Za-z0-9_.]+")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _EXAMPLE_FIELDS = ("shape", "layout", "values", "seed")
@@ -31,7 +45,7 @@ def defining_module() -> str:
     while frame is not None:
         filename = frame.f_code.co_filename
         module = frame.f_globals.get("__name__", "")
-        if not (filename.startswith("<") or module in ("dataclasses", "kernels.spec", "kernels.validation",
+        if not (filename.startswith("<") or module in ("dataclasses", "kernels.spec", "kernels._types", "kernels.validation",
                                                        "kernels.registry")
                 or module.startswith("importlib")):
             path = Path(filename)
@@ -140,8 +154,6 @@ def _strings(value: Any, field: str, fail: Callable[[str, str], SpecError], iden
 
 
 def _check_dims(dims: Any, fail: Callable[[str, str], SpecError]) -> tuple[str, ...]:
-    from kernels.spec import Dim
-
     items = _tuple(dims, "dims", fail)
     if not items:
         raise fail("dims", "is empty: a kernel has at least one dimension, e.g. (Dim('N', interpret_max=5000, "
@@ -189,11 +201,9 @@ def _check_dims(dims: Any, fail: Callable[[str, str], SpecError]) -> tuple[str, 
 
 
 def _check_dtypes(dtypes: Any, fail: Callable[[str, str], SpecError]) -> tuple[str, ...]:
-    from kernels.spec import DTYPES
-
-    items = _strings(dtypes, "dtypes", fail, empty=f"is empty: name at least one of {', '.join(DTYPES)}")
-    if unknown := [d for d in items if d not in DTYPES]:
-        raise fail("dtypes", f"{unknown} are not dtype names; use {', '.join(DTYPES)}")
+    items = _strings(dtypes, "dtypes", fail, empty=f"is empty: name at least one of {', '.join(DTYPE_NAMES)}")
+    if unknown := [d for d in items if d not in DTYPE_NAMES]:
+        raise fail("dtypes", f"{unknown} are not dtype names; use {', '.join(DTYPE_NAMES)}")
     return items
 
 
@@ -209,8 +219,6 @@ def _is_safety(value: Any) -> bool:
 
 def _check_tolerance(tolerance: Any, field: str, fail: Callable[[str, str], SpecError],
                      dtypes: tuple[str, ...] = ()) -> None:
-    from kernels.spec import Tolerance
-
     if not isinstance(tolerance, Tolerance):
         raise fail(field, f"must be a Tolerance(...), got {type(tolerance).__name__}")
     if not callable(tolerance.reduction):
@@ -247,8 +255,6 @@ def _check_initial_outputs(initial: Any, outputs: tuple[str, ...], fail: Callabl
 
 
 def _check_jit_fns(spec: Any, fail: Callable[[str, str], SpecError]) -> None:
-    from kernels.spec import JitKernel, jit_name
-
     names = [jit_name(spec.jit_fn)] if spec.jit_fn is not None else []
     for i, kernel in enumerate(_tuple(spec.jit_fns, "jit_fns", fail)):
         if not isinstance(kernel, JitKernel):
@@ -279,8 +285,6 @@ def triton_specifier_problem(text: Any) -> str | None:
 
 def _check_known_issues(issues: Any, dtypes: tuple[str, ...], fail: Callable[[str, str], SpecError]) -> None:
     import fnmatch
-
-    from kernels.spec import BACKENDS, KNOWN_ISSUE_TESTS, KnownIssue
 
     ids = []
     for i, issue in enumerate(_tuple(issues, "known_issues", fail)):
@@ -313,8 +317,6 @@ def _check_known_issues(issues: Any, dtypes: tuple[str, ...], fail: Callable[[st
 
 
 def _check_configs(spec: Any, fail: Callable[[str, str], SpecError]) -> None:
-    from kernels.spec import FAMILIES
-
     if not isinstance(spec.default_config, Mapping):
         raise fail("default_config", f"must be a mapping family -> config, got {type(spec.default_config).__name__}")
     if not isinstance(spec.configs, Mapping):
@@ -383,15 +385,11 @@ def _check_named(items: Any, field: str, cls: type, attr: str, signature: str,
 
 
 def _check_properties(properties: Any, fail: Callable[[str, str], SpecError]) -> None:
-    from kernels.spec import Property
-
     _check_named(properties, "properties", Property, "check", "(case, device, run) -> message or None", fail,
                  reserved=_BUILTIN_PROPERTIES)
 
 
 def _check_paths(paths: Any, fail: Callable[[str, str], SpecError]) -> None:
-    from kernels.spec import CodePath
-
     _check_named(paths, "paths", CodePath, "taken", "(case, config) -> bool", fail)
     for path in paths:
         if path.applies is not None and not callable(path.applies):

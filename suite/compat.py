@@ -217,8 +217,9 @@ def _message(broken: Iterable[tuple[Patch, list[str]]], triton_version: str) -> 
     for patch, problems in broken:
         lines.append(f"  patch {patch.name!r} ({patch.where}: {patch.purpose}; applied on Triton {patch.triton}):")
         lines += [f"    {p}" for p in problems]
-    lines.append("Run the suite with a Triton it supports (requirements/ci.txt: 3.6.0, requirements/ci-triton39.txt: "
-                 "3.9.0), or update the patch and its entry in suite/compat.py for this version.")
+    lines.append("Run the suite with a Triton it supports, 3.6.0 to 3.9.0 (requirements/ci.txt: 3.6.0; "
+                 "requirements/ci-newest.txt: 3.9.0), or update the patch and its entry in suite/compat.py for this "
+                 "version.")
     return "\n".join(lines)
 
 

@@ -257,6 +257,13 @@ def test_no_temporary_files_are_left_behind(run_suite, tmp_path):
     assert list(scratch.iterdir()) == []
 
 
+def _ctrl_c_as_in_a_terminal() -> None:
+    """The child takes SIGINT as a shell's child does, whatever this process inherited: an xdist worker of a full
+    `pytest tests -n auto` run had SIGINT ignored, its children inherited that, and the Ctrl-C never arrived."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_leaves_an_interrupted_run_with_what_finished(tmp_path):
     """SIGINT while the second test runs: the first test's record stays and the status says 'interrupted'."""
     runs = tmp_path / "runs"
@@ -264,7 +271,8 @@ def test_ctrl_c_leaves_an_interrupted_run_with_what_finished(tmp_path):
            "--kernel-module=tests/fixtures/faulting_kernels.py", "--kernels=vector_add,zz_hang", "-k", "fp32",
            "--case-timeout=60"]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=_ctrl_c_as_in_a_terminal)
     deadline = time.time() + 120
     while time.time() < deadline:  # the file appears after the first (vector_add) test reported
         files = list(runs.glob("run-*.json"))

@@ -1,3 +1,3 @@
 """Wires the suite's pytest plugin in; everything else lives in suite/."""
 
-pytest_plugins = ["suite.crash", "suite.plugin"]
+pytest_plugins = ["suite.workers.crash", "suite.plugin.hooks"]

@@ -1,5 +1,5 @@
 """The declarations of a kernel spec (dims, cases, tolerances, properties, code paths, known issues) and the
-helpers around them, without torch: ``kernels.spec`` re-exports every name here, and ``kernels.validation`` (which
+helpers around them, without torch: ``kernels.spec`` re-exports every name here, and ``kernels._validation`` (which
 an xdist controller imports before torch) checks specs against them. Import them from ``kernels.spec``."""
 
 from __future__ import annotations

@@ -19,9 +19,9 @@ import triton
 import triton.language as tl
 
 from kernels import inputs, paths
+from kernels._tiles import descriptor_fields, descriptor_matmul, descriptor_ok, descriptor_path, grouped_tile
 from kernels.registry import register
 from kernels.spec import DTYPES, Case, Dim, KernelSpec, Property, Tolerance, signature
-from kernels.tiles import descriptor_fields, descriptor_matmul, descriptor_ok, descriptor_path, grouped_tile
 
 # Largest finite value per flavour. Taken from the table, not torch.finfo, so the reference
 # (which uses torch.finfo) checks it: a scale for the wrong flavour is silently wrong (triton #6542).

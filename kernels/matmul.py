@@ -7,9 +7,9 @@ import triton
 import triton.language as tl
 
 from kernels import inputs, paths
+from kernels._tiles import descriptor_fields, descriptor_matmul, descriptor_ok, descriptor_path, grouped_tile
 from kernels.registry import register
 from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, amd_options, signature
-from kernels.tiles import descriptor_fields, descriptor_matmul, descriptor_ok, descriptor_path, grouped_tile
 
 
 @triton.jit

@@ -14,8 +14,8 @@ import sys
 import traceback
 from pathlib import Path
 
+from kernels._validation import SpecError, defining_module
 from kernels.spec import KernelSpec
-from kernels.validation import SpecError, defining_module
 
 _REGISTRY: dict[str, KernelSpec] = {}
 _WHERE: dict[str, str] = {}  # kernel name -> the module that registered it
@@ -25,8 +25,9 @@ _LOADED: set[str] = set()  # resolved paths of user modules already imported
 class KernelModuleError(ValueError):
     """A kernel module that cannot be used: it does not import, or a spec in it is wrong or a duplicate."""
 
-# Modules of the package that define no kernel.
-_NOT_KERNELS = {"spec", "registry", "validation", "inputs", "paths"}
+# The public spec API (kernel modules import it); every other module of the package whose name does not start with
+# "_" (a private helper) is a kernel module: tests/test_layout.py holds discovery to that.
+API_MODULES = frozenset({"spec", "registry", "inputs", "paths"})
 
 
 def register(spec: KernelSpec) -> KernelSpec:
@@ -42,10 +43,10 @@ def register(spec: KernelSpec) -> KernelSpec:
 
 
 def builtin_modules() -> list[str]:
-    """Every module in kernels/ but the plumbing; names starting with '_' are helpers."""
+    """Every module in kernels/ but the public spec API (API_MODULES) and private helpers (names starting with '_')."""
     package_dir = Path(__file__).resolve().parent
     return sorted(f"kernels.{m.name}" for m in pkgutil.iter_modules([str(package_dir)])
-                  if not m.name.startswith("_") and m.name not in _NOT_KERNELS)
+                  if not m.name.startswith("_") and m.name not in API_MODULES)
 
 
 def load_builtin() -> None:

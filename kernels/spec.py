@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from kernels import validation
+from kernels import _validation as validation
 from kernels._types import (  # noqa: F401 - re-exported: kernel modules import these from kernels.spec
     AMD_ONLY_OPTIONS,
     BACKENDS,
@@ -39,6 +39,7 @@ from kernels._types import (  # noqa: F401 - re-exported: kernel modules import 
     split_config,
     unwrap_jit,
 )
+from kernels._validation import SpecError  # noqa: F401 - re-exported: the error a wrong spec raises
 
 DTYPES: dict[str, torch.dtype] = {
     "fp32": torch.float32,
@@ -61,7 +62,7 @@ class KernelSpec:
     """A kernel as the suite sees it: declared as data next to the kernel, checked when it is made.
 
     Every field is validated in ``__post_init__`` (so ``dataclasses.replace`` is checked too): a mistake
-    raises :class:`kernels.validation.SpecError` naming the module, the spec, the field and what would
+    raises :class:`SpecError` naming the module, the spec, the field and what would
     be right. What can only be known by running (the reference returns exactly the declared outputs,
     of the outputs' shapes, finite where the inputs are) is checked by the suite on every case.
     """
@@ -102,7 +103,7 @@ class KernelSpec:
     default_config: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     configs: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)
     benchmark_shapes: tuple[Mapping[str, int], ...] = ()
-    # Autotune cache bucket of a shape (suite/autotune.py); None: each dim rounded up to a power
+    # Autotune cache bucket of a shape (suite/tools/autotune.py); None: each dim rounded up to a power
     # of two, dims with fixed choices kept exact.
     tune_bucket: Callable[[Mapping[str, int]], dict[str, int]] | None = None
     # Cases always run before the drawn ones (Hypothesis explicit examples), as

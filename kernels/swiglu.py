@@ -11,9 +11,9 @@ import triton
 import triton.language as tl
 
 from kernels import inputs
+from kernels._tiles import rows_launch, rows_spec_fields
 from kernels.registry import register
 from kernels.spec import DTYPES, Case, KernelSpec, Tolerance, signature
-from kernels.tiles import rows_launch, rows_spec_fields
 
 
 @triton.jit

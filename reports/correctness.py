@@ -19,7 +19,7 @@ Platform = tuple[str, str]
 DTYPE_NAME = re.compile(r"(fp|bf|int|uint|float|bool)\w*")
 
 
-PART = re.compile(r"-part\d+of\d+$")  # a part of a split test (suite/parts.py): [matmul-fp32-part1of3]
+PART = re.compile(r"-part\d+of\d+$")  # a part of a split test (suite/workers/parts.py): [matmul-fp32-part1of3]
 
 
 def kernel_dtype_of(nodeid: str) -> tuple[str, str] | None:

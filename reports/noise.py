@@ -1,7 +1,7 @@
 """Noise floors: how far a benchmark moves between two runs of identical software on one machine (A/A runs).
 
 `python -m reports noise-floor RUN.json ... --out reports/noise/<arch>.json` learns one from two or more such runs
-(METHOD below). The suite reads the file of its arch (suite/bench.py) and writes each benchmark's
+(METHOD below). The suite reads the file of its arch (suite/tools/bench.py) and writes each benchmark's
 floor, and the platform's, into the run file; `compare` then calls a change real only beyond max(--threshold,
 floor). The file also keeps each benchmark's usual round-to-round spread and sample tail, against which the suite
 tells a disturbed measurement (one it re-measures)."""

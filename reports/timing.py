@@ -1,7 +1,7 @@
 """Benchmark timings as the reports read them: the valid samples, the interleaved timing rounds, and what is invalid.
 
 A timing is valid when it is a finite number above zero; anything else (a negative or zero time, inf, nan) is left
-out of every statistic and shown as invalid. Rounds (suite/bench.py) time the kernel and its torch baseline
+out of every statistic and shown as invalid. Rounds (suite/tools/bench.py) time the kernel and its torch baseline
 alternately, several times per benchmark; the kernel/torch ratio of each round cancels the machine's drift."""
 
 from __future__ import annotations

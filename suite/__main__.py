@@ -19,7 +19,7 @@ from pathlib import Path
 
 SUITE_DIR = Path(__file__).resolve().parent
 SETTINGS = SUITE_DIR / "pytest-suite.ini"
-PLUGINS = ("suite.crash", "suite.plugin")
+PLUGINS = ("suite.workers.crash", "suite.plugin.hooks")
 
 
 def pytest_args(argv: list[str], cwd: str | None = None) -> list[str]:

@@ -7,14 +7,14 @@ failing with an AttributeError, a run that times nothing) instead of what it is.
 
 - each patch is a :class:`Patch` here: its name, the suite module that applies it, the targets it touches (module,
   attribute, the leading parameters it calls or replaces with), the Triton versions it applies to, and why;
-- at session start (``suite/context.py``) :func:`verify` checks every patch that applies to the installed Triton
+- at session start (``suite/plugin/context.py``) :func:`verify` checks every patch that applies to the installed Triton
   and the run's backend; a target that is missing or has another shape is a usage error naming the patch, the
   target and the Triton version, before the first test;
 - a module applying a patch calls :func:`require` first (the same check, for a process that did not verify);
 - ``tests/test_compat.py`` runs every check on the installed Triton and plants breaks.
 
 The patches of this module's own (the interpreter's version-specific gaps) are applied by
-:func:`install_interpreter_fixes`, from ``suite/interpreter.py``; the others stay where they are used and are
+:func:`install_interpreter_fixes`, from ``suite/checks/interpreter.py``; the others stay where they are used and are
 registered here by name.
 """
 
@@ -146,18 +146,18 @@ def _stub_shape() -> str | None:
 
 
 PATCHES: tuple[Patch, ...] = (
-    Patch("interpreter-float-scalars", "suite/interpreter.py",
+    Patch("interpreter-float-scalars", "suite/checks/interpreter.py",
           "a Python float kernel argument becomes an fp32 scalar, as on a GPU (it has .to there)",
           (Target(INTERP, "_implicit_cvt", ("arg",)), Target(INTERP, "TensorHandle", ("data", "dtype"))),
           backends=("interpret",)),
-    Patch("interpreter-bf16-constants", "suite/interpreter.py",
+    Patch("interpreter-bf16-constants", "suite/checks/interpreter.py",
           "bf16 constants rounded to nearest even (Triton 3.6 has no get_bf16; 3.9's truncates)",
           (Target(INTERP, f"{BUILDER}.get_bf16", ("self", "value"), optional=True),), backends=("interpret",)),
-    Patch("interpreter-bf16-notes", "suite/interpreter.py",
+    Patch("interpreter-bf16-notes", "suite/checks/interpreter.py",
           "notes which bf16 operations a case ran (the interpreter computes on uint16 bit patterns, hazard 1)",
           (Target(INTERP, f"{BUILDER}.binary_op", ("self", "lhs", "rhs", "op")),
            Target(INTERP, f"{BUILDER}.create_dot", ("self", "a", "b", "d"))), backends=("interpret",)),
-    Patch("interpreter-libdevice", "suite/interpreter.py",
+    Patch("interpreter-libdevice", "suite/checks/interpreter.py",
           "libdevice functions computed with numpy (the interpreter runs stubs that return None)",
           (Target("triton.language.extra.libdevice", "rsqrt"), Target(INTERP, "interpreter_semantic"),
            Target(INTERP, "interpreter_semantic.broadcast_impl_value", ("lhs", "rhs")),
@@ -180,7 +180,7 @@ PATCHES: tuple[Patch, ...] = (
            Target(INTERP, "_LangPatchScope.set_attr", ("self", "obj", "name", "value"))),
           # 3.9 squeezes (checked); 3.7 and 3.8 are not checked, and the squeeze is what 3.9 does.
           triton="<3.9", backends=("interpret",)),
-    Patch("memcheck-hooks", "suite/memcheck.py",
+    Patch("memcheck-hooks", "suite/checks/memcheck.py",
           "the interpreter's memory checker: every load, store and atomic checked against the launch's tensors",
           (Target(INTERP, f"{BUILDER}.create_masked_load", ("self", "ptrs", "mask", "other")),
            Target(INTERP, f"{BUILDER}.create_masked_store", ("self", "ptrs", "value", "mask")),
@@ -189,21 +189,21 @@ PATCHES: tuple[Patch, ...] = (
            Target(INTERP, "GridExecutor._init_args_hst", ("self", "args_dev", "kwargs")),
            Target(INTERP, "GridExecutor.__call__", ("self",)), Target(INTERP, "interpreter_builder")),
           backends=("interpret",)),
-    Patch("launch-interception", "suite/launches.py",
+    Patch("launch-interception", "suite/checks/launches.py",
           "launches recorded (outputs seen, signatures) and @triton.autotune made to run the case's config",
           (Target("triton.runtime.jit", "JITFunction.run", ("self",)),
            Target(INTERP, "InterpretedFunction.run", ("self",)),
            Target("triton.runtime.autotuner", "Autotuner.run", ("self",)),
            Target("triton.runtime.autotuner", "Autotuner.__init__", ("self", "fn", "arg_names", "configs")))),
-    Patch("do-bench-counting", "suite/autotune.py",
+    Patch("do-bench-counting", "suite/tools/autotune.py",
           "every triton.testing.do_bench call outside a declared benchmark counts as tuning (a normal run times "
           "nothing; the wrapper passes every argument on)", (Target("triton.testing", "do_bench", ("fn",)),),
           backends=("cuda", "rocm")),
-    Patch("bench-do-bench", "suite/bench.py",
+    Patch("bench-do-bench", "suite/tools/bench.py",
           "benchmark samples from triton.testing.do_bench(fn, warmup=, rep=, return_mode='all')",
           (Target("triton.testing", "do_bench", ("fn", "warmup", "rep", "grad_to_none", "quantiles",
                                                   "return_mode")),), backends=("cuda", "rocm")),
-    Patch("timing-knobs-hooks", "suite/timing.py",
+    Patch("timing-knobs-hooks", "suite/workers/timing.py",
           "Triton's compiles timed and counted (compilation listener, JIT cache and post-compile hooks)",
           (Target("triton.knobs", "compilation.listener"), Target("triton.knobs", "runtime.jit_cache_hook"),
            Target("triton.knobs", "runtime.jit_post_compile_hook"))),

@@ -1,5 +1,5 @@
 """Benchmarks (`pytest -m perf --backend=cuda`): every kernel's benchmark shapes and dtypes,
-timed in interleaved rounds against ceilings measured in the same run (suite/bench.py). Figures
+timed in interleaved rounds against ceilings measured in the same run (suite/tools/bench.py). Figures
 go into the run file; nothing here asserts a speed (timed tests flake), only that the
 benchmarked output is correct."""
 
@@ -9,8 +9,10 @@ import os
 
 import pytest
 
-from suite import autotune, bench, gpu_share, results
-from suite.context import BACKEND
+from suite.plugin import results
+from suite.plugin.context import BACKEND
+from suite.tools import autotune, bench
+from suite.workers import gpu_share
 
 pytestmark = pytest.mark.perf
 
@@ -39,7 +41,7 @@ def ceilings(request: pytest.FixtureRequest, plant: dict, noise_floor: tuple[dic
     backend = request.config.stash[BACKEND]
     if backend.device == "cpu":
         pytest.skip("benchmarks need a GPU backend; the interpreter's timings mean nothing")
-    # A timing takes the GPU alone: no other worker's case runs on it meanwhile (suite/gpu_share.py).
+    # A timing takes the GPU alone: no other worker's case runs on it meanwhile (suite/workers/gpu_share.py).
     with autotune.purpose("benchmark"), gpu_share.share.alone(backend.device):
         measured = bench.measure_ceilings(backend.device, backend.profile)
     return {**measured, "noise_floor": noise_floor[1]}

@@ -1,10 +1,10 @@
 """The compile matrix in the suite: every registered kernel compiled for every target, on any backend.
 
 ``test_compiles_on_target[<kernel>-<arch>]`` compiles the kernel's configs for that target (see
-``suite/compile_matrix.py``; ``SUITE_COMPILE_MATRIX=full`` compiles every config and dtype, the default ``ci`` a
+``suite/tools/compile_matrix.py``; ``SUITE_COMPILE_MATRIX=full`` compiles every config and dtype, the default ``ci`` a
 subset) and hands the records to the run file's "compiles". It fails when a default config (what users run) fails to
 compile or to fit the target; other configs that fail are findings in the records, not test failures.
-``test_portability_lints[<kernel>]`` fails on lint errors (``suite/lints.py``: a vendor-only option in the other
+``test_portability_lints[<kernel>]`` fails on lint errors (``suite/checks/lints.py``: a vendor-only option in the other
 vendor's configs, more warps than a block holds) and hands warnings to the run file's "findings".
 """
 
@@ -18,14 +18,15 @@ import pytest
 import hardware_profiles
 from kernels import registry
 from kernels.spec import split_config
-from suite import compile_matrix, lints, loaded_registers
+from suite.checks import lints
+from suite.tools import compile_matrix, loaded_registers
 
 COMPILES = "suite_compile_records"
 FINDINGS = "suite_finding_records"
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    from suite.context import CONTEXT
+    from suite.plugin.context import CONTEXT
 
     ctx = metafunc.config.stash.get(CONTEXT, None)
     specs = [s for s in registry.all_specs() if ctx is None or ctx.options.selects(s.name)]
@@ -83,7 +84,7 @@ def test_portability_lints(kernel_spec, request: pytest.FixtureRequest) -> None:
     findings = lints.lint_spec(kernel_spec)
     metas = {family: {_meta(c) for c in [kernel_spec.default_config.get(family, {}), *kernel_spec.configs.get(family, ())]}
              for family in lints.FAMILIES}
-    from suite.context import CONTEXT
+    from suite.plugin.context import CONTEXT
 
     records = [record for target in matrix_targets(request.config.stash.get(CONTEXT, None))
                for dtype, cfg, default in compile_matrix.plan(kernel_spec, target)
@@ -124,7 +125,7 @@ LOADED_CHECKS = {
 def test_offline_registers_match_the_loaded_kernel(kernel: str, request: pytest.FixtureRequest) -> None:
     """On an NVIDIA GPU: the registers, spills and shared memory that the matrix records
     offline for this arch equal what the driver reports for the kernel the suite launches."""
-    from suite.context import BACKEND
+    from suite.plugin.context import BACKEND
 
     backend = request.config.stash[BACKEND]
     if backend.name != "cuda":

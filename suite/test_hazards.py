@@ -13,9 +13,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from suite import results
-from suite.context import BACKEND
-from suite.harness import poison, unwritten
+from suite.checks.harness import poison, unwritten
+from suite.plugin import results
+from suite.plugin.context import BACKEND
 
 FINDINGS = "suite_finding_records"
 PROGRAMS = 65537  # one past 65535, and one more

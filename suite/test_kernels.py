@@ -17,11 +17,14 @@ from hypothesis import core as hypothesis_core
 from hypothesis import example, given, seed, settings
 
 from kernels.spec import Case
-from suite import autotune, crash, gpu_share, launches, options, parts, reach, results
-from suite.context import CONTEXT
-from suite.harness import CaseResult, record, run_case
-from suite.recorder import KNOWN_PROPERTY
-from suite.strategies import VALIDATION_SEED, case_strategy
+from suite.checks import launches, reach
+from suite.checks.harness import CaseResult, record, run_case
+from suite.checks.strategies import VALIDATION_SEED, case_strategy
+from suite.plugin import options, results
+from suite.plugin.context import CONTEXT
+from suite.plugin.recorder import KNOWN_PROPERTY
+from suite.tools import autotune
+from suite.workers import crash, gpu_share, parts
 
 
 def repro_line(request: pytest.FixtureRequest, case: Case, extra_args: list[str] | tuple[str, ...] = ()) -> str:
@@ -97,7 +100,7 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
     and the others each case samples; every output element was written; NaN/inf appear exactly where the
     reference has them; every declared code path was exercised."""
     spec, dtype, known_issue = kernel_dtype
-    part, split = getattr(kernel_dtype, "part", 0), getattr(kernel_dtype, "parts", 1)  # suite/parts.py
+    part, split = getattr(kernel_dtype, "part", 0), getattr(kernel_dtype, "parts", 1)  # suite/workers/parts.py
     ctx = request.config.stash[CONTEXT]
     backend = ctx.backend
     records: list[dict] = []
@@ -136,7 +139,7 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
                         f"not a wrong result): lower the dims' gpu_max for this GPU or run on a larger one.\n"
                         f"{too_large[0]}", pytrace=False)
 
-    # Parts (suite/parts.py): with the same cases drawn in every part, each runs those at its positions; with random
+    # Parts (suite/workers/parts.py): with the same cases drawn in every part, each runs those at its positions; with random
     # draws, each part draws its own share of the budget. (Kept out of ``drawn``: Hypothesis seeds a derandomized
     # run from the test function's source, so the draws stay those of the whole test as it was.)
     same_draws = split > 1 and (settings.default.derandomize or ctx.profile == "validation")

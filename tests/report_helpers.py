@@ -86,7 +86,7 @@ def cli(capsys, *argv: str) -> tuple[int, str, str]:
 def rounds_bench(kernel: str, dtype: str, shape: dict, kernel_ms: float, torch_ms: float | None = None, seed: int = 0,
                  n_rounds: int = 6, noise: float = 0.004, per_round: int = 20, disturbed: str | None = None,
                  round_factors: list[float] | None = None, **over) -> dict:
-    """A benchmark record as suite/bench.py writes it: interleaved rounds of kernel and torch baseline samples.
+    """A benchmark record as suite/tools/bench.py writes it: interleaved rounds of kernel and torch baseline samples.
     round_factors multiplies each round's times (a drift or a disturbance within the run)."""
     rng = random.Random(seed)
     factors = round_factors or [1.0] * n_rounds

@@ -1,4 +1,4 @@
-"""suite/bench.py on the CPU: interleaved rounds, disturbance and re-measuring (with scripted timers), the noise-floor
+"""suite/tools/bench.py on the CPU: interleaved rounds, disturbance and re-measuring (with scripted timers), the noise-floor
 file, the SUITE_BENCH_PLANT hook, the fp8 ceiling's dtype, and one whole benchmark record on the interpreter that
 the reports can read."""
 
@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from suite import bench
+from suite.tools import bench
 
 pytest.importorskip("torch")
 
@@ -204,7 +204,7 @@ def test_a_whole_benchmark_on_the_interpreter_gives_a_record_the_reports_read(re
     from kernels.vector_add import SPEC
     from reports import timing
     from reports.loading import REPORT_NEEDS, SCHEMA_PATH
-    from suite.context import BACKEND
+    from suite.plugin.context import BACKEND
 
     backend = request.config.stash[BACKEND]
     if backend.name != "interpret":

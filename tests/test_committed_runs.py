@@ -10,8 +10,8 @@ import sys
 import jsonschema
 import pytest
 
-from suite import autotune
-from suite.results import SCHEMA_PATH
+from suite.plugin.results import SCHEMA_PATH
+from suite.tools import autotune
 from tests.conftest import ROOT
 
 RUNS = sorted((ROOT / "evidence").glob("*/run-*.json"))

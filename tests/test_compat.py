@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import os
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -31,7 +32,7 @@ def test_the_registry_is_well_formed():
     assert len(compat.BY_NAME) == len(compat.PATCHES), "patch names must be unique"
     for patch in compat.PATCHES:
         assert patch.targets and patch.where.startswith("suite/") and set(patch.backends) <= set(compat.ALL_BACKENDS)
-        assert os.path.exists(os.path.join(os.path.dirname(compat.__file__), os.path.basename(patch.where))), patch
+        assert (Path(compat.__file__).resolve().parents[1] / patch.where).exists(), patch
 
 
 def _plant_missing(monkeypatch, target: compat.Target) -> None:
@@ -246,8 +247,8 @@ def test_without_the_index_fix_triton_3_6_fails_under_numpy_2_4(monkeypatch):
         _sum_to(10)
 
 
-@pytest.mark.parametrize(("module", "state", "patch"), [("suite.launches", "_installed", "launch-interception"),
-                                                         ("suite.memcheck", "_checker", "memcheck-hooks")])
+@pytest.mark.parametrize(("module", "state", "patch"), [("suite.checks.launches", "_installed", "launch-interception"),
+                                                         ("suite.checks.memcheck", "_checker", "memcheck-hooks")])
 def test_each_hook_checks_its_own_patch_before_it_hooks(monkeypatch, module, state, patch):
     """Not only at session start: installing the hooks themselves (a tool that imports them alone) refuses a Triton
     that moved their targets, naming the patch."""

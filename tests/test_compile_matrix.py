@@ -1,4 +1,4 @@
-"""Unit tests of the compile matrix (suite/compile_matrix.py) and the portability lints (suite/lints.py).
+"""Unit tests of the compile matrix (suite/tools/compile_matrix.py) and the portability lints (suite/checks/lints.py).
 
 Parsing, classification, occupancy and lints run on synthetic inputs; the failure classes and hazards 4, 5, 6 and
 the fp8 gating are shown on real compiles of kernels.matmul with deliberately bad configs (no GPU needed).
@@ -21,8 +21,8 @@ import triton.language as tl
 import hardware_profiles
 from kernels import matmul
 from kernels.spec import Dim, KernelSpec
-from suite import compile_matrix as cm
-from suite import lints
+from suite.checks import lints
+from suite.tools import compile_matrix as cm
 
 ROOT = Path(__file__).resolve().parent.parent
 SM90, GFX90A, GFX942 = ("cuda", "sm_90", 32), ("hip", "gfx90a", 64), ("hip", "gfx942", 64)
@@ -264,7 +264,7 @@ def test_default_matmul_record_has_resources_and_tensor_cores() -> None:
 def test_interpreted_and_plain_jit_compiles_agree() -> None:
     """TRITON_INTERPRET=1 turns @triton.jit into InterpretedFunction, which triton.compile rejects; the compile matrix
     then compiles in a child process without it. Both routes must give the same record."""
-    script = ("import json; from kernels import vector_add as v; from suite import compile_matrix as cm;"
+    script = ("import json; from kernels import vector_add as v; from suite.tools import compile_matrix as cm;"
               "print(json.dumps(cm.compile_one(v.SPEC, 'fp32', {'BLOCK_SIZE': 1024, 'num_warps': 4}, ('hip', 'gfx942', 64))))")
     out = {}
     for interpret in ("1", "0"):
@@ -294,7 +294,7 @@ def test_records_and_findings_fit_the_run_file_schema() -> None:
 
 def test_a_gpu_run_compiles_the_matrix_for_its_own_arch_only() -> None:
     """--compile-targets: every profiled target on the interpreter (or asked for), the runner's own on a GPU."""
-    from suite.options import Options
+    from suite.plugin.options import Options
     from suite.test_compile_matrix import matrix_targets
 
     every = hardware_profiles.targets()

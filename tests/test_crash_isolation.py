@@ -12,8 +12,8 @@ import json
 
 import jsonschema
 
-from suite import crash
-from suite.results import SCHEMA_PATH
+from suite.plugin.results import SCHEMA_PATH
+from suite.workers import crash
 
 FIXTURE = "--kernel-module=tests/fixtures/faulting_kernels.py"
 
@@ -93,7 +93,8 @@ def test_workers_are_pinned_one_gpu_each():
 def test_auto_worker_count_shares_each_gpu_but_benchmarks_get_it_alone(monkeypatch):
     from types import SimpleNamespace
 
-    from suite import gpu_share, plugin
+    from suite.plugin import hooks as plugin
+    from suite.workers import gpu_share
 
     option = SimpleNamespace(markexpr="not perf")
     config = SimpleNamespace(getoption=lambda name: backend, option=option)

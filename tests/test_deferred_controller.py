@@ -1,6 +1,6 @@
-"""An xdist controller starts its workers before it imports torch (suite/context.py: deferred): the workers, which
+"""An xdist controller starts its workers before it imports torch (suite/plugin/context.py: deferred): the workers, which
 import torch themselves, no longer wait 3-5 s for the controller's import. What it needs first, the GPUs to pin the
-workers to, comes from torch's version.py and the CUDA driver (suite/backend.py: probe)."""
+workers to, comes from torch's version.py and the CUDA driver (suite/plugin/backend.py: probe)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from suite import backend as backend_mod
+from suite.plugin import backend as backend_mod
 from tests.conftest import ROOT
 
 WATCH = """
@@ -24,7 +24,7 @@ def _note(key, value):
     json.dump(seen, open(path, "w"))
 
 if {plant!r}:
-    from suite import context
+    from suite.plugin import context
     context.defers = lambda config: False  # planted: the controller builds (imports torch) before its workers
 
 def pytest_configure_node(node):
@@ -47,7 +47,7 @@ def _watched_run(run_suite, tmp_path, *args, plant=False):
 
 def test_the_plugin_loads_without_torch():
     """What pytest imports in every process (conftest's plugins) pulls in neither torch nor Triton."""
-    code = "import sys, suite.plugin, suite.crash; print(sorted({'torch', 'triton'} & set(sys.modules)))"
+    code = "import sys, suite.plugin.hooks, suite.workers.crash; print(sorted({'torch', 'triton'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
                          env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
     assert out.returncode == 0, out.stderr[-2000:]
@@ -137,7 +137,7 @@ def test_no_driver_library_means_no_gpu():
 
 
 def test_auto_worker_count_asks_the_probe_first(monkeypatch):
-    from suite import context
+    from suite.plugin import context
 
     monkeypatch.setattr(context.backend_mod, "probe", lambda requested: ("nvidia", 3))
     monkeypatch.setattr(context, "_gpu_count", lambda: pytest.fail("torch asked although the probe knew"))

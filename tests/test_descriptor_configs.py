@@ -14,7 +14,7 @@ import pytest
 import hardware_profiles
 from kernels import fp8, matmul
 from kernels.spec import Case
-from suite import compile_matrix as cm
+from suite.tools import compile_matrix as cm
 
 SM90 = ("cuda", "sm_90", 32)
 # Shapes whose every leading dimension is a multiple of 16 bytes at any dtype: the descriptor's own alignment rule
@@ -52,7 +52,7 @@ def test_fp32_operands_stay_on_the_pointer_kernel():
     """fp32 tiles of the TMA configs do not fit, so fp32 never takes the descriptor path, on paper or at launch."""
     import torch
 
-    from kernels.tiles import descriptor_ok
+    from kernels._tiles import descriptor_ok
 
     path = _descriptor_path(matmul.SPEC)
     case = Case("matmul", "fp32", dict(ALIGNED), "contiguous", "normal", 0)
@@ -65,7 +65,7 @@ def test_fp32_operands_stay_on_the_pointer_kernel():
 def test_the_descriptor_path_is_declared_only_where_it_exists():
     """CodePath.applies: fp32 matmul and every AMD dtype have no descriptor path (no TMA config takes them), so a run
     there neither counts it nor searches for a case that takes it (the search would fail: no case can)."""
-    from suite.reach import Coverage
+    from suite.checks.reach import Coverage
 
     def declared(spec, dtype, family):
         return "descriptor" in {p.name for p in Coverage(spec, dtype, family).declared}

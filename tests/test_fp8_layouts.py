@@ -11,9 +11,9 @@ import pytest
 
 from kernels.fp8 import MATMUL_SPEC
 from kernels.spec import Case
-from suite import interpreter, launches
-from suite.backend import resolve
-from suite.harness import run_case
+from suite.checks import interpreter, launches
+from suite.checks.harness import run_case
+from suite.plugin.backend import resolve
 
 SHAPE = "M=33,N=17,K=40;layout={layout};values=normal;seed=1"
 
@@ -40,7 +40,7 @@ def test_the_shipped_launcher_passes_on_both_layouts(layout: str):
 
 
 def test_a_launcher_passing_a_s_width_for_its_row_stride_fails_on_padded_rows(monkeypatch: pytest.MonkeyPatch):
-    from suite import memcheck
+    from suite.checks import memcheck
     from tests.fixtures.planted_fp8 import SPEC as PLANTED
 
     assert _run(PLANTED, "bf16").passed  # packed rows: the planted bug is invisible there

@@ -1,4 +1,4 @@
-"""Out-of-memory errors judged fairly (suite/gpu_share.py), and where a run's time goes (suite/timing.py)."""
+"""Out-of-memory errors judged fairly (suite/workers/gpu_share.py), and where a run's time goes (suite/workers/timing.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import textwrap
 import time
 from types import SimpleNamespace
 
-from suite import gpu_share, timing
+from suite.workers import gpu_share, timing
 from tests.conftest import ROOT
 
 HUNGRY = "--kernel-module=tests/fixtures/memory_hungry.py"
@@ -66,7 +66,7 @@ def test_a_worker_waiting_to_run_alone_is_not_starved_by_new_cases(tmp_path) -> 
     script = textwrap.dedent(f"""
         import os, sys, time
         sys.path.insert(0, {str(ROOT)!r})
-        from suite import gpu_share
+        from suite.workers import gpu_share
         s = gpu_share.share
         s.fd = os.open({str(tmp_path / 'g.lock')!r}, os.O_CREAT | os.O_RDWR)
         s.gate = os.open({str(tmp_path / 'g.gate')!r}, os.O_CREAT | os.O_RDWR)
@@ -146,7 +146,7 @@ def test_workers_share_the_cpu_cores_for_torch_threads(monkeypatch) -> None:
     """Sixteen workers each running torch's default one thread per core oversubscribed a 16-core runner."""
     import torch
 
-    from suite.plugin import share_cpu_threads
+    from suite.plugin.hooks import share_cpu_threads
 
     before = torch.get_num_threads()
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)

@@ -23,11 +23,10 @@ import sys
 import pytest
 import torch
 
-from kernels.spec import Case, autotune_configs, is_autotuned
-from kernels.validation import SpecError
+from kernels.spec import Case, SpecError, autotune_configs, is_autotuned
 from kernels.vector_add import SPEC as VECTOR_ADD
-from suite import launches
-from suite.harness import BrokenSpec, InputSnapshot
+from suite.checks import launches
+from suite.checks.harness import BrokenSpec, InputSnapshot
 from tests.conftest import ROOT
 
 WRITERS = "--kernel-module=tests/fixtures/input_writers.py"

@@ -125,7 +125,7 @@ def test_the_device_check_holds_for_the_run_s_launch(kind: int) -> None:
 ])
 def test_the_device_check_fails_a_planted_draw_launch(planted: str, words: list[str],
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from suite import memcheck
+    from suite.checks import memcheck
     from suite.test_hazards import draw_problems
     from tests.fixtures import planted_draws
 

@@ -1,4 +1,4 @@
-"""What real kernels do that Triton's CPU interpreter lacked (suite/interpreter.py): each runs and gives the GPU's
+"""What real kernels do that Triton's CPU interpreter lacked (suite/checks/interpreter.py): each runs and gives the GPU's
 answer, or fails naming what is missing and what to do."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import triton.language as tl
 from triton.language.extra import libdevice
 from triton.language.extra.cuda import libdevice as cuda_libdevice
 
-from suite import interpreter
+from suite.checks import interpreter
 
 pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="interpreter only")
 

@@ -75,10 +75,10 @@ def test_the_check_sees_a_cycle_hidden_in_a_function(tmp_path):
 
 
 def test_the_validation_of_specs_needs_no_torch():
-    """An xdist controller imports kernels.validation (through suite.known_issues) before it imports torch."""
+    """An xdist controller imports kernels._validation (through suite.plugin.known_issues) before it imports torch."""
     import subprocess
     import sys
 
-    code = "import sys, kernels.validation, suite.known_issues; print('torch' in sys.modules)"
+    code = "import sys, kernels._validation, suite.plugin.known_issues; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "False", out.stdout + out.stderr

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from suite import memcheck
+from suite.checks import memcheck
 
 PLANTED = "--kernel-module=tests/fixtures/planted_bugs.py"
 

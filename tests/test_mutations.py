@@ -2,7 +2,7 @@
 the default interpreter run with a message that names the out-of-bounds access or the config.
 
 Each mutation is a one-line edit of kernels/vector_add.py, kernels/matmul.py or the tile order matmul calls
-(kernels/tiles.py); the test asserts that the edit
+(kernels/_tiles.py); the test asserts that the edit
 applies exactly once, so a change to the kernel that removes the planted line fails here rather than passing.
 """
 

@@ -112,7 +112,7 @@ def test_noise_floor_refuses_to_write_floors_too_large_to_use(tmp_path, capsys):
 
 @pytest.fixture
 def suite_bench(monkeypatch, tmp_path):
-    bench = pytest.importorskip("suite.bench")
+    bench = pytest.importorskip("suite.tools.bench")
     monkeypatch.setattr(bench, "NOISE_DIR", tmp_path / "noise")
     monkeypatch.delenv(bench.FLOOR_VARIABLE, raising=False)
     return bench

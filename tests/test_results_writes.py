@@ -11,13 +11,14 @@ import sys
 
 import pytest
 
-from suite import results, schedule
+from suite.plugin import results
+from suite.workers import schedule
 from tests.conftest import ROOT
 
 # Planted in the child run: every write of the run file after its first test fails as on a full disk.
 FULL_DISK = (
     "import errno\n"
-    "import suite.results as results\n"
+    "import suite.plugin.results as results\n"
     "real = results.write_json_atomic\n"
     "calls = []\n"
     "def full(path, data):\n"
@@ -67,7 +68,7 @@ def test_write_atomic_writes_only_regular_files(tmp_path, kind):
 
 
 def _costs_cli(run_path, costs_path, tmp_path):
-    return subprocess.run([sys.executable, "-m", "suite.schedule", str(run_path)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "suite.workers.schedule", str(run_path)], capture_output=True, text=True,
                           cwd=ROOT, env={**os.environ, "SUITE_TEST_COSTS": str(costs_path)}, timeout=120)
 
 

@@ -1,4 +1,4 @@
-"""suite/schedule.py: GPU runs hand out the longest tests first."""
+"""suite/workers/schedule.py: GPU runs hand out the longest tests first."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
-from suite import parts, schedule
+from suite.workers import parts, schedule
 
 
 def test_longest_first_unknown_as_the_median() -> None:
@@ -31,7 +31,7 @@ def test_the_shipped_costs_name_collected_tests() -> None:
     proc = subprocess.run([sys.executable, "-m", "pytest", "suite", "--co", "-q", "-p", "no:cacheprovider",
                            "--no-results"], capture_output=True, text=True, timeout=300)
     collected = {line.strip() for line in proc.stdout.splitlines() if "::" in line}
-    # A split test is whole where a known issue keeps it so (suite/parts.py): here, the interpreter's bf16 ones.
+    # A split test is whole where a known issue keeps it so (suite/workers/parts.py): here, the interpreter's bf16 ones.
     stale = sorted(n for n in costs if n not in collected and parts.base_id(n) not in collected
                    and "test_compiles_on_target" not in n)
     assert not stale, f"suite/test_costs.json names tests that no longer exist: {stale[:5]}"
@@ -44,7 +44,7 @@ def test_costs_from_a_run_file(tmp_path) -> None:
     assert schedule.costs_from_run(run) == {"t1": 3.14}
     path = tmp_path / "run.json"
     path.write_text(json.dumps(run))
-    proc = subprocess.run([sys.executable, "-m", "suite.schedule", str(tmp_path / "nope.json")],
+    proc = subprocess.run([sys.executable, "-m", "suite.workers.schedule", str(tmp_path / "nope.json")],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "nope.json" in proc.stderr
 
@@ -166,7 +166,7 @@ def _xdist_session_with_costs(tmp_path, costs: dict[str, float]) -> subprocess.C
     """Run tmp_path/test_x.py under pytest-xdist (2 workers) with the cost scheduler and these durations."""
     (tmp_path / "conftest.py").write_text(
         "import pytest\n"
-        "from suite import schedule\n"
+        "from suite.workers import schedule\n"
         "@pytest.hookimpl(tryfirst=True)\n"
         "def pytest_xdist_make_scheduler(config, log):\n"
         f"    return schedule.make_scheduler(config, log, {costs!r})\n")

@@ -14,11 +14,10 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.spec import Dim, JitKernel, KnownIssue, Tolerance, autotune_configs, is_autotuned
-from kernels.validation import SpecError
+from kernels.spec import Dim, JitKernel, KnownIssue, SpecError, Tolerance, autotune_configs, is_autotuned
 from kernels.vector_add import SPEC as VECTOR_ADD
 from kernels.vector_add import vector_add_kernel
-from suite import launches
+from suite.checks import launches
 
 BYO = "--kernel-module=tests/fixtures/bring_your_own.py"
 

@@ -6,7 +6,7 @@ from hypothesis import find, given, settings
 from hypothesis import strategies as st
 
 from kernels.spec import Case, Dim
-from suite.strategies import PROFILES, case_strategy, dim_max, edge_values
+from suite.checks.strategies import PROFILES, case_strategy, dim_max, edge_values
 
 
 def test_edges_sit_around_each_block_and_within_the_limit():

@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from suite.tolerance import bound, check_output
+from suite.checks.tolerance import bound, check_output
 
 
 def test_bound_grows_with_sqrt_of_reduction_length():

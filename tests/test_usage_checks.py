@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from suite import schedule
+from suite.workers import schedule
 
 LONG = "x" * 300  # one name over the 255-byte limit
 DEEP = "[" * 200_000 + "]" * 200_000

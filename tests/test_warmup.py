@@ -1,4 +1,4 @@
-"""A worker's GPU start-up in a thread (suite/warmup.py): the first test waits for it; its errors are left to the
+"""A worker's GPU start-up in a thread (suite/workers/warmup.py): the first test waits for it; its errors are left to the
 test that meets them."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
-from suite import warmup
+from suite.workers import warmup
 
 
 def test_the_first_test_waits_for_the_start_up(monkeypatch):

@@ -2,7 +2,7 @@
 
 Seen on an H100 with 16 workers: two workers ran a hung kernel while a third waited to run an out-of-memory case
 alone; the cases queued behind them waited for the GPU's lock past their timeout, and clean layernorm and softmax
-cases were reported as hung kernels. Here a process holds the GPU's lock (suite/gpu_share.py) for longer than the
+cases were reported as hung kernels. Here a process holds the GPU's lock (suite/workers/gpu_share.py) for longer than the
 timeout while a case waits for it."""
 
 from __future__ import annotations
@@ -16,14 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from suite import crash
+from suite.workers import crash
 
 ROOT = Path(__file__).resolve().parent.parent
 
 CASE = textwrap.dedent("""
     import os, sys
     from kernels.spec import Case
-    from suite import crash, gpu_share
+    from suite.workers import crash
+    from suite.workers import gpu_share
     if sys.argv[2] == "planted":  # the bug: waiting for the GPU counted as the case's time
         import contextlib
         crash.not_counted = contextlib.nullcontext
@@ -62,7 +63,7 @@ def test_the_case_s_own_time_still_counts_around_a_wait(tmp_path):
     code = textwrap.dedent("""
         import time
         from kernels.spec import Case
-        from suite import crash
+        from suite.workers import crash
         crash.process.timeout_s = 1.0
         with crash.watchdog(Case("vector_add", "fp32", {"N": 1})):
             time.sleep(0.6)

@@ -1,4 +1,4 @@
-"""xdist workers end at once after their session (suite/plugin.py: WorkerExit) instead of running Python's
+"""xdist workers end at once after their session (suite/plugin/hooks.py: WorkerExit) instead of running Python's
 finalization (torch and GPU teardown, 1.7-1.9 s per worker on an H100), and nothing is lost by it."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ def _plugin(tmp_path, keep_finalization: bool):
         "    if hasattr(config, 'workerinput'):\n"
         f"        atexit.register(lambda: open(os.path.join({str(tmp_path)!r}, 'finalized-' + "
         "config.workerinput['workerid']), 'w').close())\n"
-        + ("        import suite.plugin\n        suite.plugin.WorkerExit.exit = staticmethod(lambda code: None)\n"
+        + ("        import suite.plugin.hooks\n        suite.plugin.hooks.WorkerExit.exit = staticmethod(lambda code: None)\n"
            if keep_finalization else ""))
     return {"PYTHONPATH": str(tmp_path)}
 

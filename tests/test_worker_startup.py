@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from suite import crash
+from suite.workers import crash
 
 PLANTED = (
     "import pytest\n"

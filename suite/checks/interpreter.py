@@ -18,7 +18,7 @@ Installed once per process when the backend is the interpreter (``install``), be
   not patched over: the interpreter notes which bf16 operations a case ran (``bf16_operations``) and the harness
   names them when the case fails, with what to do.
 
-``@triton.autotune`` kernels are handled in suite/launches.py (they run a chosen config and time nothing), on every
+``@triton.autotune`` kernels are handled in suite/checks/launches.py (they run a chosen config and time nothing), on every
 backend.
 """
 

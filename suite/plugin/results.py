@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA_VERSION = 1
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "reports" / "schema" / "run.schema.json"
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "reports" / "schema" / "run.schema.json"
 CASES_PROPERTY = "suite_case_records"
 CEILINGS_PROPERTY = "suite_ceilings"
 # user_properties keys by which tests hand records to the controller, and where they go.

@@ -3,7 +3,7 @@
 Workers attach their case records, findings, compile and benchmark records to each test report as
 ``user_properties``; the recorder (registered on the controller only) adds them to the run file,
 which it rewrites after every test. Tests whose worker died are recorded from the worker's in-flight
-journal (:func:`suite.crash.lost_case`); a run cut short is ``incomplete``, one stopped with Ctrl-C
+journal (:func:`suite.workers.crash.lost_case`); a run cut short is ``incomplete``, one stopped with Ctrl-C
 ``interrupted``.
 """
 
@@ -14,8 +14,10 @@ import time
 
 import pytest
 
-from suite import crash, gpu_share, memcheck, results, timing
-from suite.context import SuiteContext
+from suite.checks import memcheck
+from suite.plugin import results
+from suite.plugin.context import SuiteContext
+from suite.workers import crash, gpu_share, timing
 
 KNOWN_PROPERTY = "suite_known_issue"
 AUTOTUNE_PROPERTY = "suite_autotune"

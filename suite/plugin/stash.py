@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-CONTEXT = pytest.StashKey["SuiteContext"]()  # suite.context.SuiteContext: built once in pytest_configure
+CONTEXT = pytest.StashKey["SuiteContext"]()  # suite.plugin.context.SuiteContext: built once in pytest_configure
 BACKEND = pytest.StashKey()  # the chosen Backend (also context.backend), read by tests
-PINNING = pytest.StashKey["Pinning"]()  # suite.context.Pinning: the controller's GPUs and workers' journals
+PINNING = pytest.StashKey["Pinning"]()  # suite.plugin.context.Pinning: the controller's GPUs and workers' journals
 DEFERRED = pytest.StashKey[bool]()  # an xdist controller whose context is built once its workers have started

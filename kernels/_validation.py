@@ -45,7 +45,7 @@ def defining_module() -> str:
     while frame is not None:
         filename = frame.f_code.co_filename
         module = frame.f_globals.get("__name__", "")
-        if not (filename.startswith("<") or module in ("dataclasses", "kernels.spec", "kernels._types", "kernels.validation",
+        if not (filename.startswith("<") or module in ("dataclasses", "kernels.spec", "kernels._types", "kernels._validation",
                                                        "kernels.registry")
                 or module.startswith("importlib")):
             path = Path(filename)

@@ -3,7 +3,7 @@
 With many workers on a GPU, a run lasts as long as its longest test: matmul's and fp8 matmul's reference tests
 compile a kernel variant for nearly every case, one after another (30-35 s on an H100 from a cold cache, while the
 run's other tests take a few seconds each). ``suite/test_costs.json`` says how many parts such a test is split into
-(``parts``, computed from measured durations by ``python -m suite.schedule``); the plugin then collects
+(``parts``, computed from measured durations by ``python -m suite.workers.schedule``); the plugin then collects
 ``test_matches_reference[matmul-fp32-part1of3]`` ... ``part3of3`` in place of ``test_matches_reference[matmul-fp32]``.
 The same parts are collected on every backend, so that runs on different machines name the same tests.
 

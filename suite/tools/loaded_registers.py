@@ -14,7 +14,7 @@ def loaded(spec: Any, dtype: str, shape: dict, config: dict, backend: Any) -> di
     import torch
 
     from kernels.spec import Case
-    from suite.harness import run_case
+    from suite.checks.harness import run_case
 
     jit = spec.jit_fn
     own = jit.device_caches

@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from suite import stash
+from suite.plugin import stash
 
 # Exit codes of a worker that ends itself; the controller's crash report says which.
 EXIT_POISONED = 75
@@ -48,7 +48,7 @@ class CaseAborted(BaseException):  # noqa: N818 - not an Exception on purpose
     (every further case would fail for the same reason, on a poisoned context or a full GPU)."""
 
 
-# Set by the controller for its workers (suite/gpu_share.py reads it): how many workers share each GPU.
+# Set by the controller for its workers (suite/workers/gpu_share.py reads it): how many workers share each GPU.
 SHARE_ENV = "SUITE_WORKERS_PER_GPU"
 
 
@@ -365,7 +365,7 @@ def pytest_runtest_logreport(report: Any) -> None:
 def pytest_runtest_setup(item: Any) -> None:
     ctx = _context(item.config)
     if ctx is not None:
-        from suite.options import repro_prefix
+        from suite.plugin.options import repro_prefix
 
         process.journal.start_test(item.nodeid, repro_prefix(ctx, item.nodeid))
 

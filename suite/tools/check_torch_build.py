@@ -1,4 +1,4 @@
-"""Fail fast when a GPU env sees the wrong torch build: `python -m suite.check_torch_build cuda|rocm`."""
+"""Fail fast when a GPU env sees the wrong torch build: `python -m suite.tools.check_torch_build cuda|rocm`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1 or argv[0] not in ("cuda", "rocm"):
-        print("usage: python -m suite.check_torch_build cuda|rocm", file=sys.stderr)
+        print("usage: python -m suite.tools.check_torch_build cuda|rocm", file=sys.stderr)
         return 2
     import torch
 

@@ -36,12 +36,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from suite import crash, results
+from suite.plugin import results
+from suite.workers import crash
 
-if TYPE_CHECKING:  # kernels.spec imports torch: an xdist controller loads this module before it may (suite/context.py)
+if TYPE_CHECKING:  # kernels.spec imports torch: an xdist controller loads this module before it may (suite/plugin/context.py)
     from kernels.spec import KernelSpec
 
-CACHE_DIR = Path(__file__).resolve().parent.parent / "hardware_profiles" / "autotune"
+CACHE_DIR = Path(__file__).resolve().parents[2] / "hardware_profiles" / "autotune"
 SCHEMA = "autotune-cache/1"
 ENTRY_FIELDS = {"kernel": str, "dtype": str, "bucket": dict, "shape": dict, "source_hash": str, "arch": str,
                 "sm_count": int, "triton": str, "config": dict, "default_config": dict, "tried": list,

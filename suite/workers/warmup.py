@@ -2,7 +2,7 @@
 
 An xdist worker's first test used to pay, inside its "inputs" phase, for what every process does once on a GPU:
 creating the CUDA context, loading Triton's driver and the input generator's kernels (about 2.4 s on an H100 with
-16 workers starting at once; ``suite/timing.py`` showed it in the first test of every worker). A worker now starts
+16 workers starting at once; ``suite/workers/timing.py`` showed it in the first test of every worker). A worker now starts
 that work in a thread as soon as it is configured, while it collects and waits for the controller to hand it tests;
 the first test waits for the thread (``wait``), so no test's phases count it and nothing runs on the GPU twice at once.
 """

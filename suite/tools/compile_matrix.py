@@ -10,7 +10,7 @@ Arguments are specialized as the JIT does for 16-byte-aligned tensors and sizes 
 Under ``TRITON_INTERPRET=1`` every ``@triton.jit`` function, triton.language's own (``tl.max``, ``tl.cdiv``, ...)
 included, is an InterpretedFunction: ``triton.compile`` rejects it, and the code generator calling one leaves
 triton.language patched for the interpreter. So when the kernels are interpreted, compiles run in a child process
-started without TRITON_INTERPRET (``python -m suite.compile_matrix``, one per test process, JSON lines on stdin/out).
+started without TRITON_INTERPRET (``python -m suite.tools.compile_matrix``, one per test process, JSON lines on stdin/out).
 
 ``SUITE_COMPILE_MATRIX=ci`` (default): per kernel and target, the family's default config for every dtype plus at
 most ``CI_EXTRA_CONFIGS`` other configs for fp16 (or the first supported dtype). ``SUITE_COMPILE_MATRIX=full``: every
@@ -47,7 +47,7 @@ from triton.runtime.jit import JITFunction
 import hardware_profiles
 from kernels import registry
 from kernels.spec import KernelSpec, split_config, unwrap_jit
-from suite import timing
+from suite.workers import timing
 
 Target = tuple[str, str, int]  # (backend, arch, warp size), as hardware_profiles.targets() gives them
 FAILURE_CLASSES = ("out_of_shared_memory", "too_many_threads", "unsupported_dtype_or_op", "invalid_option_for_vendor",
@@ -75,7 +75,7 @@ _WIDE_MEMORY = {
 _AMD_FIELDS = ("vgpr_count", "sgpr_count", "agpr_count", "vgpr_spill_count", "sgpr_spill_count")
 _MAX_WAVES_PER_SIMD = 8  # CDNA: 512 VGPRs per lane shared by at most 8 waves per SIMD
 _SIMDS_PER_CU = 4  # CDNA ISA guides: four SIMDs per compute unit share its LDS
-_ROOT = Path(__file__).resolve().parent.parent
+_ROOT = Path(__file__).resolve().parents[2]
 _memo: dict[tuple, dict] = {}
 _child: subprocess.Popen | None = None
 _refs: dict[int, tuple[KernelSpec, str]] = {}
@@ -295,7 +295,7 @@ def _in_child(spec: KernelSpec, dtype: str, config: dict, target: Target, functi
     if _child is None or _child.poll() is not None:
         env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
         env["PYTHONPATH"] = os.pathsep.join([str(_ROOT), *filter(None, [env.get("PYTHONPATH")])])
-        _child = subprocess.Popen([sys.executable, "-m", "suite.compile_matrix"], stdin=subprocess.PIPE,
+        _child = subprocess.Popen([sys.executable, "-m", "suite.tools.compile_matrix"], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=_ROOT, text=True)
         atexit.register(_child.stdin.close)
     request = {"module": _module_ref(spec), "kernel": spec.name, "dtype": dtype, "config": config, "target": target,

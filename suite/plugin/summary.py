@@ -8,7 +8,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from suite import parts
+from suite.workers import parts
 
 
 def write_summary(tr, data: dict, path: Path) -> None:
@@ -28,7 +28,7 @@ def write_summary(tr, data: dict, path: Path) -> None:
         tr.write_line(tabulate(findings_rows(data["findings"]), headers=["kernel", "dtype", "property findings"],
                                tablefmt="github"))
     if data["compiles"]:
-        from suite.compile_matrix import compile_summary_rows as compile_rows
+        from suite.tools.compile_matrix import compile_summary_rows as compile_rows
 
         headers, rows = compile_rows(data["compiles"])
         tr.write_line("")
@@ -161,7 +161,7 @@ def reach_rows(coverage: list[dict]) -> list[list]:
 def timing_lines(data: dict, slowest: int = 3) -> str:
     """Where the tests' time went, and the slowest tests with their own breakdown (a run is as long as its
     longest test once the workers are many)."""
-    from suite import timing
+    from suite.workers import timing
 
     total = data.get("timing") or timing.summed(data["tests"])  # stored at session finish
     line = timing.breakdown_line(total)

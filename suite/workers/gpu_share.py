@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from suite import crash
+from suite.workers import crash
 
 # Workers per GPU that `-n auto` starts (capped by the CPU cores): measured on an H100 with the ci profile
 # (README, "Running on a GPU runner").

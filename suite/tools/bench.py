@@ -28,9 +28,10 @@ import torch
 from kernels.inputs import drawn_on
 from kernels.spec import DTYPES, Case, KernelSpec
 from reports import floor_file  # the reports' check of noise-floor files (standard library only)
-from suite import autotune, crash
-from suite.harness import prepare_outputs, run_case, run_spec, synchronize
-from suite.results import json_number
+from suite.checks.harness import prepare_outputs, run_case, run_spec, synchronize
+from suite.plugin.results import json_number
+from suite.tools import autotune
+from suite.workers import crash
 
 COPY_BYTES = 2 * 2**30  # large enough to defeat every L2 and Infinity Cache in the profiles
 MATMUL_N = 8192
@@ -46,7 +47,7 @@ MAX_ATTEMPTS = 3
 DEFAULT_LIMITS = {"spread": 0.25, "tail": 0.5}
 LEARNED_FACTOR = 4.0
 LEARNED_MINIMUM = {"spread": 0.10, "tail": 0.10}
-NOISE_DIR = Path(__file__).resolve().parent.parent / "reports" / "noise"
+NOISE_DIR = Path(__file__).resolve().parents[2] / "reports" / "noise"
 FLOOR_VARIABLE = "SUITE_NOISE_FLOOR"  # another noise-floor file, or "none"
 PLANT_VARIABLE = "SUITE_BENCH_PLANT"
 NOISE_FORMAT = floor_file.FORMAT

@@ -9,7 +9,7 @@ what is wrong, raised before the first test.
 
 An xdist controller builds it after its workers have started (``deferred``): building imports torch, the kernels
 and Triton (3-5 s on an H100 host), and the workers, which import the same, would otherwise wait for it. Before
-they start it needs only what pins them to GPUs (``Pinning``), found without torch (``suite.backend.probe``); its
+they start it needs only what pins them to GPUs (``Pinning``), found without torch (``suite.plugin.backend.probe``); its
 options are checked then too. A mistake found later (a kernel module that does not load, a bad known-issue file,
 a backend the machine lacks) stops the workers and is the same usage error.
 """
@@ -22,11 +22,15 @@ from typing import Any
 
 import pytest
 
-from suite import autotune, compat, crash, interpreter, launches, options, results
-from suite import backend as backend_mod
-from suite import known_issues as known_mod
-from suite.stash import BACKEND, CONTEXT, DEFERRED, PINNING
-from suite.strategies import LARGE_SHAPE_PROFILES, VALIDATION_SEED
+from suite import compat
+from suite.checks import interpreter, launches
+from suite.checks.strategies import LARGE_SHAPE_PROFILES, VALIDATION_SEED
+from suite.plugin import backend as backend_mod
+from suite.plugin import known_issues as known_mod
+from suite.plugin import options, results
+from suite.plugin.stash import BACKEND, CONTEXT, DEFERRED, PINNING
+from suite.tools import autotune
+from suite.workers import crash
 
 __all__ = ["BACKEND", "CONTEXT", "DEFERRED", "PINNING"]  # the stash's keys, also importable from here
 
@@ -48,7 +52,7 @@ class Pinning:
 @dataclass
 class SuiteContext:
     options: options.Options
-    backend: Any  # suite.backend.Backend
+    backend: Any  # suite.plugin.backend.Backend
     profile: str  # the Hypothesis profile
     known: list[known_mod.KnownIssue]
     run_file: results.RunFile | None
@@ -205,7 +209,7 @@ def build(config: pytest.Config) -> SuiteContext:
         ctx.notes.append(f"autotune: {fallback.error}; no fallback to the arch's configs (the file is left as it is)")
     if backend.profile_note:
         ctx.notes.insert(0, backend.profile_note)
-    from suite import schedule
+    from suite.workers import schedule
 
     if problem := schedule.read()[2]:  # SUITE_TEST_COSTS (or the shipped file) not usable: say so, run without it
         ctx.notes.append(problem)
@@ -223,7 +227,7 @@ def _memcheck(config: pytest.Config, opts: options.Options, backend: Any, contro
     """Which memory checker watches this run; a GPU run with --memcheck re-executes itself under the vendor's."""
     import os
 
-    from suite import memcheck
+    from suite.checks import memcheck
 
     if backend.name == "interpret":
         if opts.no_memcheck:
@@ -241,7 +245,7 @@ def _memcheck(config: pytest.Config, opts: options.Options, backend: Any, contro
 
 
 def gpu_count(requested: str) -> int:
-    """The GPUs the backend ``requested`` sees: without torch where the driver can tell (suite.backend.probe)."""
+    """The GPUs the backend ``requested`` sees: without torch where the driver can tell (suite.plugin.backend.probe)."""
     found = backend_mod.probe(requested)
     return found[1] if found is not None else _gpu_count()
 

@@ -13,9 +13,12 @@ from typing import Any
 import torch
 
 from kernels.spec import Case, KernelSpec, Tolerance
-from suite import autotune, crash, interpreter, launches, memcheck, options, timing
-from suite.results import json_number
-from suite.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output
+from suite.checks import interpreter, launches, memcheck
+from suite.checks.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output
+from suite.plugin import options
+from suite.plugin.results import json_number
+from suite.tools import autotune
+from suite.workers import crash, timing
 
 INT_POISON = -94  # fits every integer dtype, int8 masks included
 # Every float output starts as a NaN with a payload no arithmetic produces (canonical NaNs have none), so an
@@ -171,7 +174,7 @@ class CaseResult:
     skipped_configs: list[str] = field(default_factory=list)  # extra configs this device cannot launch
     ran: list[dict[str, Any]] = field(default_factory=list)  # the configs launched on this case, in order
     elements: int = 0  # output elements compared (0: an empty case, which tests nothing)
-    note: str = ""  # what the interpreter did that may explain a failure (see suite/interpreter.py)
+    note: str = ""  # what the interpreter did that may explain a failure (see suite/checks/interpreter.py)
 
     def message(self) -> str:
         if self.error:
@@ -234,13 +237,13 @@ def prepare_outputs(spec: KernelSpec, inputs: dict, case: Case) -> tuple[dict[st
 
 
 def run_spec(spec: KernelSpec, inputs: dict, outputs: dict, config: dict) -> None:
-    """``spec.run`` with ``config``; an autotuned kernel runs that config and times nothing (suite/launches.py)."""
+    """``spec.run`` with ``config``; an autotuned kernel runs that config and times nothing (suite/checks/launches.py)."""
     with launches.chosen(config):
         spec.run(inputs, outputs, config)
 
 
 def launch(spec: KernelSpec, inputs: dict, outputs: dict, config: dict) -> launches.Launches:
-    """``spec.run`` with ``config``: an autotuned kernel runs that config (suite/launches.py); the launches it made."""
+    """``spec.run`` with ``config``: an autotuned kernel runs that config (suite/checks/launches.py); the launches it made."""
     with launches.recording() as seen, launches.chosen(config):
         spec.run(inputs, outputs, config)
     return seen

@@ -6,7 +6,7 @@ done, and the run waits for it alone. Sorting the tests by how long each took in
 the short ones fill in around the long ones. ``suite/test_costs.json`` holds those durations, taken from a run file;
 a test it does not list (a new kernel, a ``--kernel-module``) counts as the median. Refresh it from a cold GPU run::
 
-    python -m suite.schedule reports/runs/reference/run-<...>.json
+    python -m suite.workers.schedule reports/runs/reference/run-<...>.json
 
 Every worker sorts its collection the same way (xdist requires one order). The interpreter keeps collection
 order: these durations are a GPU's.
@@ -33,12 +33,12 @@ from typing import Any
 
 # SUITE_TEST_COSTS: another durations file (an empty value: none, so collection order and no test split).
 COSTS_ENV = "SUITE_TEST_COSTS"
-DEFAULT_COSTS_PATH = Path(__file__).with_name("test_costs.json")
+DEFAULT_COSTS_PATH = Path(__file__).resolve().parents[1] / "test_costs.json"
 COSTS_PATH = Path(os.environ[COSTS_ENV]) if os.environ.get(COSTS_ENV, "").strip() else DEFAULT_COSTS_PATH
 
 
 # A test longer than this (summed over its parts, in the run the durations came from) is split into parts of
-# about this length (suite/parts.py), at most MAX_PARTS: with 32 workers on two GPUs a cold run's tests sum to
+# about this length (suite/workers/parts.py), at most MAX_PARTS: with 32 workers on two GPUs a cold run's tests sum to
 # about 17 s per worker, so no part should take much longer.
 TARGET_PART_S = 12.0
 MAX_PARTS = 4
@@ -65,7 +65,7 @@ def read(path: Path | None = None) -> tuple[dict[str, float], dict[str, int], st
     except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, nested deeper than the parser goes
         return bad(f"not a JSON file of test durations ({'nested too deeply' if isinstance(exc, RecursionError) else exc})")
     if not isinstance(data, dict) or not isinstance(data.get("tests"), dict):
-        return bad("expected an object with 'tests' (node id -> seconds), as python -m suite.schedule writes")
+        return bad("expected an object with 'tests' (node id -> seconds), as python -m suite.workers.schedule writes")
     tests: dict[str, float] = {}
     for nodeid, seconds in data["tests"].items():
         if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) \
@@ -91,14 +91,14 @@ def load(path: Path | None = None) -> dict[str, float]:
 
 
 def load_parts(path: Path | None = None) -> dict[str, int]:
-    """Whole test's node id -> the parts it is split into (suite/parts.py); tests not listed run whole."""
+    """Whole test's node id -> the parts it is split into (suite/workers/parts.py); tests not listed run whole."""
     return read(path)[1]
 
 
 def split(costs: dict[str, float]) -> tuple[dict[str, float], dict[str, int]]:
     """The durations of a run, with each splittable test's parts (however the run split it) summed back into the
     whole and split again by TARGET_PART_S: (the durations per test as the next runs collect them, the parts)."""
-    from suite import parts
+    from suite.workers import parts
 
     whole: dict[str, float] = {}
     for nodeid, cost in costs.items():
@@ -210,7 +210,7 @@ def _same_file(a: Path, b: Path) -> bool:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python -m suite.schedule RUN_FILE (a GPU run file: its tests' durations order later runs)",
+        print("usage: python -m suite.workers.schedule RUN_FILE (a GPU run file: its tests' durations order later runs)",
               file=sys.stderr)
         return 2
     path = Path(argv[0])
@@ -231,9 +231,9 @@ def main(argv: list[str]) -> int:
         return 2
     if _same_file(COSTS_PATH, path):
         print(f"{COSTS_PATH}: is the input run file {path}; refusing to write over it (set SUITE_TEST_COSTS to "
-              f"another file, or leave it unset for {Path(__file__).with_name('test_costs.json')})", file=sys.stderr)
+              f"another file, or leave it unset for {DEFAULT_COSTS_PATH})", file=sys.stderr)
         return 2
-    from suite import results
+    from suite.plugin import results
 
     text = json.dumps({"source": path.name, "backend": env.get("backend"), "arch": env.get("arch"),
                        "parts": dict(sorted(split_into.items())),

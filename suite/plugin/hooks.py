@@ -1,11 +1,11 @@
 """The suite's pytest plugin: wires the parts together. Each concern lives in a module of its own:
 
-- ``suite.options``: the command-line options and their validation;
-- ``suite.context``: the session context (backend, kernels, known issues, cache, run file), in the stash;
-- ``suite.crash``: crash isolation (GPU pinning, faults, OOM, hangs), its hooks included (a plugin of its own,
+- ``suite.plugin.options``: the command-line options and their validation;
+- ``suite.plugin.context``: the session context (backend, kernels, known issues, cache, run file), in the stash;
+- ``suite.workers.crash``: crash isolation (GPU pinning, faults, OOM, hangs), its hooks included (a plugin of its own,
   named in conftest.py);
-- ``suite.recorder``: test reports into the run file;
-- ``suite.summary``: the portability summary at the end.
+- ``suite.plugin.recorder``: test reports into the run file;
+- ``suite.plugin.summary``: the portability summary at the end.
 """
 
 from __future__ import annotations
@@ -18,22 +18,13 @@ from typing import Any
 
 import pytest
 
-from suite import (
-    autotune,
-    context,
-    crash,
-    gpu_share,
-    memcheck,
-    options,
-    parts,
-    schedule,
-    summary,
-    timing,
-    warmup,
-)
-from suite.context import BACKEND, CONTEXT
-from suite.recorder import AUTOTUNE_PROPERTY, KNOWN_PROPERTY, MEMCHECK_PROPERTY, RunRecorder
-from suite.strategies import register_profiles
+from suite.checks import memcheck
+from suite.checks.strategies import register_profiles
+from suite.plugin import context, options, summary
+from suite.plugin.context import BACKEND, CONTEXT
+from suite.plugin.recorder import AUTOTUNE_PROPERTY, KNOWN_PROPERTY, MEMCHECK_PROPERTY, RunRecorder
+from suite.tools import autotune
+from suite.workers import crash, gpu_share, parts, schedule, timing, warmup
 
 __all__ = ["BACKEND", "CONTEXT", "KNOWN_PROPERTY", "repro_prefix"]
 
@@ -51,7 +42,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     if not context.is_worker(config):
         crash.process.announce = crash.announce_past_capture(config)
-    if context.defers(config):  # an xdist controller: its workers start first (suite/context.py)
+    if context.defers(config):  # an xdist controller: its workers start first (suite/plugin/context.py)
         context.begin_deferred(config)
         return
     install(config, context.build(config))
@@ -135,7 +126,7 @@ class WorkerExit:
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if not self.session_over:
             # It failed before its session (a plugin's or the suite's own configure raised): the error must travel to
-            # the controller as the worker's own (suite/crash.py: a worker that dies at start-up stops the run).
+            # the controller as the worker's own (suite/workers/crash.py: a worker that dies at start-up stops the run).
             return
         import logging
 
@@ -174,11 +165,11 @@ def _uses_gpu(choice: str) -> bool:
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """``-n auto`` on a GPU backend: WORKERS_PER_GPU workers on each visible GPU, at most one per CPU core (the
-    interpreter: one per CPU). They share each GPU's memory through suite/gpu_share.py. A run that selects the
+    interpreter: one per CPU). They share each GPU's memory through suite/workers/gpu_share.py. A run that selects the
     benchmarks (``-m perf``) gets one worker per GPU, and each benchmark takes its GPU alone."""
     if not _uses_gpu(config.getoption("--backend")):
         return None
-    gpus = context.gpu_count(config.getoption("--backend"))  # without torch where it can (suite/backend.py: probe)
+    gpus = context.gpu_count(config.getoption("--backend"))  # without torch where it can (suite/plugin/backend.py: probe)
     if not gpus:
         return None
     expr = (config.option.markexpr or "").strip()
@@ -189,7 +180,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """GPU runs with xdist's default distribution: tests handed out by their expected durations (suite/schedule.py),
+    """GPU runs with xdist's default distribution: tests handed out by their expected durations (suite/workers/schedule.py),
     so that no long test waits behind another. ``--dist`` other than ``load``, and the interpreter, keep xdist's."""
     ctx = config.stash.get(CONTEXT, None)
     if ctx is None or ctx.backend.name == "interpret" or config.getvalue("dist") != "load":
@@ -214,7 +205,7 @@ def _retune(config: pytest.Config, ctx: context.SuiteContext) -> None:
     from tabulate import tabulate
 
     from kernels import registry
-    from suite import bench, compile_matrix
+    from suite.tools import bench, compile_matrix
 
     backend = ctx.backend
     names = ctx.options.retune
@@ -251,7 +242,7 @@ def _retune(config: pytest.Config, ctx: context.SuiteContext) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    warmup.wait()  # the worker's GPU start-up (suite/warmup.py) is no test's time
+    warmup.wait()  # the worker's GPU start-up (suite/workers/warmup.py) is no test's time
 
 
 @pytest.hookimpl(wrapper=True)
@@ -329,13 +320,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             marks = [pytest.mark.kernel_dtype]
             if not b.supports(dtype):
                 marks.append(pytest.mark.skip(reason=f"{dtype} is not supported on {b.arch} ({b.profile.key} profile)"))
-            from suite import known_issues as known_mod
+            from suite.plugin import known_issues as known_mod
 
             issue = known_mod.find(ctx.known, b.name, b.arch, triton.__version__, spec.name, dtype,
                                    metafunc.function.__name__)
             if issue:
                 marks.append(pytest.mark.xfail(strict=True, reason=f"known issue {issue.id}: {issue.link}"))
-            # A long test is split into parts (suite/parts.py), except where a known issue's strict xfail needs it whole.
+            # A long test is split into parts (suite/workers/parts.py), except where a known issue's strict xfail needs
+            # it whole.
             base = f"{spec.name}-{dtype}"
             split = 1 if issue else split_into.get(f"{metafunc.definition.nodeid}[{base}]", 1)
             params += [pytest.param(parts.KernelDtype((spec, dtype, issue), i, split), id=parts.part_id(base, i, split),

@@ -244,7 +244,18 @@ def verify(backend: str) -> list[Patch]:
 
 # --- the interpreter's version-specific gaps, patched here ----------------------------------------------------
 
+# The patches applied in this process, by name: Triton's classes are patched for the whole process, so this is the
+# process's record (every module that patches asks here), not a run's state.
 _applied: set[str] = set()
+
+
+def applied(*names: str) -> bool:
+    """Whether every patch named was applied in this process."""
+    return set(names) <= _applied
+
+
+def mark_applied(*names: str) -> None:
+    _applied.update(names)
 
 
 def install_interpreter_fixes() -> list[str]:

@@ -42,7 +42,7 @@ def ceilings(request: pytest.FixtureRequest, plant: dict, noise_floor: tuple[dic
     if backend.device == "cpu":
         pytest.skip("benchmarks need a GPU backend; the interpreter's timings mean nothing")
     # A timing takes the GPU alone: no other worker's case runs on it meanwhile (suite/workers/gpu_share.py).
-    with autotune.purpose("benchmark"), gpu_share.share.alone(backend.device):
+    with autotune.purpose("benchmark"), gpu_share.share().alone(backend.device):
         measured = bench.measure_ceilings(backend.device, backend.profile)
     return {**measured, "noise_floor": noise_floor[1]}
 
@@ -57,7 +57,7 @@ def test_benchmark(kernel_dtype, ceilings: dict, plant: dict, noise_floor: tuple
     request.node.user_properties.append((results.CEILINGS_PROPERTY, ceilings))
     request.node.user_properties.append(("suite_benchmark_records", records))
     for shape in spec.benchmark_shapes:
-        with gpu_share.share.alone(backend.device):
+        with gpu_share.share().alone(backend.device):
             try:
                 records.append(bench.benchmark(spec, dtype, shape, backend, ceilings, noise_floor[0],
                                                plant.get(spec.name)))

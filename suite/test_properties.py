@@ -57,7 +57,7 @@ def make_runner(spec: KernelSpec, case: Case, backend, config: dict | None = Non
         with crash.watchdog(case), memcheck.scope(spec.name):
             out_of_memory = False
             try:
-                with gpu_share.share.case(backend.device):
+                with gpu_share.share().case(backend.device):
                     outputs, guards = attempt(inputs)
             except Exception as exc:
                 if violation := memcheck.violation_in(exc):
@@ -72,16 +72,16 @@ def make_runner(spec: KernelSpec, case: Case, backend, config: dict | None = Non
                 exc.__traceback__ = None  # its frames hold this launch's outputs
                 out_of_memory = True
             if out_of_memory:  # other workers' cases may hold the memory: again with the GPU to this one
-                gpu_share.share.retried += 1
+                gpu_share.share().retried += 1
                 try:
-                    with gpu_share.share.alone(backend.device):
+                    with gpu_share.share().alone(backend.device):
                         outputs, guards = attempt(inputs)
                 except Exception as exc:
                     if crash.note_launch_error(exc, backend.device, case) == "oom":
                         message = gpu_share.too_large_message(backend.device, f"{type(exc).__name__}: {exc}")
                         raise crash.CaseAborted(f"{case}: {message}") from None
                     raise
-                gpu_share.share.retried_passed += 1
+                gpu_share.share().retried_passed += 1
         if out_of_bounds := guard_violations(guards):
             raise memcheck.MemoryViolation("; ".join(out_of_bounds))
         return outputs

@@ -67,7 +67,7 @@ def test_a_worker_waiting_to_run_alone_is_not_starved_by_new_cases(tmp_path) -> 
         import os, sys, time
         sys.path.insert(0, {str(ROOT)!r})
         from suite.workers import gpu_share
-        s = gpu_share.share
+        s = gpu_share.share()
         s.fd = os.open({str(tmp_path / 'g.lock')!r}, os.O_CREAT | os.O_RDWR)
         s.gate = os.open({str(tmp_path / 'g.gate')!r}, os.O_CREAT | os.O_RDWR)
         role, log = sys.argv[1], {str(tmp_path / 'log')!r}

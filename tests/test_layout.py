@@ -1,9 +1,11 @@
 """The house's rules that code can check: no import cycle among the project's modules (counting function-local
-imports, which only hide a cycle), and the kernel modules found by discovery are kernel modules."""
+imports, which only hide a cycle); the suite's state in one object, not in module globals; suite/'s top level kept
+short; and the kernel modules found by discovery are kernel modules."""
 
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 from tests.conftest import ROOT
 
@@ -82,3 +84,72 @@ def test_the_validation_of_specs_needs_no_torch():
     code = "import sys, kernels._validation, suite.plugin.known_issues; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "False", out.stdout + out.stderr
+
+
+# Module-level names of suite/ that may hold a mutable value, and why; everything else a process keeps while it runs is
+# the session's (suite/plugin/stash.py: Session).
+PROCESS_WIDE = {
+    "suite.plugin.stash._session": "the one reference to this process's Session",
+    "suite.compat._applied": "the patches applied to Triton's classes, which are patched for the whole process",
+    "suite.tools.compile_matrix._memo": "a cache of compile records, a pure function of their key",
+    "suite.tools.compile_matrix._refs": "a cache: where the compile process finds a spec",
+    "suite.tools.compile_matrix._loaded": "the compile process's cache of the modules it imported",
+}
+
+
+def module_state(root=ROOT) -> list[str]:
+    """Module-level names of suite/ bound to a mutable value (a call's result, a list, dict or set; ALL_CAPS names
+    and __all__ are constants), and every name a ``global`` statement rebinds."""
+    found = []
+    for path in sorted((root / "suite").rglob("*.py")):
+        module = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                mutable = (ast.Call, ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)
+                if isinstance(node.value, mutable):
+                    found += [f"{module}.{t.id}" for t in targets
+                              if isinstance(t, ast.Name) and not t.id.isupper() and t.id != "__all__"]
+        found += [f"{module}.{name} (global)" for node in ast.walk(tree) if isinstance(node, ast.Global)
+                  for name in node.names]
+    return found
+
+
+def test_the_suite_keeps_its_state_in_the_session():
+    assert [name for name in module_state() if name not in PROCESS_WIDE] == []
+
+
+def test_the_state_check_sees_module_state(tmp_path):
+    """Planted: a module-level clock, as the suite kept before, and a flag rebound through ``global``."""
+    (tmp_path / "suite").mkdir()
+    (tmp_path / "suite" / "timing.py").write_text("class Clock: ...\nclock = Clock()\nPHASES = ('a',)\n")
+    (tmp_path / "suite" / "patch.py").write_text("_done = False\ndef install():\n    global _done\n    _done = True\n")
+    assert module_state(tmp_path) == ["suite.patch._done (global)", "suite.timing.clock"]
+
+
+def test_the_suite_top_level_is_short():
+    """suite/'s top level: the tests (their ids are what run files and comparisons key on), compat.py and the entry
+    points; everything else is in a subpackage named for its concern (docs/design.md)."""
+    top = sorted(p.name for p in (ROOT / "suite").glob("*.py"))
+    assert len(top) <= 14, top
+
+
+def test_discovery_finds_kernel_modules_only():
+    """Every module that discovery imports as a kernel module registers a kernel: a helper module added to kernels/
+    without a leading '_' (or a new module of the spec API missing from API_MODULES) fails here."""
+    import importlib.util
+
+    from kernels import registry
+
+    registry.load_builtin()
+    registering = {f"kernels.{Path(registry.where(spec.name)).stem}" for spec in registry.all_specs()}
+    assert [m for m in registry.builtin_modules() if m not in registering] == []
+    for name in registry.API_MODULES:
+        assert importlib.util.find_spec(f"kernels.{name}") is not None, name
+
+
+def test_no_scripts_in_the_reports_package():
+    """reports/ is the report builder: one-off scripts live with the evidence they made (evidence/)."""
+    assert sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "reports").rglob("*.sh")) == []
+    assert not (ROOT / "reports" / "runs").exists()

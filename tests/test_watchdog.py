@@ -28,7 +28,7 @@ CASE = textwrap.dedent("""
     if sys.argv[2] == "planted":  # the bug: waiting for the GPU counted as the case's time
         import contextlib
         crash.not_counted = contextlib.nullcontext
-    crash.process.timeout_s = 1.0
+    crash.process().timeout_s = 1.0
     share = gpu_share.Share()
     share.fd = os.open(sys.argv[1] + ".lock", os.O_CREAT | os.O_RDWR)
     share.gate = os.open(sys.argv[1] + ".gate", os.O_CREAT | os.O_RDWR)
@@ -64,7 +64,7 @@ def test_the_case_s_own_time_still_counts_around_a_wait(tmp_path):
         import time
         from kernels.spec import Case
         from suite.workers import crash
-        crash.process.timeout_s = 1.0
+        crash.process().timeout_s = 1.0
         with crash.watchdog(Case("vector_add", "fp32", {"N": 1})):
             time.sleep(0.6)
             with crash.not_counted():

@@ -15,7 +15,7 @@ Installed once per process when the backend is the interpreter (``install``), be
 - **Version-specific gaps** (integer masks that Triton 3.9's core refuses, Triton 3.6's ``int()`` of a one-element
   array that numpy 2.4 refuses) are patched in suite/compat.py, which registers every patch of Triton's internals.
 - **bf16 arithmetic** is still done on the raw uint16 bit patterns (triton #4972; docs/hazards.md, hazard 1). That is
-  not patched over: the interpreter notes which bf16 operations a case ran (``bf16_operations``) and the harness
+  not patched over: the interpreter notes which bf16 operations a case ran (the session's ``bf16_operations``) and the harness
   names them when the case fails, with what to do.
 
 ``@triton.autotune`` kernels are handled in suite/checks/launches.py (they run a chosen config and time nothing), on every
@@ -30,6 +30,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from suite.plugin import stash
 
 
 class InterpreterGap(Exception):  # noqa: N818 - it names the finding
@@ -109,11 +111,9 @@ def _bf16_bits(value: float) -> np.ndarray:
                     dtype=np.int16).view(np.uint16)
 
 
-# bf16 operations run in the current case: op name -> count (see the module docstring).
-bf16_operations: Counter[str] = Counter()
-
-
 def take_bf16_operations() -> Counter[str]:
+    """The bf16 operations run since the last call, op name -> count (see the module docstring); and forget them."""
+    bf16_operations = stash.session().bf16_operations
     seen = Counter(bf16_operations)
     bf16_operations.clear()
     return seen
@@ -130,22 +130,18 @@ def bf16_note(seen: Counter[str]) -> str:
             f"should, or declare a KnownIssue(backend='interpret', dtype='bf16', ...) and check it on a GPU")
 
 
-_installed = False
-
-
 def install() -> None:
     """Fill in the interpreter's gaps (see the module docstring), once per process; TRITON_INTERPRET=1 must be set."""
-    global _installed
-    if _installed:
+    from suite import compat
+
+    patches = ("interpreter-float-scalars", "interpreter-bf16-constants", "interpreter-libdevice", "interpreter-bf16-notes")
+    if compat.applied(*patches):
         return
     import triton.language as tl
     import triton.language.extra.libdevice as stubs
     from triton.runtime import interpreter
 
-    from suite import compat
-
-    for name in ("interpreter-float-scalars", "interpreter-bf16-constants", "interpreter-libdevice",
-                 "interpreter-bf16-notes"):
+    for name in patches:
         compat.require(name)  # a Triton that moved what these patches touch: a usage error naming the patch
     compat.install_interpreter_fixes()  # the gaps of particular Triton versions (suite/compat.py)
     original_cvt = interpreter._implicit_cvt
@@ -165,17 +161,17 @@ def install() -> None:
 
     def noting_binary_op(self, lhs, rhs, op):
         if lhs.dtype.scalar == tl.bfloat16:
-            bf16_operations[getattr(op, "__name__", "op")] += 1
+            stash.session().bf16_operations[getattr(op, "__name__", "op")] += 1
         return binary_op(self, lhs, rhs, op)
 
     def noting_dot(self, a, b, d, *rest):
         if a.dtype.scalar == tl.bfloat16 or b.dtype.scalar == tl.bfloat16:
-            bf16_operations["dot"] += 1
+            stash.session().bf16_operations["dot"] += 1
         return create_dot(self, a, b, d, *rest)
 
     interpreter.InterpreterBuilder.binary_op = noting_binary_op
     interpreter.InterpreterBuilder.create_dot = noting_dot
-    _installed = True
+    compat.mark_applied(*patches)
 
 
 def _route_libdevice_stubs(stubs: Any) -> None:

@@ -17,12 +17,11 @@ test would make the run's timings depend on what ran before, and the suite's con
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-_state = threading.local()
+from suite.plugin import stash
 
 
 @dataclass
@@ -69,24 +68,24 @@ def _note(record: Launches, name: str, args: tuple, kwargs: Mapping[str, Any]) -
 @contextlib.contextmanager
 def recording() -> Iterator[Launches]:
     """Note every launch inside (this thread's)."""
-    outer = getattr(_state, "record", None)
+    outer = getattr(stash.session().launches, "record", None)
     record = Launches()
-    _state.record = record
+    stash.session().launches.record = record
     try:
         yield record
     finally:
-        _state.record = outer
+        stash.session().launches.record = outer
 
 
 @contextlib.contextmanager
 def chosen(config: Mapping[str, Any] | None) -> Iterator[None]:
     """Autotuned kernels launched inside run ``config`` (see the module docstring)."""
-    outer = getattr(_state, "config", None)
-    _state.config = dict(config or {})
+    outer = getattr(stash.session().launches, "config", None)
+    stash.session().launches.config = dict(config or {})
     try:
         yield
     finally:
-        _state.config = outer
+        stash.session().launches.config = outer
 
 
 def config_dict(config: Any) -> dict[str, Any]:
@@ -104,14 +103,13 @@ class NotAnAutotuneConfig(ValueError):
 
 
 _OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
-_untuned: dict[str, int] = {}  # autotuned kernels launched with their first config only -> how many they have
 
 
 def take_untuned() -> dict[str, int]:
     """The autotuned kernels launched since the last call whose configs the case's config did not name (each ran
     its first config only), with how many configs each has; and forget them."""
-    found = dict(_untuned)
-    _untuned.clear()
+    found = dict(stash.session().untuned)
+    stash.session().untuned.clear()
     return found
 
 
@@ -128,7 +126,7 @@ def pick(configs: list[Any], choice: Mapping[str, Any], kernel: str) -> Any:
                                                                if k in choice)]) and set(_OPTIONS) & set(choice):
             return match[0]
         if len(configs) > 1:
-            _untuned[kernel] = len(configs)
+            stash.session().untuned[kernel] = len(configs)
         return configs[0]
     for config in configs:
         wanted = config_dict(config)
@@ -139,16 +137,12 @@ def pick(configs: list[Any], choice: Mapping[str, Any], kernel: str) -> Any:
         f"{[config_dict(c) for c in configs]}: declare the spec's configs with kernels.spec.autotune_configs(...)")
 
 
-_installed = False
-
-
 def install() -> None:
     """Hook launches (compiled and interpreted) and the autotuner, once per process."""
-    global _installed
-    if _installed:
-        return
     from suite import compat
 
+    if compat.applied("launch-interception"):
+        return
     compat.require("launch-interception")  # a Triton that moved what this hooks: a usage error naming the patch
     from triton.runtime import autotuner as autotuner_mod
     from triton.runtime import interpreter
@@ -160,7 +154,7 @@ def install() -> None:
     original = autotuner.run
 
     def run(self, *args, **kwargs):
-        choice = getattr(_state, "config", None) or {}
+        choice = getattr(stash.session().launches, "config", None) or {}
         name = getattr(getattr(self, "base_fn", None), "__name__", "kernel")
         if conflicts := sorted(set(kwargs) & {k for c in self.configs for k in c.kwargs}):
             raise NotAnAutotuneConfig(
@@ -174,14 +168,14 @@ def install() -> None:
             self.configs = configs
 
     autotuner.run = run
-    _installed = True
+    compat.mark_applied("launch-interception")
 
 
 def _wrap_run(cls: type) -> None:
     original = cls.run
 
     def run(self, *args, **kwargs):
-        record = getattr(_state, "record", None)
+        record = getattr(stash.session().launches, "record", None)
         if record is not None and not kwargs.get("warmup", False):
             name = getattr(getattr(self, "fn", None), "__name__", None) or getattr(self, "__name__", "kernel")
             _note(record, name, args, {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")})

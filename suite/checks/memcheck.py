@@ -36,6 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from suite.plugin import stash
+
 SANITIZER_ENV = "SUITE_MEMCHECK_LOG_DIR"  # set in a run re-executed under the GPU checker
 
 
@@ -199,18 +201,15 @@ class Checker:
                 f"({enabled_by}) {verb} {target}; {bad.size} of {enabled.size} enabled lanes are outside the tensor")
 
 
-_checker: Checker | None = None
-
-
 def active() -> Checker | None:
-    return _checker
+    """This process's checker once installed (kept in the session's state, suite/plugin/stash.py)."""
+    return stash.session().checker
 
 
 def install() -> Checker:
     """Hook the interpreter (TRITON_INTERPRET=1): launches note their tensors, memory operations are checked."""
-    global _checker
-    if _checker is not None:
-        return _checker
+    if active() is not None:
+        return active()
     from suite import compat
 
     compat.require("memcheck-hooks")  # a Triton that moved what this hooks: a usage error naming the patch
@@ -254,14 +253,14 @@ def install() -> Checker:
     builder_cls.create_masked_load, builder_cls.create_masked_store = create_masked_load, create_masked_store
     builder_cls.create_atomic_rmw, builder_cls.create_atomic_cas = create_atomic_rmw, create_atomic_cas
     executor._init_args_hst, executor.__call__ = _init_args_hst, __call__
-    _checker = checker
+    stash.session().checker = checker
     return checker
 
 
 @contextlib.contextmanager
 def scope(kernel: str) -> Iterator[None]:
     """Count the launches and memory operations inside as kernel ``kernel``'s."""
-    checker = _checker
+    checker = active()
     if checker is None:
         yield
         return
@@ -274,7 +273,7 @@ def scope(kernel: str) -> Iterator[None]:
 
 def take_counts() -> dict[str, dict[str, int]] | None:
     """Per kernel, the launches and memory operations checked since the last call (a test's share)."""
-    checker = _checker
+    checker = active()
     if checker is None or not (checker.launches or checker.memory_ops):
         return None
     out = {k: {"launches": checker.launches[k], "memory_ops": checker.memory_ops[k]}
@@ -356,7 +355,7 @@ def sanitizer_report(offset: dict[str, int] | None = None, wait_s: float = 0.0) 
 
 
 def _read_report(log_dir: str, offset: dict[str, int] | None) -> str | None:
-    offset = offset if offset is not None else _log_offset
+    offset = offset if offset is not None else stash.session().sanitizer_log_offset
     text = ""
     for path in sorted(Path(log_dir).glob("memcheck.*.log")):  # %p may name the checker's process, not this one
         try:
@@ -390,4 +389,3 @@ def all_reports(log_dir: str) -> list[str]:
     return found
 
 
-_log_offset: dict[str, int] = {}

@@ -1,5 +1,7 @@
 """The session context: what the plugin's hooks and the tests share, built once in ``pytest_configure``
-and kept in pytest's stash (``config.stash[CONTEXT]``), never in module globals.
+and kept in pytest's stash (``config.stash[CONTEXT]``), never in module globals. What a process keeps while it runs
+(the test's clock, the GPU's lock, the autotune lookup, the memory checker, ...) is the stash's other object,
+``suite.plugin.stash.Session``.
 
 Building it is where a run starts or refuses to: the options are validated, the backend is chosen
 (before any kernel module is imported, since Triton reads TRITON_INTERPRET when ``@triton.jit``
@@ -175,7 +177,7 @@ def build(config: pytest.Config) -> SuiteContext:
         known_mod.check_unique(known)
     except known_mod.KnownIssueError as exc:
         raise pytest.UsageError(f"--known-issues: {exc}") from None
-    crash.process.timeout_s = opts.case_timeout
+    crash.process().timeout_s = opts.case_timeout
     cache = fallback = None
     # The interpreter reads a cache only from an explicit --autotune-dir (the harness's own tests of the cache).
     if backend.name != "interpret" or opts.autotune_dir:

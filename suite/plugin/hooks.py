@@ -41,7 +41,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.option.help or config.option.version:
         return
     if not context.is_worker(config):
-        crash.process.announce = crash.announce_past_capture(config)
+        crash.process().announce = crash.announce_past_capture(config)
     if context.defers(config):  # an xdist controller: its workers start first (suite/plugin/context.py)
         context.begin_deferred(config)
         return
@@ -54,7 +54,7 @@ def install(config: pytest.Config, ctx: context.SuiteContext) -> None:
     config.stash[CONTEXT] = ctx
     timing.install()
     if context.is_worker(config) or not context.xdist_on(config):  # the processes that run cases
-        gpu_share.share.setup(ctx.backend.device)
+        gpu_share.share().setup(ctx.backend.device)
     if context.is_worker(config):
         share_cpu_threads(int(config.workerinput.get("workercount", 1)))
         warmup.start(ctx.backend.device)  # the GPU's one-time start-up, while this worker collects and waits
@@ -67,7 +67,7 @@ def install(config: pytest.Config, ctx: context.SuiteContext) -> None:
         config.pluginmanager.register(recorder, "suite-run-recorder")
         config.pluginmanager.register(SummaryPrinter(ctx), "suite-summary")
         if not context.is_worker(config) and not context.xdist_on(config):
-            crash.process.on_timeout = recorder.record_timeout
+            crash.process().on_timeout = recorder.record_timeout
 
 
 @pytest.hookimpl(wrapper=True)
@@ -249,9 +249,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     """Worker side: hand this test's time breakdown, autotune and memory-check counts to the controller."""
     if call.when == "setup":
-        timing.clock.take()  # what ran before this test is not its time
+        timing.clock().take()  # what ran before this test is not its time
     if call.when == "call":
-        item.user_properties.append((timing.TIMING_PROPERTY, timing.clock.take()))
+        item.user_properties.append((timing.TIMING_PROPERTY, timing.clock().take()))
         lookup = autotune.active()
         delta = lookup.take() if lookup else None
         if delta:
@@ -259,7 +259,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         counts = memcheck.take_counts()
         if counts:
             item.user_properties.append((MEMCHECK_PROPERTY, counts))
-        if retried := gpu_share.share.take_counts():
+        if retried := gpu_share.share().take_counts():
             item.user_properties.append((gpu_share.SHARE_PROPERTY, retried))
     return (yield)
 

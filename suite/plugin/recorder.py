@@ -59,7 +59,7 @@ class RunRecorder:
             tr.write_line("")
             tr.write_line(line, red=True)
         else:
-            crash.process.announce(line)
+            crash.process().announce(line)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.expected |= {item.nodeid for item in session.items if item.nodeid.startswith("suite/")}
@@ -195,7 +195,7 @@ class RunRecorder:
 
     def record_timeout(self, message: str) -> None:
         """Single-process run, from the watchdog thread just before the process ends."""
-        j = crash.process.journal
+        j = crash.process().journal
         if j.nodeid:
             self._record_lost(j.nodeid, "timeout", message, j.case, None)
         self.run_file.finish("incomplete")

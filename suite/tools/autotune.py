@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from suite.plugin import results
+from suite.plugin import results, stash
 from suite.workers import crash
 
 if TYPE_CHECKING:  # kernels.spec imports torch: an xdist controller loads this module before it may (suite/plugin/context.py)
@@ -285,41 +285,37 @@ class Lookup:
         return out
 
 
-_active: Lookup | None = None
-
-
 def activate(lookup: Lookup | None) -> None:
-    global _active
-    _active = lookup
+    """The run's lookup from now on (kept in the session's state, suite/plugin/stash.py)."""
+    stash.session().lookup = lookup
 
 
 def active() -> Lookup | None:
-    return _active
+    return stash.session().lookup
 
 
 def choose_config(spec: KernelSpec, dtype: str, shape: Mapping[str, int], backend: Any) -> dict[str, Any]:
     """The config a normal run uses: the cache's (counted) where a cache is active, else the family default."""
-    if _active is not None:
-        return _active.resolve(spec, dtype, shape)[0]
+    lookup = active()
+    if lookup is not None:
+        return lookup.resolve(spec, dtype, shape)[0]
     return spec.default_config_for(backend.family)
 
 
 # --- counting every do_bench call: a normal run must time nothing -------------------------------
 
-_purpose = ["tuning"]  # what a do_bench call is for; anything not declared counts as tuning
-
-
 class purpose:
-    """``with purpose("benchmark"):`` do_bench calls inside are benchmarks, not tuning."""
+    """``with purpose("benchmark"):`` do_bench calls inside are benchmarks, not tuning (what a call is for is kept
+    in the session's state, ``purposes``: anything not declared counts as tuning)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
 
     def __enter__(self) -> None:
-        _purpose.append(self.name)
+        stash.session().purposes.append(self.name)
 
     def __exit__(self, *exc: object) -> None:
-        _purpose.pop()
+        stash.session().purposes.pop()
 
 
 def count_do_bench() -> None:
@@ -335,8 +331,9 @@ def count_do_bench() -> None:
     original = triton.testing.do_bench
 
     def counted(*args: Any, **kwargs: Any) -> Any:
-        if _purpose[-1] != "benchmark" and _active is not None:
-            _active.tuning_benchmarks += 1
+        lookup = active()
+        if stash.session().purposes[-1] != "benchmark" and lookup is not None:
+            lookup.tuning_benchmarks += 1
         return original(*args, **kwargs)
 
     counted._suite_counted = True  # type: ignore[attr-defined]

@@ -29,6 +29,7 @@ from kernels.inputs import drawn_on
 from kernels.spec import DTYPES, Case, KernelSpec
 from reports import floor_file  # the reports' check of noise-floor files (standard library only)
 from suite.checks.harness import prepare_outputs, run_case, run_spec, synchronize
+from suite.plugin import stash
 from suite.plugin.results import json_number
 from suite.tools import autotune
 from suite.workers import crash
@@ -99,14 +100,12 @@ class Timer:
         return [float(s.elapsed_time(e)) for s, e in zip(starts, ends, strict=True)]
 
 
-_shared: list[Timer] = []
-
-
 def shared_timer() -> Timer:
     """One Timer per process (its L2-flush buffer is allocated once)."""
-    if not _shared:
-        _shared.append(Timer())
-    return _shared[0]
+    state = stash.session()
+    if state.timer is None:
+        state.timer = Timer()
+    return state.timer
 
 
 def interleaved_rounds(kernel: Callable[[], Any], baseline: Callable[[], Any] | None, timer: Any,
@@ -247,16 +246,14 @@ def parse_plant(text: str | None, known: list[str]) -> dict[str, float]:
     return out
 
 
-_cycles_per_ms: list[float] = []
-
-
 def planted(fn: Callable[[], Any], fraction: float, timer: Timer) -> tuple[Callable[[], Any], dict[str, Any]]:
     """fn followed by a device-side spin (torch.cuda._sleep) of `fraction` times fn's own median time."""
-    if not _cycles_per_ms:
+    state = stash.session()
+    if state.cycles_per_ms is None:
         cycles = 1 << 22
-        _cycles_per_ms.append(cycles / statistics.median(timer.samples(lambda: torch.cuda._sleep(cycles), 2, 10)))
+        state.cycles_per_ms = cycles / statistics.median(timer.samples(lambda: torch.cuda._sleep(cycles), 2, 10))
     own = statistics.median(timer.samples(fn, 3, 10))
-    spin = max(1, int(fraction * own * _cycles_per_ms[0]))
+    spin = max(1, int(fraction * own * state.cycles_per_ms))
 
     def slowed() -> None:
         fn()

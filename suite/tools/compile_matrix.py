@@ -47,6 +47,7 @@ from triton.runtime.jit import JITFunction
 import hardware_profiles
 from kernels import registry
 from kernels.spec import KernelSpec, split_config, unwrap_jit
+from suite.plugin import stash
 from suite.workers import timing
 
 Target = tuple[str, str, int]  # (backend, arch, warp size), as hardware_profiles.targets() gives them
@@ -76,8 +77,7 @@ _AMD_FIELDS = ("vgpr_count", "sgpr_count", "agpr_count", "vgpr_spill_count", "sg
 _MAX_WAVES_PER_SIMD = 8  # CDNA: 512 VGPRs per lane shared by at most 8 waves per SIMD
 _SIMDS_PER_CU = 4  # CDNA ISA guides: four SIMDs per compute unit share its LDS
 _ROOT = Path(__file__).resolve().parents[2]
-_memo: dict[tuple, dict] = {}
-_child: subprocess.Popen | None = None
+_memo: dict[tuple, dict] = {}  # caches of pure functions of their keys, not the session's state
 _refs: dict[int, tuple[KernelSpec, str]] = {}
 _loaded: dict[str, Any] = {}
 
@@ -291,23 +291,25 @@ def _spec_in(ref: str, name: str) -> KernelSpec:
 
 
 def _in_child(spec: KernelSpec, dtype: str, config: dict, target: Target, function: int = 0) -> dict[str, Any]:
-    global _child
-    if _child is None or _child.poll() is not None:
+    state = stash.session()  # the compile process is kept in the session's state
+    if state.compile_child is None or state.compile_child.poll() is not None:
         env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
         env["PYTHONPATH"] = os.pathsep.join([str(_ROOT), *filter(None, [env.get("PYTHONPATH")])])
-        _child = subprocess.Popen([sys.executable, "-m", "suite.tools.compile_matrix"], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=_ROOT, text=True)
-        atexit.register(_child.stdin.close)
+        state.compile_child = subprocess.Popen([sys.executable, "-m", "suite.tools.compile_matrix"],
+                                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                               env=env, cwd=_ROOT, text=True)
+        atexit.register(state.compile_child.stdin.close)
+    child = state.compile_child
     request = {"module": _module_ref(spec), "kernel": spec.name, "dtype": dtype, "config": config, "target": target,
                "function": function}
     with contextlib.suppress(BrokenPipeError):
-        _child.stdin.write(json.dumps(request) + "\n")
-        _child.stdin.flush()
-    line = _child.stdout.readline()
+        child.stdin.write(json.dumps(request) + "\n")
+        child.stdin.flush()
+    line = child.stdout.readline()
     if line:
         return json.loads(line)
     # A compiler crash (LLVM abort, segfault) is a finding about this config; the next call starts a new process.
-    return {"status": "failed", "failure_class": "other", "error": f"the compile process died (exit {_child.wait()})"}
+    return {"status": "failed", "failure_class": "other", "error": f"the compile process died (exit {child.wait()})"}
 
 
 def _serve() -> None:

@@ -145,7 +145,12 @@ class Process:
         self.announce: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)
 
 
-process = Process()
+def process() -> Process:
+    """This process's part in crash isolation (kept in the session's state, suite/plugin/stash.py)."""
+    state = stash.session()
+    if state.process is None:
+        state.process = Process()
+    return state.process
 
 
 def pin_worker(workerinput: dict[str, Any]) -> None:
@@ -154,7 +159,7 @@ def pin_worker(workerinput: dict[str, Any]) -> None:
     if gpu is not None:
         os.environ[workerinput["suite_gpu_variable"]] = gpu
     os.environ[SHARE_ENV] = str(workerinput.get("suite_workers_per_gpu", 1))
-    process.journal = Journal(workerinput.get("suite_journal_dir"), workerinput["workerid"])
+    process().journal = Journal(workerinput.get("suite_journal_dir"), workerinput["workerid"])
 
 
 class watchdog:
@@ -162,7 +167,6 @@ class watchdog:
     kernel cannot be interrupted any other way. The journal says which case it was. Time the case spends waiting
     for its GPU (:func:`not_counted`: another worker's case holds it, perhaps one that hangs) is not counted."""
 
-    active: watchdog | None = None  # the innermost watchdog of this process's running case
 
     def __init__(self, case: Any, repro_args: Sequence[str] = (), hung: str = "a hung kernel") -> None:
         self.case = case
@@ -174,14 +178,14 @@ class watchdog:
         self.outer: watchdog | None = None
 
     def __enter__(self) -> None:
-        process.journal.start_case(self.case, self.repro_args)
-        self.outer, watchdog.active = watchdog.active, self
-        if process.timeout_s > 0:
-            self.left = process.timeout_s
+        process().journal.start_case(self.case, self.repro_args)
+        self.outer, stash.session().watchdog = stash.session().watchdog, self
+        if process().timeout_s > 0:
+            self.left = process().timeout_s
             self._arm()
 
     def __exit__(self, *exc: object) -> None:
-        watchdog.active = self.outer
+        stash.session().watchdog = self.outer
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
@@ -199,20 +203,20 @@ class watchdog:
             self.left = max(0.0, self.left - (time.monotonic() - self.armed_at))
 
     def resume(self) -> None:
-        if process.timeout_s > 0 and self.timer is None:
+        if process().timeout_s > 0 and self.timer is None:
             self._arm()
 
     def _fire(self) -> None:
-        message = (f"timeout: case {self.case} ran longer than --case-timeout={process.timeout_s:g} s "
+        message = (f"timeout: case {self.case} ran longer than --case-timeout={process().timeout_s:g} s "
                    f"({self.hung}); the process was ended")
-        process.journal.mark(message)
-        if process.on_timeout is not None:
+        process().journal.mark(message)
+        if process().on_timeout is not None:
             try:
-                process.on_timeout(message)
+                process().on_timeout(message)
             except Exception:  # noqa: BLE001 - exiting matters more than recording here
                 pass
         try:
-            process.announce(f"\nsuite: {message} (exit code {EXIT_TIMEOUT})")
+            process().announce(f"\nsuite: {message} (exit code {EXIT_TIMEOUT})")
         except Exception:  # noqa: BLE001
             pass
         os._exit(EXIT_TIMEOUT)
@@ -224,7 +228,7 @@ def not_counted() -> Iterator[None]:
     case queued behind a neighbour's hung kernel (which holds its GPU until its own watchdog ends it) timed out too,
     and a clean kernel was reported as hung (seen on an H100 with 16 workers)."""
     dogs = []
-    dog = watchdog.active
+    dog = stash.session().watchdog
     while dog is not None:
         dogs.append(dog)
         dog = dog.outer
@@ -276,7 +280,7 @@ def note_launch_error(exc: BaseException, device: str, case: Any) -> str | None:
     failure = classify(exc, device)
     if failure == "fault":
         detail = f"{type(exc).__name__}: {exc}".strip()
-        process.poisoned = f"{case}: {detail[:300]}"
+        process().poisoned = f"{case}: {detail[:300]}"
     return failure
 
 
@@ -298,7 +302,8 @@ def _pinning(config: Any) -> Any:
 
 
 def pytest_configure(config: Any) -> None:
-    process.config = config  # for the hooks below that pytest calls without it
+    config.stash[stash.SESSION] = stash.session()  # the session's state, in the stash from here on
+    process().config = config  # for the hooks below that pytest calls without it
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -367,31 +372,31 @@ def pytest_runtest_setup(item: Any) -> None:
     if ctx is not None:
         from suite.plugin.options import repro_prefix
 
-        process.journal.start_test(item.nodeid, repro_prefix(ctx, item.nodeid))
+        process().journal.start_test(item.nodeid, repro_prefix(ctx, item.nodeid))
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: Any, call: Any):
     """Worker side: a poisoned GPU context goes to the controller with the test's report."""
-    if call.when == "call" and process.poisoned:
-        item.user_properties.append((POISONED_PROPERTY, process.poisoned))
+    if call.when == "call" and process().poisoned:
+        item.user_properties.append((POISONED_PROPERTY, process().poisoned))
     return (yield)
 
 
 def pytest_runtest_logfinish(nodeid: str, location: Any) -> None:
     """After a test's reports went out: a worker whose GPU context is poisoned ends itself (xdist starts a
     fresh one for the rest); a single process stops the run, since every later test would fail."""
-    process.journal.end_test()
-    if not process.poisoned:
+    process().journal.end_test()
+    if not process().poisoned:
         return
-    config = getattr(process, "config", None)
+    config = getattr(process(), "config", None)
     if config is not None and hasattr(config, "workerinput"):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(EXIT_POISONED)
     ctx = _context(config) if config is not None else None
     if ctx is not None and ctx.session is not None:
-        ctx.session.shouldstop = (f"GPU context poisoned by {process.poisoned}; every later test would fail: run "
+        ctx.session.shouldstop = (f"GPU context poisoned by {process().poisoned}; every later test would fail: run "
                                   f"with -n 1 (or -n auto) so a fresh worker process takes over")
 
 

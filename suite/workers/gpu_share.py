@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from suite.plugin import stash
 from suite.workers import crash
 
 # Workers per GPU that `-n auto` starts (capped by the CPU cores): measured on an H100 with the ci profile
@@ -127,7 +128,12 @@ class Share:
         return counts if counts["oom_retried"] else None
 
 
-share = Share()
+def share() -> Share:
+    """This process's share of its GPU (kept in the session's state, suite/plugin/stash.py)."""
+    state = stash.session()
+    if state.share is None:
+        state.share = Share()
+    return state.share
 
 
 def trim(device: str, workers: int) -> None:
@@ -160,19 +166,19 @@ def too_large_message(device: str, error: str) -> str:
 def run_with_retry(run: Any, device: str) -> Any:
     """``run()`` -> a result with ``.failure``; an out-of-memory result runs again alone, and one that runs out of
     memory alone too becomes ``too_large``."""
-    with share.case(device):
+    with share().case(device):
         result = run()
     if getattr(result, "failure", None) != "oom":
         return result
-    share.retried += 1
+    share().retried += 1
     started = time.monotonic()
-    with share.alone(device):
+    with share().alone(device):
         again = run()
     if again.failure == "oom":
         again.failure = "too_large"
         again.error = too_large_message(device, again.error or "")
     elif again.passed:
-        share.retried_passed += 1
+        share().retried_passed += 1
     again.note = (again.note or "") + (f"\n(ran again alone after an out-of-memory error with other workers on the "
                                        f"GPU; waited and ran {time.monotonic() - started:.1f} s)")
     return again

@@ -36,6 +36,8 @@ from typing import Any
 
 import pytest
 
+from suite.plugin import stash
+
 PART_ID = re.compile(r"^(?P<base>.*)-part(?P<part>\d+)of(?P<parts>\d+)$")
 SPLIT_FUNCTIONS = ("test_matches_reference",)  # the tests that know how to run a part
 
@@ -70,9 +72,6 @@ def owns(position: int, part: int, parts: int) -> bool:
     return parts <= 1 or position % parts == part
 
 
-_local: str | None = None  # shared_dir without xdist: a directory of this process
-
-
 def shared_dir(config: Any) -> Path:
     """Where the parts of this run leave their coverage: the run's in-flight journal directory under xdist (the
     controller made it and removes it), else a directory of this process."""
@@ -80,14 +79,14 @@ def shared_dir(config: Any) -> Path:
     if journal:
         path = Path(journal) / "parts"
     else:
-        global _local
-        if _local is None:
+        state = stash.session()  # a directory of this process, kept in the session's state
+        if state.parts_dir is None:
             import atexit
             import shutil
 
-            _local = tempfile.mkdtemp(prefix="suite-parts-")
-            atexit.register(shutil.rmtree, _local, True)
-        path = Path(_local)
+            state.parts_dir = tempfile.mkdtemp(prefix="suite-parts-")
+            atexit.register(shutil.rmtree, state.parts_dir, True)
+        path = Path(state.parts_dir)
     path.mkdir(parents=True, exist_ok=True)
     return path
 

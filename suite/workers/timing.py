@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from suite.plugin import stash
+
 TIMING_PROPERTY = "suite_timing"
 PHASES = ("inputs", "compile", "launch", "reference", "check", "property", "compile_matrix")
 
@@ -55,37 +57,40 @@ class Clock:
         return record
 
 
-clock = Clock()
+def clock() -> Clock:
+    """This process's clock (kept in the session's state, suite/plugin/stash.py)."""
+    state = stash.session()
+    if state.clock is None:
+        state.clock = Clock()
+    return state.clock
 
 
 @contextmanager
 def phase(name: str) -> Iterator[None]:
-    depth = clock.enter(name)
+    depth = clock().enter(name)
     try:
         yield
     finally:
-        clock.leave(depth)
-
-
-_compile_depth: list[int] = []
+        clock().leave(depth)
 
 
 def _before_compile(**_: Any) -> bool:
-    _compile_depth.append(clock.enter("compile"))
+    stash.session().compile_depth.append(clock().enter("compile"))
     return False  # a true value would tell Triton to skip the compile
 
 
 def _after_compile(**_: Any) -> None:
-    if _compile_depth:
-        clock.leave(_compile_depth.pop())
+    depths = stash.session().compile_depth
+    if depths:
+        clock().leave(depths.pop())
 
 
 def _listener(chained: Any):
     def listen(*, cache_hit: bool, **kwargs: Any) -> None:
         if cache_hit:
-            clock.cached += 1
+            clock().cached += 1
         else:
-            clock.compiled += 1
+            clock().compiled += 1
         if chained is not None:
             chained(cache_hit=cache_hit, **kwargs)
     listen.suite_timing = True

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import threading
 
-_thread: threading.Thread | None = None
+from suite.plugin import stash
 
 
 def start(device: str) -> None:
-    """Begin the start-up work for ``device`` (a CUDA or ROCm device; torch names both 'cuda')."""
-    global _thread
-    if _thread is not None or not device.startswith("cuda"):
+    """Begin the start-up work for ``device`` (a CUDA or ROCm device; torch names both 'cuda'). The thread is kept in
+    the session's state (suite/plugin/stash.py) until ``wait`` joins it."""
+    state = stash.session()
+    if state.warmup is not None or not device.startswith("cuda"):
         return
-    _thread = threading.Thread(target=_warm, args=(device,), name="suite-warmup", daemon=True)
-    _thread.start()
+    state.warmup = threading.Thread(target=_warm, args=(device,), name="suite-warmup", daemon=True)
+    state.warmup.start()
 
 
 def _warm(device: str) -> None:
@@ -40,7 +41,7 @@ def _warm(device: str) -> None:
 
 def wait() -> None:
     """Before the first test: the start-up work is done (a no-op after it, and where none was started)."""
-    global _thread
-    if _thread is not None:
-        _thread.join()
-        _thread = None
+    state = stash.session()
+    if state.warmup is not None:
+        state.warmup.join()
+        state.warmup = None

@@ -103,7 +103,7 @@ class KernelSpec:
     default_config: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     configs: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)
     benchmark_shapes: tuple[Mapping[str, int], ...] = ()
-    # Autotune cache bucket of a shape (suite/tools/autotune.py); None: each dim rounded up to a power
+    # Autotune cache bucket of a shape (suite/checks/autotune.py); None: each dim rounded up to a power
     # of two, dims with fixed choices kept exact.
     tune_bucket: Callable[[Mapping[str, int]], dict[str, int]] | None = None
     # Cases always run before the drawn ones (Hypothesis explicit examples), as

@@ -195,7 +195,7 @@ PATCHES: tuple[Patch, ...] = (
            Target(INTERP, "InterpretedFunction.run", ("self",)),
            Target("triton.runtime.autotuner", "Autotuner.run", ("self",)),
            Target("triton.runtime.autotuner", "Autotuner.__init__", ("self", "fn", "arg_names", "configs")))),
-    Patch("do-bench-counting", "suite/tools/autotune.py",
+    Patch("do-bench-counting", "suite/checks/autotune.py",
           "every triton.testing.do_bench call outside a declared benchmark counts as tuning (a normal run times "
           "nothing; the wrapper passes every argument on)", (Target("triton.testing", "do_bench", ("fn",)),),
           backends=("cuda", "rocm")),

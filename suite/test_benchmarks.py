@@ -9,9 +9,9 @@ import os
 
 import pytest
 
-from suite.plugin import results
+from suite.checks import autotune, bench
 from suite.plugin.context import BACKEND
-from suite.tools import autotune, bench
+from suite.session import results
 from suite.workers import gpu_share
 
 pytestmark = pytest.mark.perf

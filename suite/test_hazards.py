@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from suite.checks.harness import poison, unwritten
-from suite.plugin import results
 from suite.plugin.context import BACKEND
+from suite.session import results
 
 FINDINGS = "suite_finding_records"
 PROGRAMS = 65537  # one past 65535, and one more

@@ -17,13 +17,12 @@ from hypothesis import core as hypothesis_core
 from hypothesis import example, given, seed, settings
 
 from kernels.spec import Case
-from suite.checks import launches, reach
+from suite.checks import autotune, launches, reach
 from suite.checks.harness import CaseResult, record, run_case
 from suite.checks.strategies import VALIDATION_SEED, case_strategy
-from suite.plugin import options, results
 from suite.plugin.context import CONTEXT
 from suite.plugin.recorder import KNOWN_PROPERTY
-from suite.tools import autotune
+from suite.session import options, results
 from suite.workers import crash, gpu_share, parts
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from suite.plugin import results
 from suite.plugin.context import BACKEND
+from suite.session import results
 
 ELEMENTS = 2**31 + 4099  # past the int32 range, not a multiple of any block
 

@@ -11,13 +11,12 @@ import pytest
 from hypothesis import example, given, settings
 
 from kernels.spec import Case, KernelSpec
-from suite.checks import interpreter, memcheck
+from suite.checks import autotune, interpreter, memcheck
 from suite.checks.harness import guard_violations, launch, prepare_outputs, synchronize
 from suite.checks.strategies import case_strategy
-from suite.plugin import options
 from suite.plugin.context import CONTEXT
+from suite.session import options
 from suite.test_kernels import ShrinkBudget, repro_case, repro_line, shrink_seconds
-from suite.tools import autotune
 from suite.workers import crash, gpu_share, timing
 
 FINDINGS = "suite_finding_records"

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 import triton
 
-from suite.tools import autotune
+from suite.checks import autotune
 
 pytest.importorskip("torch")
 from kernels.attention import SPEC as ATTENTION  # noqa: E402

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 import hardware_profiles
-from suite.tools import autotune
+from suite.checks import autotune
 
 pytest.importorskip("torch")
 from kernels.gelu import SPEC as GELU  # noqa: E402

@@ -10,8 +10,8 @@ import sys
 import jsonschema
 import pytest
 
-from suite.plugin.results import SCHEMA_PATH
-from suite.tools import autotune
+from suite.checks import autotune
+from suite.session.results import SCHEMA_PATH
 from tests.conftest import ROOT
 
 RUNS = sorted((ROOT / "evidence").glob("*/run-*.json"))

@@ -294,7 +294,7 @@ def test_records_and_findings_fit_the_run_file_schema() -> None:
 
 def test_a_gpu_run_compiles_the_matrix_for_its_own_arch_only() -> None:
     """--compile-targets: every profiled target on the interpreter (or asked for), the runner's own on a GPU."""
-    from suite.plugin.options import Options
+    from suite.session.options import Options
     from suite.test_compile_matrix import matrix_targets
 
     every = hardware_profiles.targets()

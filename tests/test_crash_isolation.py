@@ -12,7 +12,7 @@ import json
 
 import jsonschema
 
-from suite.plugin.results import SCHEMA_PATH
+from suite.session.results import SCHEMA_PATH
 from suite.workers import crash
 
 FIXTURE = "--kernel-module=tests/fixtures/faulting_kernels.py"

@@ -1,6 +1,6 @@
 """An xdist controller starts its workers before it imports torch (suite/plugin/context.py: deferred): the workers, which
 import torch themselves, no longer wait 3-5 s for the controller's import. What it needs first, the GPUs to pin the
-workers to, comes from torch's version.py and the CUDA driver (suite/plugin/backend.py: probe)."""
+workers to, comes from torch's version.py and the CUDA driver (suite/session/backend.py: probe)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from suite.plugin import backend as backend_mod
+from suite.session import backend as backend_mod
 from tests.conftest import ROOT
 
 WATCH = """

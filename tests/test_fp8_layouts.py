@@ -13,7 +13,7 @@ from kernels.fp8 import MATMUL_SPEC
 from kernels.spec import Case
 from suite.checks import interpreter, launches
 from suite.checks.harness import run_case
-from suite.plugin.backend import resolve
+from suite.session.backend import resolve
 
 SHAPE = "M=33,N=17,K=40;layout={layout};values=normal;seed=1"
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from suite.plugin import known_issues
+from suite.session import known_issues
 
 ENTRY = {"id": "x", "backend": "interpret", "arch": "*", "triton": ">=3.0,<4", "kernel": "matmul", "dtype": "bf16",
          "reason": "r", "link": "https://example.invalid/1"}

@@ -66,6 +66,37 @@ def test_no_import_cycle():
     assert cycles(import_graph()) == []
 
 
+# suite/'s subpackages, lowest first: a module imports from its own package and the ones below it, never above
+# (suite.compat and the package's __init__ are below them all; the tests and __main__ above). docs/design.md draws it.
+LAYERS = ("suite.session", "suite.workers", "suite.checks", "suite.tools", "suite.plugin")
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    def layer(module: str) -> int:
+        for i, package in enumerate(LAYERS):
+            if module == package or module.startswith(package + "."):
+                return i
+        return -1 if module in ("suite", "suite.compat") else len(LAYERS)
+
+    return sorted(f"{a} -> {b}" for a, imported in graph.items() if a.startswith("suite")
+                  for b in imported if b.startswith("suite") and layer(b) > layer(a))
+
+
+def test_imports_go_down_the_layers():
+    assert upward_imports(import_graph()) == []
+
+
+def test_the_layer_check_sees_an_upward_import(tmp_path):
+    """Planted: a worker module that imports the case harness, as crash.py once imported the plugin's options."""
+    for package in PACKAGES:
+        (tmp_path / package).mkdir()
+    (tmp_path / "suite" / "workers").mkdir()
+    (tmp_path / "suite" / "checks").mkdir()
+    (tmp_path / "suite" / "checks" / "harness.py").write_text("from suite.workers import crash\n")
+    (tmp_path / "suite" / "workers" / "crash.py").write_text("def f():\n    from suite.checks import harness\n")
+    assert upward_imports(import_graph(tmp_path)) == ["suite.workers.crash -> suite.checks.harness"]
+
+
 def test_the_check_sees_a_cycle_hidden_in_a_function(tmp_path):
     """Planted: two modules that import each other, one of them inside a function."""
     (tmp_path / "suite").mkdir()
@@ -77,19 +108,19 @@ def test_the_check_sees_a_cycle_hidden_in_a_function(tmp_path):
 
 
 def test_the_validation_of_specs_needs_no_torch():
-    """An xdist controller imports kernels._validation (through suite.plugin.known_issues) before it imports torch."""
+    """An xdist controller imports kernels._validation (through suite.session.known_issues) before it imports torch."""
     import subprocess
     import sys
 
-    code = "import sys, kernels._validation, suite.plugin.known_issues; print('torch' in sys.modules)"
+    code = "import sys, kernels._validation, suite.session.known_issues; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "False", out.stdout + out.stderr
 
 
 # Module-level names of suite/ that may hold a mutable value, and why; everything else a process keeps while it runs is
-# the session's (suite/plugin/stash.py: Session).
+# the session's (suite/session/stash.py: Session).
 PROCESS_WIDE = {
-    "suite.plugin.stash._session": "the one reference to this process's Session",
+    "suite.session.stash._session": "the one reference to this process's Session",
     "suite.compat._applied": "the patches applied to Triton's classes, which are patched for the whole process",
     "suite.tools.compile_matrix._memo": "a cache of compile records, a pure function of their key",
     "suite.tools.compile_matrix._refs": "a cache: where the compile process finds a spec",

@@ -11,14 +11,14 @@ import sys
 
 import pytest
 
-from suite.plugin import results
+from suite.session import results
 from suite.workers import schedule
 from tests.conftest import ROOT
 
 # Planted in the child run: every write of the run file after its first test fails as on a full disk.
 FULL_DISK = (
     "import errno\n"
-    "import suite.plugin.results as results\n"
+    "import suite.session.results as results\n"
     "real = results.write_json_atomic\n"
     "calls = []\n"
     "def full(path, data):\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from suite.plugin.results import SCHEMA_PATH, write_json_atomic
+from suite.session.results import SCHEMA_PATH, write_json_atomic
 
 SCHEMA = json.loads(Path(SCHEMA_PATH).read_text())
 
@@ -86,8 +86,8 @@ def test_the_environment_records_the_whole_toolchain(tmp_path, monkeypatch):
     import numpy
     import torch
 
-    from suite.plugin import backend as backend_mod
-    from suite.plugin import results
+    from suite.session import backend as backend_mod
+    from suite.session import results
 
     interp = backend_mod.resolve("interpret")
     env = results.environment_fingerprint(interp, "ci", None)
@@ -116,7 +116,7 @@ def test_the_environment_records_the_whole_toolchain(tmp_path, monkeypatch):
 def test_rocm_smi_driver_line_is_the_version(monkeypatch):
     import subprocess
 
-    from suite.plugin import backend as backend_mod
+    from suite.session import backend as backend_mod
 
     banner = ("============================ ROCm System Management Interface ============================\n"
               "========================== Version of System Component ===========================\n"

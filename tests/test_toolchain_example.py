@@ -15,7 +15,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from suite.plugin.results import SCHEMA_PATH
+from suite.session.results import SCHEMA_PATH
 from tests.conftest import ROOT
 
 EVIDENCE = ROOT / "evidence" / "toolchain"

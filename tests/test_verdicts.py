@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from suite.plugin import results
+from suite.session import results
 from tests.conftest import ROOT
 
 MISTAKEN = "--kernel-module=tests/fixtures/mistaken_specs.py"
@@ -85,10 +85,10 @@ DEFAULTS = {"--backend": "auto", "--results-dir": "runs", "--no-results": False,
 
 
 def read_options(monkeypatch, controller=False, **given):
-    """suite.plugin.options.read on a stand-in config holding these option values (no subprocess: fast)."""
+    """suite.session.options.read on a stand-in config holding these option values (no subprocess: fast)."""
     from types import SimpleNamespace
 
-    from suite.plugin import options
+    from suite.session import options
 
     values = {**DEFAULTS, **{"--" + k.replace("_", "-"): v for k, v in given.items()}}
     config = SimpleNamespace(getoption=values.__getitem__, option=SimpleNamespace(collectonly=False))
@@ -187,7 +187,7 @@ ENTRY = {"id": "x", "backend": "interpret", "arch": "*", "triton": ">=3.0", "ker
 ])
 def test_known_issue_mistakes_name_the_entry(tmp_path, change, words):
     from kernels.spec import DTYPES
-    from suite.plugin import known_issues
+    from suite.session import known_issues
 
     path = tmp_path / "known.json"
     path.write_text(json.dumps({"known_issues": [{**ENTRY, **change}]}))

@@ -31,7 +31,7 @@ PR = WORKFLOWS / "pr.yml"
 WORKFLOW_FILES = sorted([*WORKFLOWS.glob("*.yml"), *WORKFLOWS.glob("*.yaml")])
 VENDOR_BACKEND = {"nvidia": "cuda", "amd": "rocm"}
 EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
-SAMPLE_RUN_FILE = "run-20260101T000000Z-cuda-sm_90-abcdef.json"  # the name pattern of suite/plugin/results.py
+SAMPLE_RUN_FILE = "run-20260101T000000Z-cuda-sm_90-abcdef.json"  # the name pattern of suite/session/results.py
 
 
 # ---- helpers -------------------------------------------------------------------------------------------
@@ -161,7 +161,7 @@ def tox_env_names(words: list[str]) -> list[str]:
 
 
 def results_dir_default() -> str:
-    """The default of the suite's --results-dir option, read from suite/plugin/options.py without importing it."""
+    """The default of the suite's --results-dir option, read from suite/session/options.py without importing it."""
     tree = ast.parse((ROOT / "suite" / "options.py").read_text(encoding="utf-8"))
     for node in ast.walk(tree):
         if (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
@@ -170,7 +170,7 @@ def results_dir_default() -> str:
             if isinstance(default, ast.Call):  # os.environ.get("SUITE_RESULTS_DIR", "runs")
                 default = default.args[1]
             return ast.literal_eval(default)
-    raise AssertionError("suite/plugin/options.py defines no --results-dir option; update tests/test_workflows.py")
+    raise AssertionError("suite/session/options.py defines no --results-dir option; update tests/test_workflows.py")
 
 
 def results_dirs(words: list[str]) -> list[str]:

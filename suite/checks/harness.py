@@ -13,11 +13,10 @@ from typing import Any
 import torch
 
 from kernels.spec import Case, KernelSpec, Tolerance
-from suite.checks import interpreter, launches, memcheck
+from suite.checks import autotune, interpreter, launches, memcheck
 from suite.checks.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output
-from suite.plugin import options
-from suite.plugin.results import json_number
-from suite.tools import autotune
+from suite.session import options
+from suite.session.results import json_number
 from suite.workers import crash, timing
 
 INT_POISON = -94  # fits every integer dtype, int8 masks included

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from suite.plugin import stash
+from suite.session import stash
 
 
 class InterpreterGap(Exception):  # noqa: N818 - it names the finding

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from suite.plugin import stash
+from suite.session import stash
 
 
 @dataclass

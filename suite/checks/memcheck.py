@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from suite.plugin import stash
+from suite.session import stash
 
 SANITIZER_ENV = "SUITE_MEMCHECK_LOG_DIR"  # set in a run re-executed under the GPU checker
 
@@ -202,7 +202,7 @@ class Checker:
 
 
 def active() -> Checker | None:
-    """This process's checker once installed (kept in the session's state, suite/plugin/stash.py)."""
+    """This process's checker once installed (kept in the session's state, suite/session/stash.py)."""
     return stash.session().checker
 
 

@@ -1,7 +1,7 @@
 """The session context: what the plugin's hooks and the tests share, built once in ``pytest_configure``
 and kept in pytest's stash (``config.stash[CONTEXT]``), never in module globals. What a process keeps while it runs
 (the test's clock, the GPU's lock, the autotune lookup, the memory checker, ...) is the stash's other object,
-``suite.plugin.stash.Session``.
+``suite.session.stash.Session``.
 
 Building it is where a run starts or refuses to: the options are validated, the backend is chosen
 (before any kernel module is imported, since Triton reads TRITON_INTERPRET when ``@triton.jit``
@@ -11,7 +11,7 @@ what is wrong, raised before the first test.
 
 An xdist controller builds it after its workers have started (``deferred``): building imports torch, the kernels
 and Triton (3-5 s on an H100 host), and the workers, which import the same, would otherwise wait for it. Before
-they start it needs only what pins them to GPUs (``Pinning``), found without torch (``suite.plugin.backend.probe``); its
+they start it needs only what pins them to GPUs (``Pinning``), found without torch (``suite.session.backend.probe``); its
 options are checked then too. A mistake found later (a kernel module that does not load, a bad known-issue file,
 a backend the machine lacks) stops the workers and is the same usage error.
 """
@@ -25,13 +25,12 @@ from typing import Any
 import pytest
 
 from suite import compat
-from suite.checks import interpreter, launches
+from suite.checks import autotune, interpreter, launches
 from suite.checks.strategies import LARGE_SHAPE_PROFILES, VALIDATION_SEED
-from suite.plugin import backend as backend_mod
-from suite.plugin import known_issues as known_mod
-from suite.plugin import options, results
-from suite.plugin.stash import BACKEND, CONTEXT, DEFERRED, PINNING
-from suite.tools import autotune
+from suite.session import backend as backend_mod
+from suite.session import known_issues as known_mod
+from suite.session import options, results
+from suite.session.stash import BACKEND, CONTEXT, DEFERRED, PINNING
 from suite.workers import crash
 
 __all__ = ["BACKEND", "CONTEXT", "DEFERRED", "PINNING"]  # the stash's keys, also importable from here
@@ -54,7 +53,7 @@ class Pinning:
 @dataclass
 class SuiteContext:
     options: options.Options
-    backend: Any  # suite.plugin.backend.Backend
+    backend: Any  # suite.session.backend.Backend
     profile: str  # the Hypothesis profile
     known: list[known_mod.KnownIssue]
     run_file: results.RunFile | None
@@ -247,7 +246,7 @@ def _memcheck(config: pytest.Config, opts: options.Options, backend: Any, contro
 
 
 def gpu_count(requested: str) -> int:
-    """The GPUs the backend ``requested`` sees: without torch where the driver can tell (suite.plugin.backend.probe)."""
+    """The GPUs the backend ``requested`` sees: without torch where the driver can tell (suite.session.backend.probe)."""
     found = backend_mod.probe(requested)
     return found[1] if found is not None else _gpu_count()
 

@@ -1,6 +1,6 @@
 """The suite's pytest plugin: wires the parts together. Each concern lives in a module of its own:
 
-- ``suite.plugin.options``: the command-line options and their validation;
+- ``suite.session.options``: the command-line options and their validation;
 - ``suite.plugin.context``: the session context (backend, kernels, known issues, cache, run file), in the stash;
 - ``suite.workers.crash``: crash isolation (GPU pinning, faults, OOM, hangs), its hooks included (a plugin of its own,
   named in conftest.py);
@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
-from suite.checks import memcheck
+from suite.checks import autotune, memcheck
 from suite.checks.strategies import register_profiles
-from suite.plugin import context, options, summary
+from suite.plugin import context, summary
 from suite.plugin.context import BACKEND, CONTEXT
 from suite.plugin.recorder import AUTOTUNE_PROPERTY, KNOWN_PROPERTY, MEMCHECK_PROPERTY, RunRecorder
-from suite.tools import autotune
+from suite.session import options
 from suite.workers import crash, gpu_share, parts, schedule, timing, warmup
 
 __all__ = ["BACKEND", "CONTEXT", "KNOWN_PROPERTY", "repro_prefix"]
@@ -169,7 +169,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     benchmarks (``-m perf``) gets one worker per GPU, and each benchmark takes its GPU alone."""
     if not _uses_gpu(config.getoption("--backend")):
         return None
-    gpus = context.gpu_count(config.getoption("--backend"))  # without torch where it can (suite/plugin/backend.py: probe)
+    gpus = context.gpu_count(config.getoption("--backend"))  # without torch where it can (suite/session/backend.py: probe)
     if not gpus:
         return None
     expr = (config.option.markexpr or "").strip()
@@ -320,7 +320,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             marks = [pytest.mark.kernel_dtype]
             if not b.supports(dtype):
                 marks.append(pytest.mark.skip(reason=f"{dtype} is not supported on {b.arch} ({b.profile.key} profile)"))
-            from suite.plugin import known_issues as known_mod
+            from suite.session import known_issues as known_mod
 
             issue = known_mod.find(ctx.known, b.name, b.arch, triton.__version__, spec.name, dtype,
                                    metafunc.function.__name__)

@@ -15,8 +15,8 @@ import time
 import pytest
 
 from suite.checks import memcheck
-from suite.plugin import results
 from suite.plugin.context import SuiteContext
+from suite.session import results
 from suite.workers import crash, gpu_share, timing
 
 KNOWN_PROPERTY = "suite_known_issue"

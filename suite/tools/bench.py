@@ -28,10 +28,10 @@ import torch
 from kernels.inputs import drawn_on
 from kernels.spec import DTYPES, Case, KernelSpec
 from reports import floor_file  # the reports' check of noise-floor files (standard library only)
+from suite.checks import autotune
 from suite.checks.harness import prepare_outputs, run_case, run_spec, synchronize
-from suite.plugin import stash
-from suite.plugin.results import json_number
-from suite.tools import autotune
+from suite.session import stash
+from suite.session.results import json_number
 from suite.workers import crash
 
 COPY_BYTES = 2 * 2**30  # large enough to defeat every L2 and Infinity Cache in the profiles

@@ -47,7 +47,7 @@ from triton.runtime.jit import JITFunction
 import hardware_profiles
 from kernels import registry
 from kernels.spec import KernelSpec, split_config, unwrap_jit
-from suite.plugin import stash
+from suite.session import stash
 from suite.workers import timing
 
 Target = tuple[str, str, int]  # (backend, arch, warp size), as hardware_profiles.targets() gives them

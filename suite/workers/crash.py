@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from suite.plugin import stash
+from suite.session import stash
 
 # Exit codes of a worker that ends itself; the controller's crash report says which.
 EXIT_POISONED = 75
@@ -146,7 +146,7 @@ class Process:
 
 
 def process() -> Process:
-    """This process's part in crash isolation (kept in the session's state, suite/plugin/stash.py)."""
+    """This process's part in crash isolation (kept in the session's state, suite/session/stash.py)."""
     state = stash.session()
     if state.process is None:
         state.process = Process()
@@ -370,7 +370,7 @@ def pytest_runtest_logreport(report: Any) -> None:
 def pytest_runtest_setup(item: Any) -> None:
     ctx = _context(item.config)
     if ctx is not None:
-        from suite.plugin.options import repro_prefix
+        from suite.session.options import repro_prefix
 
         process().journal.start_test(item.nodeid, repro_prefix(ctx, item.nodeid))
 

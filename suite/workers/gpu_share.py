@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from suite.plugin import stash
+from suite.session import stash
 from suite.workers import crash
 
 # Workers per GPU that `-n auto` starts (capped by the CPU cores): measured on an H100 with the ci profile
@@ -129,7 +129,7 @@ class Share:
 
 
 def share() -> Share:
-    """This process's share of its GPU (kept in the session's state, suite/plugin/stash.py)."""
+    """This process's share of its GPU (kept in the session's state, suite/session/stash.py)."""
     state = stash.session()
     if state.share is None:
         state.share = Share()

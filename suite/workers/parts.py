@@ -36,7 +36,7 @@ from typing import Any
 
 import pytest
 
-from suite.plugin import stash
+from suite.session import stash
 
 PART_ID = re.compile(r"^(?P<base>.*)-part(?P<part>\d+)of(?P<parts>\d+)$")
 SPLIT_FUNCTIONS = ("test_matches_reference",)  # the tests that know how to run a part

@@ -233,7 +233,7 @@ def main(argv: list[str]) -> int:
         print(f"{COSTS_PATH}: is the input run file {path}; refusing to write over it (set SUITE_TEST_COSTS to "
               f"another file, or leave it unset for {DEFAULT_COSTS_PATH})", file=sys.stderr)
         return 2
-    from suite.plugin import results
+    from suite.session import results
 
     text = json.dumps({"source": path.name, "backend": env.get("backend"), "arch": env.get("arch"),
                        "parts": dict(sorted(split_into.items())),

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from suite.plugin import stash
+from suite.session import stash
 
 TIMING_PROPERTY = "suite_timing"
 PHASES = ("inputs", "compile", "launch", "reference", "check", "property", "compile_matrix")
@@ -58,7 +58,7 @@ class Clock:
 
 
 def clock() -> Clock:
-    """This process's clock (kept in the session's state, suite/plugin/stash.py)."""
+    """This process's clock (kept in the session's state, suite/session/stash.py)."""
     state = stash.session()
     if state.clock is None:
         state.clock = Clock()

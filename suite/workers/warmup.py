@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import threading
 
-from suite.plugin import stash
+from suite.session import stash
 
 
 def start(device: str) -> None:
     """Begin the start-up work for ``device`` (a CUDA or ROCm device; torch names both 'cuda'). The thread is kept in
-    the session's state (suite/plugin/stash.py) until ``wait`` joins it."""
+    the session's state (suite/session/stash.py) until ``wait`` joins it."""
     state = stash.session()
     if state.warmup is not None or not device.startswith("cuda"):
         return

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from suite.plugin import results, stash
+from suite.session import results, stash
 from suite.workers import crash
 
 if TYPE_CHECKING:  # kernels.spec imports torch: an xdist controller loads this module before it may (suite/plugin/context.py)
@@ -286,7 +286,7 @@ class Lookup:
 
 
 def activate(lookup: Lookup | None) -> None:
-    """The run's lookup from now on (kept in the session's state, suite/plugin/stash.py)."""
+    """The run's lookup from now on (kept in the session's state, suite/session/stash.py)."""
     stash.session().lookup = lookup
 
 

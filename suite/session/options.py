@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from suite.plugin import backend as backend_mod
-from suite.plugin import known_issues as known_mod
+from suite.session import backend as backend_mod
+from suite.session import known_issues as known_mod
 
 DEFAULT_CASE_TIMEOUT_S = 300.0
 DEFAULT_RESULTS_DIR = "runs"

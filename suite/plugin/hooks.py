@@ -1,7 +1,9 @@
-"""The suite's pytest plugin: wires the parts together. Each concern lives in a module of its own:
+"""The suite's pytest plugin: wires the layers together (docs/design.md, "The house"). Each concern lives in a
+module of its own:
 
 - ``suite.session.options``: the command-line options and their validation;
 - ``suite.plugin.context``: the session context (backend, kernels, known issues, cache, run file), in the stash;
+- ``suite.session.stash``: the stash's keys and the Session, everything a process keeps while it runs;
 - ``suite.workers.crash``: crash isolation (GPU pinning, faults, OOM, hangs), its hooks included (a plugin of its own,
   named in conftest.py);
 - ``suite.plugin.recorder``: test reports into the run file;

@@ -203,6 +203,12 @@ PATCHES: tuple[Patch, ...] = (
           "benchmark samples from triton.testing.do_bench(fn, warmup=, rep=, return_mode='all')",
           (Target("triton.testing", "do_bench", ("fn", "warmup", "rep", "grad_to_none", "quantiles",
                                                   "return_mode")),), backends=("cuda", "rocm")),
+    Patch("loaded-registers-cache", "suite/tools/loaded_registers.py",
+          "a kernel's JIT cache swapped for an empty one (JITFunction.device_caches of create_binder) for one launch, "
+          "and the variants it compiled loaded (CompiledKernel._init_handles) to read their registers and spills",
+          (Target("triton.runtime.jit", "JITFunction.create_binder", ("self",)),
+           Target("triton.compiler.compiler", "CompiledKernel._init_handles", ("self",))),
+          backends=("cuda", "rocm")),
     Patch("timing-knobs-hooks", "suite/workers/timing.py",
           "Triton's compiles timed and counted (compilation listener, JIT cache and post-compile hooks)",
           (Target("triton.knobs", "compilation.listener"), Target("triton.knobs", "runtime.jit_cache_hook"),

@@ -247,13 +247,20 @@ def test_without_the_index_fix_triton_3_6_fails_under_numpy_2_4(monkeypatch):
         _sum_to(10)
 
 
-@pytest.mark.parametrize(("module", "state", "patch"), [("suite.checks.launches", "_installed", "launch-interception"),
-                                                         ("suite.checks.memcheck", "_checker", "memcheck-hooks")])
-def test_each_hook_checks_its_own_patch_before_it_hooks(monkeypatch, module, state, patch):
+@pytest.mark.parametrize(("module", "patch"), [("suite.checks.launches", "launch-interception"),
+                                             ("suite.checks.memcheck", "memcheck-hooks"),
+                                             ("suite.tools.loaded_registers", "loaded-registers-cache")])
+def test_each_hook_checks_its_own_patch_before_it_hooks(monkeypatch, module, patch):
     """Not only at session start: installing the hooks themselves (a tool that imports them alone) refuses a Triton
     that moved their targets, naming the patch."""
+    from suite.session import stash
+
     mod = importlib.import_module(module)
-    monkeypatch.setattr(mod, state, None if state == "_checker" else False)
+    monkeypatch.setattr(compat, "_applied", set())  # as in a process that has not hooked yet
+    monkeypatch.setattr(stash.session(), "checker", None)
     _plant_missing(monkeypatch, compat.BY_NAME[patch].targets[0])
     with pytest.raises(compat.PatchBroken, match=f"patch {patch!r}"):
-        mod.install()
+        if module.endswith("loaded_registers"):
+            mod.loaded(None, "fp32", {}, {}, None)
+        else:
+            mod.install()

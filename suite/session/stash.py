@@ -26,8 +26,8 @@ class Session:
         self.share: Any = None  # workers.gpu_share.Share: the GPU's lock and the out-of-memory retries of this test
         self.warmup: threading.Thread | None = None  # workers.warmup: the GPU start-up thread, until joined
         self.parts_dir: str | None = None  # workers.parts: the rendezvous directory of a run without xdist
-        self.lookup: Any = None  # tools.autotune.Lookup: the run's autotune lookup and what it counted this test
-        self.purposes: list[str] = ["tuning"]  # tools.autotune: what a do_bench call is for (innermost last)
+        self.lookup: Any = None  # checks.autotune.Lookup: the run's autotune lookup and what it counted this test
+        self.purposes: list[str] = ["tuning"]  # checks.autotune: what a do_bench call is for (innermost last)
         self.compile_child: Any = None  # tools.compile_matrix: the process compiling what needs a process of its own
         self.checker: Any = None  # checks.memcheck.Checker: the interpreter's memory checker and its counts
         self.sanitizer_log_offset: dict[str, int] = {}  # checks.memcheck: how far the GPU checker's logs were read

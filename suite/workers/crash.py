@@ -1,4 +1,4 @@
-"""Surviving what GPU runners throw at the suite: one worker per GPU, faults, OOM and hangs.
+"""Surviving what GPU runners throw at the suite: each worker pinned to one GPU, faults, OOM and hangs.
 
 - **Pinning**: under xdist the controller gives each worker one GPU (round robin over the GPUs it
   sees) and the worker sets CUDA_VISIBLE_DEVICES (NVIDIA) or HIP_VISIBLE_DEVICES (AMD) before the

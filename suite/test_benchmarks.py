@@ -9,9 +9,10 @@ import os
 
 import pytest
 
-from suite.checks import autotune, bench
+from suite.checks import autotune
 from suite.plugin.context import BACKEND
 from suite.session import results
+from suite.tools import bench
 from suite.workers import gpu_share
 
 pytestmark = pytest.mark.perf

@@ -12,6 +12,7 @@ import triton.language as tl
 from triton.language.extra import libdevice
 from triton.language.extra.cuda import libdevice as cuda_libdevice
 
+from suite import compat
 from suite.checks import interpreter
 
 pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="interpreter only")
@@ -45,7 +46,7 @@ REFERENCES = {0: torch.rsqrt, 1: torch.tanh, 2: torch.erf, 3: lambda x: x ** 1.5
 
 @pytest.mark.parametrize("which", sorted(REFERENCES))
 def test_libdevice_functions_compute_what_the_gpu_library_does(which):
-    assert interpreter._installed
+    assert compat.applied("interpreter-libdevice")
     x = torch.linspace(0.1, 3.0, 37, dtype=torch.float32)
     x[5] = float("nan")
     out = torch.empty_like(x)

@@ -37,7 +37,7 @@ MUTATIONS = {
         "a = tl.load(a_ptrs, mask=(offs_m[:, None] <= M) & (offs_k[None, :] < k_left), other=0.0)",
         ["out-of-bounds load", "'a_ptr'"]),
     "matmul: wrong group index": (
-        "matmul", "first_pid_m = group_id * GROUP_M", "first_pid_m = group_id", ["with config", "GROUP_M"], "tiles"),
+        "matmul", "first_pid_m = group_id * GROUP_M", "first_pid_m = group_id", ["with config", "GROUP_M"], "_tiles"),
 }
 
 

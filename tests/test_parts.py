@@ -53,7 +53,7 @@ def test_parts_run_the_whole_tests_cases_and_search_its_paths_once(run_suite, tm
 def test_a_part_that_ran_other_parts_cases_is_caught(run_suite, tmp_path):
     """Planted: every part runs every case (the position test always true). The comparison above sees it."""
     plant = tmp_path / "plant_parts.py"
-    plant.write_text("import suite.workers.parts\nsuite.parts.owns = lambda position, part, parts: True\n")
+    plant.write_text("import suite.workers.parts\nsuite.workers.parts.owns = lambda position, part, parts: True\n")
     whole = run_suite("suite/test_kernels.py", FIXTURE, "--kernels=split_add", env={"SUITE_TEST_COSTS": ""},
                       results_dir=tmp_path / "whole")
     planted = run_suite("-p", "plant_parts", "suite/test_kernels.py", FIXTURE, "--kernels=split_add",

@@ -162,7 +162,7 @@ def tox_env_names(words: list[str]) -> list[str]:
 
 def results_dir_default() -> str:
     """The default of the suite's --results-dir option, read from suite/session/options.py without importing it."""
-    tree = ast.parse((ROOT / "suite" / "options.py").read_text(encoding="utf-8"))
+    tree = ast.parse((ROOT / "suite" / "session" / "options.py").read_text(encoding="utf-8"))
     for node in ast.walk(tree):
         if (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
                 and node.args[0].value == "--results-dir"):
@@ -388,7 +388,7 @@ def test_nightly_shares_the_hypothesis_database():
 
 
 def test_the_suite_reads_the_hypothesis_database_variable():
-    readers = [p.relative_to(ROOT).as_posix() for p in (ROOT / "suite").glob("*.py")
+    readers = [p.relative_to(ROOT).as_posix() for p in (ROOT / "suite").rglob("*.py")
                if "SUITE_HYPOTHESIS_DB" in p.read_text(encoding="utf-8")]
     assert readers, "nightly.yml sets SUITE_HYPOTHESIS_DB but nothing in suite/ reads it"
 

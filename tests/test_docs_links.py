@@ -45,3 +45,46 @@ def test_relative_links_resolve(page):
 
 def test_the_pages_are_found():
     assert ROOT / "README.md" in PAGES and len(PAGES) >= 5
+
+
+# The project's own files and modules as the pages name them: a path in backticks or a code block, a `from ... import`
+# or `python -m` of a project module. Moving a module must not leave a page naming its old place.
+GUIDE_PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
+PROJECT_PATH = re.compile(r"(?<![\w/.-])((?:suite|kernels|reports|hardware_profiles)/[\w/.-]*\.(?:py|json|ini))\b")
+PROJECT_IMPORT = re.compile(r"^\s*from\s+((?:suite|kernels|reports|hardware_profiles)(?:\.\w+)*)\s+import\s+([\w, ]+)",
+                            re.M)
+PROJECT_MAIN = re.compile(r"python -m ((?:suite|kernels|reports|hardware_profiles)(?:\.\w+)*)")
+
+
+def project_references(text: str) -> tuple[list[str], list[tuple[str, str]], list[str]]:
+    paths = [p for p in PROJECT_PATH.findall(text)]
+    imports = [(m, name.strip()) for m, names in PROJECT_IMPORT.findall(text) for name in names.split(",") if name.strip()]
+    return paths, imports, PROJECT_MAIN.findall(text)
+
+
+def missing_references(text: str, root: Path = ROOT) -> list[str]:
+    import importlib
+    import importlib.util
+
+    paths, imports, mains = project_references(text)
+    missing = [f"{p}: no such file" for p in paths if not (root / p).exists()]
+    for module, name in imports:
+        if importlib.util.find_spec(module) is None:
+            missing.append(f"from {module} import {name}: no module {module}")
+        elif not (hasattr(importlib.import_module(module), name) or importlib.util.find_spec(f"{module}.{name}")):
+            missing.append(f"from {module} import {name}: {module} has no {name}")
+    missing += [f"python -m {m}: no module {m}" for m in mains if importlib.util.find_spec(m) is None]
+    return missing
+
+
+@pytest.mark.parametrize("page", GUIDE_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_project_files_and_modules_a_page_names_exist(page):
+    missing = missing_references(page.read_text())
+    assert not missing, f"{page.relative_to(ROOT)}: " + "; ".join(missing)
+
+
+def test_a_page_naming_a_moved_module_fails():
+    """Planted: the guide's snippet as it read before suite/ was layered, and a path to the old flat module."""
+    text = "```python\nfrom suite import interpreter\n```\nsee `suite/harness.py` and `python -m suite.compile_matrix`\n"
+    assert missing_references(text) == ["suite/harness.py: no such file", "from suite import interpreter: suite has no "
+                                        "interpreter", "python -m suite.compile_matrix: no module suite.compile_matrix"]

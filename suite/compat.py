@@ -1,5 +1,5 @@
-"""Every place the suite reaches into Triton's internals, in one registry, each with the Triton versions it applies
-to and a check that its targets are still there, in the shape the patch relies on.
+"""Every place the suite reaches into Triton's internals (and two of Hypothesis's), in one registry, each with the
+Triton versions it applies to and a check that its targets are still there, in the shape the patch relies on.
 
 Triton's runtime, interpreter and knobs are not a stable API: a release that renames ``InterpreterBuilder.
 create_masked_load`` or drops ``knobs.runtime.jit_cache_hook`` would otherwise show up as a wrong verdict (a kernel
@@ -15,7 +15,8 @@ failing with an AttributeError, a run that times nothing) instead of what it is.
 
 The patches of this module's own (the interpreter's version-specific gaps) are applied by
 :func:`install_interpreter_fixes`, from ``suite/checks/interpreter.py``; the others stay where they are used and are
-registered here by name.
+registered here by name. Hypothesis's private names the suite relies on are read here only (:func:`add_digest`,
+:func:`forced_seed`), registered the same way.
 """
 
 from __future__ import annotations
@@ -94,8 +95,11 @@ class Patch:
     triton: str = ">=3.6"  # the Triton versions it is applied on (a packaging specifier)
     backends: tuple[str, ...] = ALL_BACKENDS
     extra_check: Callable[[], str | None] | None = field(default=None, compare=False)
+    package: str = "triton"  # whose internals: "triton", or "hypothesis" (any version: the check says if it fits)
 
     def applies(self, triton_version: str | None = None, backend: str | None = None) -> bool:
+        if self.package != "triton":
+            return backend is None or backend in self.backends
         version = Version((triton_version or installed_triton()).split("+")[0])
         # A nightly or release candidate (3.10.0.dev..., 3.10.0rc1) is the version it will be, not left out.
         in_range = SpecifierSet(self.triton).contains(version, prereleases=True)
@@ -209,6 +213,16 @@ PATCHES: tuple[Patch, ...] = (
           (Target("triton.runtime.jit", "JITFunction.create_binder", ("self",)),
            Target("triton.compiler.compiler", "CompiledKernel._init_handles", ("self",))),
           backends=("cuda", "rocm")),
+    Patch("hypothesis-add-digest", "suite/compat.py",
+          "each kernel x dtype test draws its own derandomized cases: Hypothesis's function_digest, which seeds them, "
+          "also hashes a function's _hypothesis_internal_add_digest (add_digest)",
+          (Target("hypothesis.internal.reflection", "function_digest", ("function",)),),
+          extra_check=lambda: _reads("hypothesis.internal.reflection", "function_digest",
+                                     "_hypothesis_internal_add_digest"), package="hypothesis"),
+    Patch("hypothesis-force-seed", "suite/compat.py",
+          "the parts of a split test seed their draws from --hypothesis-seed where one is given "
+          "(hypothesis.core.global_force_seed, forced_seed)",
+          (Target("hypothesis.core", "global_force_seed"),), package="hypothesis"),
     Patch("timing-knobs-hooks", "suite/workers/timing.py",
           "Triton's compiles timed and counted (compilation listener, JIT cache and post-compile hooks)",
           (Target("triton.knobs", "compilation.listener"), Target("triton.knobs", "runtime.jit_cache_hook"),
@@ -219,14 +233,50 @@ BY_NAME = {p.name: p for p in PATCHES}
 
 
 def _message(broken: Iterable[tuple[Patch, list[str]]], triton_version: str) -> str:
-    lines = [f"Triton {triton_version} lacks what the suite's patches of its internals need (suite/compat.py):"]
+    broken = list(broken)
+    packages = sorted({p.package for p, _ in broken}, reverse=True)
+    names = " and ".join(f"Triton {triton_version}" if pkg == "triton" else
+                         f"Hypothesis {importlib.import_module('hypothesis').__version__}" for pkg in packages)
+    lines = [f"{names} lacks what the suite's patches of its internals need (suite/compat.py):"]
     for patch, problems in broken:
-        lines.append(f"  patch {patch.name!r} ({patch.where}: {patch.purpose}; applied on Triton {patch.triton}):")
+        applied = f"applied on Triton {patch.triton}" if patch.package == "triton" else "Hypothesis's internals"
+        lines.append(f"  patch {patch.name!r} ({patch.where}: {patch.purpose}; {applied}):")
         lines += [f"    {p}" for p in problems]
-    lines.append("Run the suite with a Triton it supports, 3.6.0 to 3.9.0 (requirements/ci.txt: 3.6.0; "
-                 "requirements/ci-newest.txt: 3.9.0), or update the patch and its entry in suite/compat.py for this "
-                 "version.")
+    advice = ["a Triton it supports, 3.6.0 to 3.9.0 (requirements/ci.txt: 3.6.0; requirements/ci-newest.txt: 3.9.0)"
+              if pkg == "triton" else "the Hypothesis requirements/ci.txt pins" for pkg in packages]
+    lines.append(f"Run the suite with {' and '.join(advice)}, or update the patch and its entry in suite/compat.py "
+                 f"for this version.")
     return "\n".join(lines)
+
+
+def _reads(module: str, function: str, name: str) -> str | None:
+    """A problem where ``module.function``'s source no longer mentions ``name`` (the private name a patch sets)."""
+    try:
+        source = inspect.getsource(functools.reduce(getattr, function.split("."), importlib.import_module(module)))
+    except (ImportError, AttributeError, OSError, TypeError) as exc:
+        return f"{module}.{function}'s source cannot be read ({exc})"
+    return None if name in source else f"{module}.{function} no longer reads {name}"
+
+
+@functools.cache
+def _hypothesis_checked() -> None:
+    require("hypothesis-add-digest")
+    require("hypothesis-force-seed")
+
+
+def add_digest(function: Callable[..., Any], key: str) -> None:
+    """Hypothesis derandomizes ``function``'s draws from its source and ``key`` (patch 'hypothesis-add-digest'): the
+    generic tests share one function, so without the key every kernel x dtype would draw the same cases."""
+    _hypothesis_checked()
+    function._hypothesis_internal_add_digest = key.encode()  # type: ignore[attr-defined]
+
+
+def forced_seed() -> int | None:
+    """The seed ``--hypothesis-seed`` forces on every test, if given (patch 'hypothesis-force-seed')."""
+    _hypothesis_checked()
+    from hypothesis import core
+
+    return core.global_force_seed
 
 
 def require(name: str) -> Patch:

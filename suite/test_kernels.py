@@ -13,10 +13,10 @@ import warnings
 import zlib
 
 import pytest
-from hypothesis import core as hypothesis_core
 from hypothesis import example, given, seed, settings
 
 from kernels.spec import Case
+from suite import compat
 from suite.checks import autotune, launches, reach
 from suite.checks.harness import CaseResult, record, run_case
 from suite.checks.strategies import VALIDATION_SEED, case_strategy
@@ -193,11 +193,11 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
         def drawn(case: Case) -> None:
             check(case)
 
-        drawn._hypothesis_internal_add_digest = f"{spec.name}-{dtype}".encode()
+        compat.add_digest(drawn, f"{spec.name}-{dtype}")
         run = given(strategy)(drawn)
         if split > 1 and not same_draws:
             run = settings(settings.default, max_examples=-(-settings.default.max_examples // split))(run)
-            if (forced_seed := hypothesis_core.global_force_seed) is not None:
+            if (forced_seed := compat.forced_seed()) is not None:
                 run = seed(zlib.crc32(f"{forced_seed}-part{part}".encode()))(run)
         for ex in reversed(spec.examples):
             run = example(Case(kernel=spec.name, dtype=dtype, **ex))(run)

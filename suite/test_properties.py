@@ -11,6 +11,7 @@ import pytest
 from hypothesis import example, given, settings
 
 from kernels.spec import Case, KernelSpec
+from suite import compat
 from suite.checks import autotune, interpreter, memcheck
 from suite.checks.harness import guard_violations, launch, prepare_outputs, synchronize
 from suite.checks.strategies import case_strategy
@@ -167,7 +168,7 @@ def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
         check(repro_case(spec, dtype, ctx.options.repro))
         return
     current = settings.default
-    check._hypothesis_internal_add_digest = f"properties-{spec.name}-{dtype}".encode()
+    compat.add_digest(check, f"properties-{spec.name}-{dtype}")
     run = settings(current, max_examples=max(2, current.max_examples // 2))(
         given(case_strategy(spec, dtype, backend.name, large=ctx.large_shapes))(check))
     for ex in reversed(spec.examples):

@@ -67,7 +67,23 @@ def test_a_missing_target_fails_naming_the_patch(monkeypatch, patch, target):
     with pytest.raises(compat.PatchBroken) as info:
         compat.require(patch.name)
     message = str(info.value)
-    assert f"patch {patch.name!r}" in message and f"Triton {triton.__version__}" in message and target.name() in message
+    import hypothesis
+
+    version = f"Triton {triton.__version__}" if patch.package == "triton" else f"Hypothesis {hypothesis.__version__}"
+    assert f"patch {patch.name!r}" in message and version in message and target.name() in message
+
+
+def test_a_hypothesis_that_stopped_reading_the_digest_fails_naming_the_patch(monkeypatch):
+    """Planted: a Hypothesis whose function_digest no longer hashes _hypothesis_internal_add_digest (every kernel x
+    dtype test would draw the same cases). The check reads the function's source."""
+    from hypothesis.internal import reflection
+
+    def function_digest(function):  # the shape Hypothesis's has, without the private name
+        return b"digest"
+
+    monkeypatch.setattr(reflection, "function_digest", function_digest)
+    with pytest.raises(compat.PatchBroken, match="no longer reads _hypothesis_internal_add_digest"):
+        compat.require("hypothesis-add-digest")
 
 
 def test_a_changed_signature_fails_naming_the_patch(monkeypatch):

@@ -223,6 +223,14 @@ PATCHES: tuple[Patch, ...] = (
           "the parts of a split test seed their draws from --hypothesis-seed where one is given "
           "(hypothesis.core.global_force_seed, forced_seed)",
           (Target("hypothesis.core", "global_force_seed"),), package="hypothesis"),
+    Patch("hypothesis-no-local-constants", "suite/compat.py",
+          "derandomized draws that depend on nothing but the test: Hypothesis mixes the literal constants of every "
+          "local module in sys.modules into its draws, so a worker's history (which modules it had imported) or an "
+          "installed copy against a checkout drew other cases; the suite gives it none (fixed_constants)",
+          (Target("hypothesis.internal.conjecture.providers", "_get_local_constants", ()),
+           Target("hypothesis.internal.conjecture.providers", "Constants"),
+           Target("hypothesis.internal.conjecture.providers", "CONSTANTS_CACHE.cache")),
+          package="hypothesis"),
     Patch("timing-knobs-hooks", "suite/workers/timing.py",
           "Triton's compiles timed and counted (compilation listener, JIT cache and post-compile hooks)",
           (Target("triton.knobs", "compilation.listener"), Target("triton.knobs", "runtime.jit_cache_hook"),
@@ -269,6 +277,26 @@ def add_digest(function: Callable[..., Any], key: str) -> None:
     generic tests share one function, so without the key every kernel x dtype would draw the same cases."""
     _hypothesis_checked()
     function._hypothesis_internal_add_digest = key.encode()  # type: ignore[attr-defined]
+
+
+def fixed_constants() -> None:
+    """Hypothesis draws constants found in the process's local modules (patch 'hypothesis-no-local-constants'): from
+    now on it finds none, in this process, so the same test draws the same cases whatever was imported before it."""
+    if applied("hypothesis-no-local-constants"):
+        return
+    require("hypothesis-no-local-constants")
+    from hypothesis.internal.conjecture import providers
+
+    none = providers.Constants()
+    original = providers._get_local_constants
+
+    def no_local_constants() -> Any:
+        return none
+
+    no_local_constants.__wrapped__ = original  # type: ignore[attr-defined]
+    providers._get_local_constants = no_local_constants
+    providers.CONSTANTS_CACHE.cache.clear()  # choices cached from constants found before
+    mark_applied("hypothesis-no-local-constants")
 
 
 def forced_seed() -> int | None:

@@ -93,3 +93,53 @@ def test_shared_example_database_saves_and_replays_failures(run_suite, tmp_path)
     ci = run_suite("suite/test_kernels.py", "--kernels=vector_add", "-k", "fp32", f"--hypothesis-db={db}",
                    results_dir=tmp_path / "ci")
     assert ci.returncode == 0 and "not used: the ci profile is derandomized" in ci.output
+
+
+def _derandomized_draws() -> list[int]:
+    drawn = []
+
+    @settings(PROFILES["ci"], max_examples=300)
+    @given(st.integers(0, 10**6))
+    def draw(x):
+        drawn.append(x)
+
+    draw()
+    return drawn
+
+
+def test_draws_do_not_depend_on_the_modules_a_process_imported(tmp_path, monkeypatch):
+    """A local module full of integer constants, imported between two derandomized runs of the same test, changes
+    nothing (the session patched Hypothesis's local constants away: suite/compat.py, fixed_constants). Planted: with
+    Hypothesis's own constant finder the second run draws other cases."""
+    import importlib
+    import sys
+
+    from hypothesis.internal.conjecture import providers
+
+    from suite import compat
+
+    compat.fixed_constants()
+    constants = [7919 * i + 13 for i in range(1, 400)]
+    (tmp_path / "many_constants.py").write_text("VALUES = (" + ", ".join(map(str, constants)) + ")\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def with_module_imported(name):
+        before = _derandomized_draws()
+        (tmp_path / f"{name}.py").write_text((tmp_path / "many_constants.py").read_text())
+        importlib.import_module(name)
+        try:
+            return before, _derandomized_draws()
+        finally:
+            sys.modules.pop(name, None)
+
+    before, after = with_module_imported("many_constants_fixed")
+    assert before == after
+
+    monkeypatch.setattr(providers, "_get_local_constants", providers._get_local_constants.__wrapped__)
+    monkeypatch.setattr(providers, "_sys_modules_len", None)
+    providers.CONSTANTS_CACHE.cache.clear()
+    try:
+        before, after = with_module_imported("many_constants_planted")
+    finally:
+        providers.CONSTANTS_CACHE.cache.clear()
+    assert before != after

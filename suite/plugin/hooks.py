@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from suite import compat
 from suite.checks import autotune, memcheck
 from suite.checks.strategies import register_profiles
 from suite.plugin import context, summary
@@ -42,6 +43,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if config.option.help or config.option.version:
         return
+    compat.fixed_constants()  # the same draws whatever this process imported before a test (suite/compat.py)
     if not context.is_worker(config):
         crash.process().announce = crash.announce_past_capture(config)
     if context.defers(config):  # an xdist controller: its workers start first (suite/plugin/context.py)

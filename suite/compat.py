@@ -225,8 +225,8 @@ PATCHES: tuple[Patch, ...] = (
           (Target("hypothesis.core", "global_force_seed"),), package="hypothesis"),
     Patch("hypothesis-no-local-constants", "suite/compat.py",
           "derandomized draws that depend on nothing but the test: Hypothesis mixes the literal constants of every "
-          "local module in sys.modules into its draws, so a worker's history (which modules it had imported) or an "
-          "installed copy against a checkout drew other cases; the suite gives it none (fixed_constants)",
+          "local module in sys.modules into its draws, so what a process had imported before a test (an xdist "
+          "worker's history) could change the test's cases; the suite gives it none (fixed_constants)",
           (Target("hypothesis.internal.conjecture.providers", "_get_local_constants", ()),
            Target("hypothesis.internal.conjecture.providers", "Constants"),
            Target("hypothesis.internal.conjecture.providers", "CONSTANTS_CACHE.cache")),

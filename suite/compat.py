@@ -1,4 +1,4 @@
-"""Every place the suite reaches into Triton's internals (and two of Hypothesis's), in one registry, each with the
+"""Every place the suite reaches into Triton's internals (and three of Hypothesis's), in one registry, each with the
 Triton versions it applies to and a check that its targets are still there, in the shape the patch relies on.
 
 Triton's runtime, interpreter and knobs are not a stable API: a release that renames ``InterpreterBuilder.
@@ -15,8 +15,8 @@ failing with an AttributeError, a run that times nothing) instead of what it is.
 
 The patches of this module's own (the interpreter's version-specific gaps) are applied by
 :func:`install_interpreter_fixes`, from ``suite/checks/interpreter.py``; the others stay where they are used and are
-registered here by name. Hypothesis's private names the suite relies on are read here only (:func:`add_digest`,
-:func:`forced_seed`), registered the same way.
+registered here by name. What the suite relies on of Hypothesis's internals is used here only (:func:`add_digest`,
+:func:`forced_seed`, :func:`fixed_constants`), registered the same way.
 """
 
 from __future__ import annotations

@@ -165,6 +165,9 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
             records.append(rec)
             too_large.append(f"{case}: {result.message()}\nreproduce with: {line}")
             return
+        if result.failure == "oom_held":  # other processes held the memory: not run, counted in gpu_share
+            warnings.warn(f"{case}: {result.message()[:600]}", UserWarning, stacklevel=1)
+            return
         if result.passed:
             if not last_failure:  # passes seen while shrinking a failure are not cases of the run
                 elements[0] += 1

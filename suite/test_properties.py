@@ -7,6 +7,8 @@ run file either way, and a failure only where the kernel's spec claims them.
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 from hypothesis import example, given, settings
 
@@ -36,8 +38,34 @@ def same_bits(a, b) -> bool:
 
 
 def draw_inputs(spec: KernelSpec, case: Case, backend) -> dict:
+    """The case's inputs; drawing them out of memory is judged as a launch's is (suite/workers/gpu_share.py)."""
+    need = -1
     with timing.phase("inputs"):
-        return spec.make_inputs(case, backend.device)
+        try:
+            with gpu_share.share().case(backend.device):
+                return spec.make_inputs(case, backend.device)
+        except Exception as exc:
+            if crash.note_launch_error(exc, backend.device, case) != "oom":
+                raise
+            need = gpu_share.footprint(exc, backend.device)
+            exc.__traceback__ = None
+        gpu_share.share().retried += 1
+        try:
+            with gpu_share.share().alone(backend.device, need):
+                inputs = spec.make_inputs(case, backend.device)
+        except Exception as exc:
+            if crash.note_launch_error(exc, backend.device, case) != "oom":
+                raise
+            need = max(need, gpu_share.footprint(exc, backend.device))
+            exc.__traceback__ = None
+            failure, message = gpu_share.judge_oom_alone(backend.device, f"drawing the inputs: {type(exc).__name__}: "
+                                                                         f"{exc}", need)
+            if failure == "oom_held":
+                gpu_share.share().held += 1
+                raise gpu_share.MemoryHeld(f"{case}: {message}") from None
+            raise crash.CaseAborted(f"{case}: {message}") from None
+        gpu_share.share().retried_passed += 1
+        return inputs
 
 
 def make_runner(spec: KernelSpec, case: Case, backend, config: dict | None = None):
@@ -55,7 +83,7 @@ def make_runner(spec: KernelSpec, case: Case, backend, config: dict | None = Non
 
     def run(inputs: dict) -> dict:
         with crash.watchdog(case), memcheck.scope(spec.name):
-            out_of_memory = False
+            need = -1  # out of memory: the case's footprint (suite/workers/gpu_share.py)
             try:
                 with gpu_share.share().case(backend.device):
                     outputs, guards = attempt(inputs)
@@ -69,16 +97,22 @@ def make_runner(spec: KernelSpec, case: Case, backend, config: dict | None = Non
                     raise crash.CaseAborted(f"{case}: {type(exc).__name__}: {exc}") from None
                 if failure != "oom":
                     raise
+                need = gpu_share.footprint(exc, backend.device)
                 exc.__traceback__ = None  # its frames hold this launch's outputs
-                out_of_memory = True
-            if out_of_memory:  # other workers' cases may hold the memory: again with the GPU to this one
+            if need >= 0:  # other workers' cases may hold the memory: again with the GPU to this one
                 gpu_share.share().retried += 1
                 try:
-                    with gpu_share.share().alone(backend.device):
+                    with gpu_share.share().alone(backend.device, need):
                         outputs, guards = attempt(inputs)
                 except Exception as exc:
                     if crash.note_launch_error(exc, backend.device, case) == "oom":
-                        message = gpu_share.too_large_message(backend.device, f"{type(exc).__name__}: {exc}")
+                        need = max(need, gpu_share.footprint(exc, backend.device))
+                        exc.__traceback__ = None
+                        failure, message = gpu_share.judge_oom_alone(backend.device, f"{type(exc).__name__}: {exc}",
+                                                                     need)
+                        if failure == "oom_held":
+                            gpu_share.share().held += 1
+                            raise gpu_share.MemoryHeld(f"{case}: {message}") from None
                         raise crash.CaseAborted(f"{case}: {message}") from None
                     raise
                 gpu_share.share().retried_passed += 1
@@ -142,6 +176,9 @@ def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
             try:
                 with timing.phase("property"):  # the property's own comparisons (its launches count as launch)
                     message = fn(spec, case, backend, ctx.options.config)
+            except gpu_share.MemoryHeld as held:  # not run: other processes held the GPU's memory
+                warnings.warn(f"(checking {name!r}) {str(held)[:600]}", UserWarning, stacklevel=1)
+                continue
             except (memcheck.MemoryViolation, interpreter.InterpreterGap) as problem:
                 cfg = ctx.options.config or autotune.choose_config(spec, case.dtype, case.shape, backend)
                 line = repro_line(request, case, options.config_args(spec, cfg, backend.family))

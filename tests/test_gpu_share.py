@@ -160,3 +160,112 @@ def test_workers_share_the_cpu_cores_for_torch_threads(monkeypatch) -> None:
         assert share_cpu_threads(16) is None and torch.get_num_threads() == 3  # the user's choice stands
     finally:
         torch.set_num_threads(before)
+
+
+def test_an_out_of_memory_message_gives_the_case_footprint() -> None:
+    assert gpu_share.requested_bytes("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has") == 2 * 2**30
+    assert gpu_share.requested_bytes("Tried to allocate 512.00 MiB") == 512 * 2**20
+    assert gpu_share.requested_bytes("out of memory") == 0
+    error = torch_oom("Tried to allocate 1.50 GiB")
+    assert gpu_share.footprint(error, "cpu") == int(1.5 * 2**30)  # no GPU: nothing allocated on one
+
+
+def torch_oom(message: str) -> BaseException:
+    import torch
+
+    return torch.OutOfMemoryError(f"CUDA out of memory. {message}")
+
+
+def _gpu(monkeypatch, total_gib: float, workers: int, free_gib: float = 1.0) -> None:
+    monkeypatch.setattr(gpu_share, "mem_info", lambda device: (int(free_gib * 2**30), int(total_gib * 2**30))
+                        if device.startswith("cuda") else None)
+    monkeypatch.setattr(gpu_share.share(), "workers", workers)
+
+
+def test_an_oom_alone_is_too_large_only_when_the_footprint_exceeds_the_gpu(monkeypatch) -> None:
+    """A two-H200 nightly called a few-GiB case "too large for this GPU (140 GiB)": the other 15 workers on the GPU
+    still held their caches. A case that fits is not run (other processes held the memory), never a failure."""
+    _gpu(monkeypatch, 140, 16)
+    failure, message = gpu_share.judge_oom_alone("cuda", "CUDA out of memory", 4 * 2**30)
+    assert failure == "oom_held" and "needs 4.0 GiB" in message and "Not a result of the kernel" in message
+    failure, message = gpu_share.judge_oom_alone("cuda", "CUDA out of memory", 200 * 2**30)
+    assert failure == "too_large" and "needs at least 200.0 GiB" in message and "128.8 GiB" in message
+    # past the GPU less the other workers' contexts (15 x 0.75 GiB): too large for it as shared
+    assert gpu_share.judge_oom_alone("cuda", "", int(130 * 2**30))[0] == "too_large"
+    assert gpu_share.judge_oom_alone("cpu", "", 4 * 2**30)[0] == "too_large"  # no GPU to measure: as before
+
+
+def test_retry_alone_of_a_case_that_fits_the_gpu_is_not_run_and_counted(monkeypatch) -> None:
+    _gpu(monkeypatch, 80, 16)
+    monkeypatch.setattr(gpu_share.share(), "held", 0)
+    calls = []
+
+    def run():
+        calls.append(1)
+        return SimpleNamespace(failure="oom", passed=False, error="CUDA out of memory. Tried to allocate 2.00 GiB",
+                               note="", footprint=3 * 2**30)
+    result = gpu_share.run_with_retry(run, "cuda")
+    assert len(calls) == 2 and result.failure == "oom_held" and gpu_share.share().held == 1
+    assert "too large" not in result.error
+
+
+def test_the_gpu_to_itself_gets_the_other_workers_memory(tmp_path) -> None:
+    """Three workers on one GPU of 100 units (a file each holds what its torch cache keeps): A runs a case holding
+    40, C idles holding 40 (a compile, say) and starts a case later; B, out of memory, asks for the GPU alone for a
+    case of 70. A gives its cache back as its case ends (B waits at the gate), C before it waits at the gate, and B
+    runs only once the memory is free: with only the lock (the old design) B ran with 20 free."""
+    script = textwrap.dedent(f"""
+        import os, sys, time
+        sys.path.insert(0, {str(ROOT)!r})
+        from suite.workers import gpu_share
+        gpu_share.DRAIN_WAIT_S = 20.0
+        unit = 2**30
+        tmp, role = {str(tmp_path)!r}, sys.argv[1]
+        def held(r):
+            try:
+                return int(open(os.path.join(tmp, "held-" + r)).read() or 0)
+            except FileNotFoundError:
+                return 0
+        def hold(n):
+            with open(os.path.join(tmp, "held-" + role), "w") as f:
+                f.write(str(n))
+        gpu_share.mem_info = lambda device: ((100 - sum(held(r) for r in "ABC")) * unit, 100 * unit)
+        s = gpu_share.share()
+        s.workers = 3
+        s.fd = os.open(os.path.join(tmp, "g.lock"), os.O_CREAT | os.O_RDWR)
+        s.gate = os.open(os.path.join(tmp, "g.gate"), os.O_CREAT | os.O_RDWR)
+        def note(what):
+            with open(os.path.join(tmp, "log"), "a") as f:
+                f.write(f"{{role}} {{what}} {{time.monotonic():.3f}}\\n")
+        def drain(device):
+            hold(0); note("drain")
+        s.drain = drain
+        if role == "A":
+            hold(40)
+            with s.case("cuda"):
+                time.sleep(1.5)
+        elif role == "B":
+            time.sleep(0.3)
+            with s.alone("cuda", 70 * unit):
+                free = gpu_share.mem_info("cuda")[0] // unit
+                note(f"start-free-{{free}}")
+        else:
+            hold(40)
+            time.sleep(3.0)
+            with s.case("cuda"):
+                note("case")
+    """)
+    for name in "ABC":
+        (tmp_path / f"held-{name}").write_text("0")
+    procs = [subprocess.Popen([sys.executable, "-c", script, role]) for role in "ABC"]
+    for p in procs:
+        assert p.wait(timeout=60) == 0
+    events = {}
+    for line in (tmp_path / "log").read_text().splitlines():
+        role, what, at = line.split()
+        events[f"{role} {what}"] = float(at)
+    start = [k for k in events if k.startswith("B start-free-")]
+    assert start == ["B start-free-100"], events  # it ran with the whole GPU free
+    assert "A drain" in events and "C drain" in events, events
+    assert events[start[0]] >= events["C drain"] >= events["A drain"]
+    assert events["C case"] >= events[start[0]]  # C's case still waited behind B's

@@ -17,7 +17,7 @@ from suite.checks import autotune, interpreter, launches, memcheck
 from suite.checks.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output
 from suite.session import options
 from suite.session.results import json_number
-from suite.workers import crash, timing
+from suite.workers import crash, gpu_share, timing
 
 INT_POISON = -94  # fits every integer dtype, int8 masks included
 # Every float output starts as a NaN with a payload no arithmetic produces (canonical NaNs have none), so an
@@ -174,6 +174,7 @@ class CaseResult:
     ran: list[dict[str, Any]] = field(default_factory=list)  # the configs launched on this case, in order
     elements: int = 0  # output elements compared (0: an empty case, which tests nothing)
     note: str = ""  # what the interpreter did that may explain a failure (see suite/checks/interpreter.py)
+    footprint: int = 0  # out of memory: bytes the case needed of the GPU (suite/workers/gpu_share.py: footprint)
 
     def message(self) -> str:
         if self.error:
@@ -394,11 +395,15 @@ def _run_config(spec: KernelSpec, case: Case, backend: Any, config: dict, state:
                 error, failure = f"{found}\n{error}", "memory"
             elif os.environ.get(memcheck.SANITIZER_ENV):
                 error += f" (under --memcheck: the checker's log is in {os.environ[memcheck.SANITIZER_ENV]})"
-        elif failure == "oom":
+        need = 0
+        if failure == "oom":
+            need = gpu_share.footprint(exc, backend.device)  # before the case's tensors go
             state.clear()
             crash.free_memory(backend.device)
             error = f"out of memory: {error}"
-        raise _Stop(result(False, math.inf, error=error, failure=failure)) from None
+        stopped = result(False, math.inf, error=error, failure=failure)
+        stopped.footprint = need
+        raise _Stop(stopped) from None
     if found := memcheck.sanitizer_report():
         raise _Stop(result(False, math.inf, error=found, failure="memory"))
     if problem := unreached_outputs(spec, outputs, seen):
@@ -425,9 +430,12 @@ def _run_config(spec: KernelSpec, case: Case, backend: Any, config: dict, state:
         except torch.OutOfMemoryError as exc:
             error = f"out of memory computing the float64 reference: {exc}"[:2000]
             exc.__traceback__ = None
+            need = gpu_share.footprint(exc, backend.device)
             state.clear()
             crash.free_memory(backend.device)
-            raise _Stop(result(False, math.inf, error=error, failure="oom")) from None
+            stopped = result(False, math.inf, error=error, failure="oom")
+            stopped.footprint = need
+            raise _Stop(stopped) from None
         except BrokenSpec as exc:
             raise _Stop(result(False, math.inf, error=f"broken spec: {exc}", failure="spec")) from None
         except Exception as exc:  # noqa: BLE001 - the spec's own code failed: a broken spec, recorded as such

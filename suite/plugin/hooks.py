@@ -66,7 +66,8 @@ def install(config: pytest.Config, ctx: context.SuiteContext) -> None:
     if ctx.run_file is not None:
         ctx.run_file.data["autotune"] = autotune_record(ctx)
         ctx.run_file.data["memcheck"] = {"mode": ctx.memcheck, "kernels": {}, "unchecked": {}}
-        ctx.run_file.data["gpu_share"] = {"workers": _workers(config), "oom_retried": 0, "oom_retried_passed": 0}
+        ctx.run_file.data["gpu_share"] = {"workers": _workers(config), "oom_retried": 0, "oom_retried_passed": 0,
+                                            "oom_held": 0}
         recorder = RunRecorder(ctx.run_file, ctx)
         config.pluginmanager.register(recorder, "suite-run-recorder")
         config.pluginmanager.register(SummaryPrinter(ctx), "suite-summary")
@@ -265,6 +266,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             item.user_properties.append((MEMCHECK_PROPERTY, counts))
         if retried := gpu_share.share().take_counts():
             item.user_properties.append((gpu_share.SHARE_PROPERTY, retried))
+        if (ctx := item.config.stash.get(CONTEXT, None)) is not None:
+            gpu_share.end_of_test(ctx.backend.device)  # what it cached goes back to the GPU's other workers
     return (yield)
 
 

@@ -67,8 +67,11 @@ def write_summary(tr, data: dict, path: Path) -> None:
     share = data.get("gpu_share")
     too_large = sum(1 for c in data["cases"] if c.get("failure") == "too_large")
     if share and (share["oom_retried"] or too_large):
+        held = share.get("oom_held", 0)
         tr.write_line(f"GPU sharing ({share['workers']} workers): {share['oom_retried']} out-of-memory case(s) ran "
-                      f"again alone, {share['oom_retried_passed']} then passed; {too_large} too large for this GPU")
+                      f"again alone, {share['oom_retried_passed']} then passed; {too_large} too large for this GPU"
+                      + (f"; {held} not run (out of memory although they fit the GPU: other processes held its "
+                         f"memory; not the kernels')" if held else ""))
     for inc in data.get("incidents", []):
         tr.write_line(f"INCIDENT {inc['kind']} in {inc['nodeid']} (worker {inc['worker']}): "
                       f"{inc['message'].splitlines()[0][:300]}")

@@ -5,12 +5,19 @@ process freed, so without care a worker that ran a large case keeps tens of GiB 
 another worker needs, and that case fails with an out-of-memory error that says nothing about the kernel. Here:
 
 - **Trim**: after each case a worker that holds more than its share of the GPU (total / workers on it) in torch's
-  cache gives the cache back (``torch.cuda.empty_cache``).
+  cache gives the cache back (``torch.cuda.empty_cache``), and so does every worker at the end of each test.
 - **Retry alone**: every case runs under a shared lock of its GPU (a file lock named by the GPU's UUID, so
   separate suite runs on one GPU take part too). A case that runs out of memory frees what it holds, takes the
-  lock exclusively (new cases on that GPU wait; the cases running finish and trim) and runs again. Only an
-  out-of-memory error with the GPU to itself is the case's own: it is reported as "too large for this GPU"
-  (failure ``too_large``), never as a wrong result.
+  lock exclusively (new cases on that GPU wait; the cases running finish) and runs again.
+- **Drain**: the GPU "to itself" means its memory too. A worker that finds the gate taken (someone waits to run
+  alone) gives torch's whole cache back, at the end of its case and before it waits at the gate; the worker that
+  runs alone then waits (up to ``DRAIN_WAIT_S``, not counted as the case's time) until the GPU's free memory
+  covers what the case needs, or stops growing.
+- **Footprint**: an out-of-memory error records what the case itself needed (this process's allocated memory at
+  the failure plus the allocation that failed). Run alone and out of memory again, the case is "too large for
+  this GPU" (failure ``too_large``) only when that footprint exceeds what the GPU can hold beside the other
+  workers' CUDA contexts; otherwise other processes held the memory and the case is not run (``oom_held``,
+  counted in the run file's ``gpu_share`` and the summary), never reported as a failure of the kernel.
 
 On the interpreter and with one worker per GPU nothing is locked; an out-of-memory case is still run once more
 (after freeing what the process holds) before it is called too large.
@@ -19,6 +26,7 @@ On the interpreter and with one worker per GPU nothing is locked; an out-of-memo
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import time
 from collections.abc import Iterator
@@ -34,6 +42,19 @@ from suite.workers import crash
 WORKERS_PER_GPU = 16
 SHARE_PROPERTY = "suite_gpu_share"  # a test's out-of-memory retries, for the run file
 SHARE_ENV = crash.SHARE_ENV  # set by the controller for its workers: how many share each GPU
+GIB = 2**30
+# What one other worker's CUDA context (and its kernels' code) keeps on the GPU whatever it frees: a torch 2.11 +
+# CUDA 13 process on an H100 held 0.5-0.6 GiB after starting its GPU (evidence/nightly/). A case counts as too large
+# only past the GPU's memory less this for every other worker on it.
+CONTEXT_BYTES = int(0.75 * GIB)
+# How long a worker that runs alone waits for the others to give their caches back (not the case's time).
+DRAIN_WAIT_S = float(os.environ.get("SUITE_DRAIN_WAIT_S", "60"))
+DRAIN_SETTLE_S = 3.0  # with no known need: free memory that has not grown for this long is all there will be
+_UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+
+
+class MemoryHeld(Exception):  # noqa: N818 - it names the finding
+    """Out of memory with the GPU to itself for a case that fits it: other processes held the memory (not run)."""
 
 
 class Share:
@@ -45,6 +66,8 @@ class Share:
         self.exclusive = False
         self.retried = 0  # out-of-memory cases this process ran again alone (counted per test)
         self.retried_passed = 0
+        self.held = 0  # out of memory alone, yet the case fits the GPU: other processes held it (not run)
+        self.drained = 0  # times this process gave its whole cache back for a worker that runs alone
 
     def setup(self, device: str) -> None:
         """Open this GPU's lock (a worker on a CUDA/ROCm device, with other workers on the same GPU)."""
@@ -66,6 +89,24 @@ class Share:
 
         fcntl.flock(self.fd if fd is None else fd, how)
 
+    def contended(self) -> bool:
+        """Whether the gate is taken: a worker waits to run alone (or, for an instant, passes on to its case)."""
+        import fcntl
+
+        if self.gate is None:
+            return False
+        try:
+            fcntl.flock(self.gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(self.gate, fcntl.LOCK_UN)
+        return False
+
+    def drain(self, device: str) -> None:
+        """Give torch's whole cache back, for a worker that waits to run alone."""
+        self.drained += 1
+        crash.free_memory(device)
+
     @contextmanager
     def case(self, device: str) -> Iterator[None]:
         """One case's GPU work: shared with the other workers' cases, then the cache trimmed to this worker's
@@ -82,6 +123,8 @@ class Share:
         # Through the gate: a worker waiting to run alone holds it, so new cases wait behind it (flock alone would
         # let a stream of shared holders starve it).
         with crash.not_counted():  # waiting for the GPU is not the case's time (its --case-timeout)
+            if self.contended():  # someone waits to run alone: what this worker keeps cached is theirs to use
+                self.drain(device)
             self._flock(fcntl.LOCK_EX, self.gate)
             try:
                 self._flock(fcntl.LOCK_SH)
@@ -92,12 +135,16 @@ class Share:
             yield
         finally:
             self.depth = 0
-            trim(device, self.workers)
+            if self.contended():
+                self.drain(device)
+            else:
+                trim(device, self.workers)
             self._flock(fcntl.LOCK_UN)
 
     @contextmanager
-    def alone(self, device: str) -> Iterator[None]:
-        """The GPU to this worker: after the cases running on it finish; new ones wait."""
+    def alone(self, device: str, need: int = 0) -> Iterator[None]:
+        """The GPU to this worker: after the cases running on it finish (new ones wait) and the other workers gave
+        their caches back, up to ``need`` bytes free where it is known."""
         crash.free_memory(device)
         if self.fd is None or self.exclusive:
             yield
@@ -112,6 +159,7 @@ class Share:
         try:
             with crash.not_counted():
                 self._flock(fcntl.LOCK_EX)
+                wait_for_memory(device, need, self.workers)
             self.exclusive = True
             try:
                 yield
@@ -123,8 +171,8 @@ class Share:
             self._flock(fcntl.LOCK_UN, self.gate)
 
     def take_counts(self) -> dict[str, int] | None:
-        counts = {"oom_retried": self.retried, "oom_retried_passed": self.retried_passed}
-        self.retried = self.retried_passed = 0
+        counts = {"oom_retried": self.retried, "oom_retried_passed": self.retried_passed, "oom_held": self.held}
+        self.retried = self.retried_passed = self.held = 0
         return counts if counts["oom_retried"] else None
 
 
@@ -150,17 +198,102 @@ def trim(device: str, workers: int) -> None:
         pass
 
 
-def too_large_message(device: str, error: str) -> str:
-    total = ""
+def end_of_test(device: str) -> None:
+    """A test is over: what this worker keeps cached goes back (a test that uses no GPU may follow for minutes)."""
+    s = share()
+    if s.fd is not None and s.workers > 1 and not s.exclusive:
+        crash.free_memory(device)
+
+
+def wait_for_memory(device: str, need: int, workers: int) -> None:
+    """With the GPU's lock held alone: wait until its free memory covers ``need`` (bytes; 0 when unknown) or stops
+    growing while the other workers give their caches back; at most DRAIN_WAIT_S."""
+    if workers <= 1 or (info := mem_info(device)) is None:
+        return
+    free, total = info
+    if need and need > capacity(total, workers):
+        return  # it cannot fit however much the others give back
+    start = best_at = time.monotonic()
+    best = free
+    while time.monotonic() - start < DRAIN_WAIT_S:
+        if need and free >= need + GIB // 4:
+            return
+        if not need and time.monotonic() - best_at > DRAIN_SETTLE_S:
+            return
+        time.sleep(0.2)
+        free = (mem_info(device) or (0, 0))[0]
+        if free > best + 2**26:
+            best, best_at = free, time.monotonic()
+
+
+def mem_info(device: str) -> tuple[int, int] | None:
+    """(free, total) bytes of this process's GPU, or None (no GPU)."""
+    if not device.startswith("cuda"):
+        return None
+    import torch
+
+    try:
+        return torch.cuda.mem_get_info()
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def capacity(total: int, workers: int) -> int:
+    """What one case can have of a GPU of ``total`` bytes shared by ``workers``: the rest hold their contexts."""
+    return total - max(0, workers - 1) * CONTEXT_BYTES
+
+
+def requested_bytes(error: str) -> int:
+    """The allocation an out-of-memory message says failed ("Tried to allocate 2.00 GiB"), in bytes; 0 if none."""
+    found = re.search(r"[Tt]ried to allocate ([0-9.]+) ?(B|KiB|MiB|GiB|TiB)", error or "")
+    return int(float(found.group(1)) * _UNITS[found.group(2)]) if found else 0
+
+
+def footprint(exc: BaseException, device: str) -> int:
+    """What a case that ran out of memory needed of the GPU: this process's memory allocated at the failure (its
+    inputs, outputs, reference and snapshots still held) plus the allocation that failed. Call it before the
+    case's tensors are dropped."""
+    held = 0
     if device.startswith("cuda"):
         import torch
 
         try:
-            total = f" ({torch.cuda.get_device_properties(0).total_memory / 2**30:.0f} GiB)"
+            held = torch.cuda.memory_allocated()
         except Exception:  # noqa: BLE001
-            pass
-    return (f"too large for this GPU{total}: out of memory with the GPU to itself (no other case running); "
+            held = 0
+    return held + requested_bytes(str(exc))
+
+
+def gib(n: int) -> str:
+    return f"{n / GIB:.1f} GiB"
+
+
+def too_large_message(device: str, error: str, need: int = 0) -> str:
+    total, fits = "", ""
+    if info := mem_info(device):
+        size, workers = info[1], share().workers
+        total = f" ({size / GIB:.0f} GiB)"
+        fits = (f" (at most {gib(capacity(size, workers))} beside the other {workers - 1} workers' CUDA contexts)"
+                if workers > 1 else "")
+    needs = f"; the case needs at least {gib(need)}{fits}" if need else ""
+    return (f"too large for this GPU{total}: out of memory with the GPU to itself (no other case running){needs}; "
             f"not a wrong result. {error}")
+
+
+def held_message(device: str, error: str, need: int) -> str:
+    """An out-of-memory error alone for a case that fits the GPU: the memory was held by other processes."""
+    info = mem_info(device)
+    free = f" ({gib(info[0])} free of {gib(info[1])} now)" if info else ""
+    return (f"not run: out of memory although the case needs {gib(need)}, which this GPU holds; other processes "
+            f"held the memory{free} after waiting {DRAIN_WAIT_S:g} s for them. Not a result of the kernel. {error}")
+
+
+def judge_oom_alone(device: str, error: str, need: int) -> tuple[str, str]:
+    """An out-of-memory error with the GPU to itself: ("too_large", message) when the case's footprint exceeds what
+    the GPU holds (or cannot be told: no GPU), else ("oom_held", message)."""
+    if need and (info := mem_info(device)) and need <= capacity(info[1], share().workers):
+        return "oom_held", held_message(device, error, need)
+    return "too_large", too_large_message(device, error, need)
 
 
 def run_with_retry(run: Any, device: str) -> Any:
@@ -172,11 +305,13 @@ def run_with_retry(run: Any, device: str) -> Any:
         return result
     share().retried += 1
     started = time.monotonic()
-    with share().alone(device):
+    with share().alone(device, getattr(result, "footprint", 0)):
         again = run()
     if again.failure == "oom":
-        again.failure = "too_large"
-        again.error = too_large_message(device, again.error or "")
+        need = max(getattr(result, "footprint", 0), getattr(again, "footprint", 0))
+        again.failure, again.error = judge_oom_alone(device, again.error or "", need)
+        if again.failure == "oom_held":
+            share().held += 1
     elif again.passed:
         share().retried_passed += 1
     again.note = (again.note or "") + (f"\n(ran again alone after an out-of-memory error with other workers on the "

@@ -17,7 +17,7 @@ import triton.language as tl
 
 from kernels import inputs, paths
 from kernels.registry import register
-from kernels.spec import DTYPES, Case, CodePath, Dim, JitKernel, KernelSpec, Property, Tolerance, amd_options, cdiv, signature
+from kernels.spec import DTYPES, Case, CodePath, Dim, KernelSpec, Property, Tolerance, amd_options, cdiv, signature
 
 
 @triton.jit
@@ -103,40 +103,6 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, H, S, sm_scale,
     tl.store(o_base + offs_m[:, None] * stride_os + offs_d[None, :] * stride_od, out.to(o_ptr.dtype.element_ty),
              mask=offs_m[:, None] < S)
 
-@triton.jit
-def attention_fwd_ws_kernel(q_ptr, k_ptr, v_ptr, o_ptr, H, S, sm_scale, stride_qb, stride_qh, stride_qs, stride_kb,
-                            stride_kh, stride_ks, stride_vb, stride_vh, stride_vs, stride_ob, stride_oh, stride_os,
-                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
-    """Non-causal, S a multiple of BLOCK_N (every key block whole, none masked): q, k, v and the output move by
-    tensor descriptors, and the key loop is warp-specialized. On sm_90 Triton then gives TMA loads to a producer
-    warp group and the dots and softmax to two consumer groups (12 warps for num_warps=4), so one block's softmax
-    overlaps the next one's loads and dots. Elsewhere the descriptors become pointer loads and the loop runs plainly.
-    Query rows past S: the descriptor reads zeros and drops the stores."""
-    start_m = tl.program_id(0)
-    bh = tl.program_id(1)
-    b = (bh // H).to(tl.int64)
-    h = (bh % H).to(tl.int64)
-    q_desc = tl.make_tensor_descriptor(q_ptr + b * stride_qb + h * stride_qh, shape=[S, BLOCK_D], strides=[stride_qs, 1],
-                                       block_shape=[BLOCK_M, BLOCK_D])
-    k_desc = tl.make_tensor_descriptor(k_ptr + b * stride_kb + h * stride_kh, shape=[S, BLOCK_D], strides=[stride_ks, 1],
-                                       block_shape=[BLOCK_N, BLOCK_D])
-    v_desc = tl.make_tensor_descriptor(v_ptr + b * stride_vb + h * stride_vh, shape=[S, BLOCK_D], strides=[stride_vs, 1],
-                                       block_shape=[BLOCK_N, BLOCK_D])
-    o_desc = tl.make_tensor_descriptor(o_ptr + b * stride_ob + h * stride_oh, shape=[S, BLOCK_D], strides=[stride_os, 1],
-                                       block_shape=[BLOCK_M, BLOCK_D])
-    q = q_desc.load([start_m * BLOCK_M, 0])
-    qk_scale = sm_scale * 1.4426950408889634
-    m_i = tl.full([BLOCK_M], -float("inf"), dtype=tl.float32)
-    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
-    # One loop and no masked tail: Triton 3.6's sm_90 warp specialization fails to compile a second loop after it.
-    for start_n in tl.range(0, S, BLOCK_N, warp_specialize=True):
-        qk = tl.dot(q, k_desc.load([start_n, 0]).T)
-        p, alpha, m_i, l_i = _online_softmax(qk, m_i, l_i, qk_scale, 0, False)
-        v = v_desc.load([start_n, 0])
-        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
-    o_desc.store([start_m * BLOCK_M, 0], (acc / l_i[:, None]).to(o_desc.dtype))
-
 DEFAULTS = {
     # One default for sm_80..sm_100: fp32 at D=128 must fit sm_80's 163 KB. On an H100 (bf16, D=128, S=4096)
     # it ran 363/408 TFLOP/s causal/not; (64, 64, 4, 3) ran 417/449 but needs 181 KB in fp32 on sm_80.
@@ -147,27 +113,9 @@ DEFAULTS = {
 }
 
 
-# A config with "WS": 1 runs attention_fwd_ws_kernel where it can (ws_ok); elsewhere (causal, a partial last key
-# block, fp32, operands TMA cannot take) the pointer kernel with these tiles, which fit every NVIDIA target at every
-# dtype. Only 2-stage WS configs are offered: on an H100, 3 stages (128 x 64) returned NaN (Triton 3.6).
-WS_FALLBACK = DEFAULTS["nvidia"]
-
-
-def _ws_case(causal: bool, seq: int, block_n: int, itemsize: int) -> bool:
-    return not causal and seq % block_n == 0 and itemsize == 2
-
-
-def ws_ok(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, causal: bool, block_n: int) -> bool:
-    """Whether a launch takes the warp-specialized kernel: non-causal, S a multiple of BLOCK_N, 16-bit, and what TMA
-    needs of every tensor: unit head-dim stride, base and other strides multiples of 16 bytes."""
-    def aligned(t: torch.Tensor) -> bool:
-        return t.stride(3) == 1 and t.data_ptr() % 16 == 0 and all(s * t.element_size() % 16 == 0 for s in t.stride()[:3])
-    return _ws_case(causal, q.shape[2], block_n, q.element_size()) and all(aligned(t) for t in (q, k, v, o))
-
-
-def launched_config(config: dict, ws: bool) -> dict:
-    """The config a launch with ``config`` runs: a WS config that cannot take the WS kernel runs WS_FALLBACK."""
-    return dict(WS_FALLBACK) if config.get("WS") and not ws else config
+# No warp-specialized configs: Triton 3.6's automatic warp specialization on sm_90 returned NaN for this kernel's
+# descriptor variant (3 stages always; 2 stages once in a two-H200 nightly, under load), and Triton documents it as
+# Blackwell-only (docs/hazards.md, row 20). The variant is kept for reproducing it: tests/fixtures/attention_ws.py.
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, out: torch.Tensor | None = None,
@@ -181,16 +129,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, o
         raise ValueError(f"attention: head dim must be a power of two >= 16 (one tl.dot tile), got {head_dim}")
     o = torch.empty((batch, heads, seq, head_dim), dtype=q.dtype, device=q.device) if out is None else out
     cfg = {**DEFAULTS["nvidia"], **(config or {})}
-    ws = bool(cfg.get("WS")) and ws_ok(q, k, v, o, causal, cfg["BLOCK_N"])
-    cfg = launched_config(cfg, ws)
     grid = (triton.cdiv(seq, cfg["BLOCK_M"]), batch * heads)
-    if ws:
-        # Where each program builds its descriptors on the device.
-        triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device=q.device))
-        attention_fwd_ws_kernel[grid](q, k, v, o, heads, seq, 1.0 / math.sqrt(head_dim), *q.stride()[:3], *k.stride()[:3],
-                                      *v.stride()[:3], *o.stride()[:3], BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
-                                      BLOCK_D=head_dim, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
-        return o
     attention_fwd_kernel[grid](q, k, v, o, heads, seq, 1.0 / math.sqrt(head_dim), *q.stride(), *k.stride(), *v.stride(),
                                *o.stride(), CAUSAL=bool(causal), BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
                                BLOCK_D=head_dim, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
@@ -277,24 +216,8 @@ def _check_causal_prefix(case: Case, device: str, run) -> str | None:
             f"{a.numel()} elements differ; first at [b, h, s, d]={idx}: {a[idx].item()!r} -> {b[idx].item()!r}")
 
 
-def _ws_taken(case: Case, cfg: dict) -> bool:
-    """ws_ok on paper, for a case's freshly allocated operands (aligned: D is 64 or 128)."""
-    return bool(cfg.get("WS")) and _ws_case(bool(case.shape["CAUSAL"]), case.shape["S"], int(cfg["BLOCK_N"]),
-                                            DTYPES[case.dtype].itemsize)
-
-
-def _launched(case: Case, cfg: dict) -> dict:
-    return launched_config(cfg, _ws_taken(case, cfg))
-
-
-def _ws_used(dtype: str, cfg: dict) -> bool:
-    """JitKernel.used of the WS kernel: a WS config at a 16-bit dtype."""
-    return bool(cfg.get("WS")) and DTYPES[dtype].itemsize == 2
-
-
 def _unmasked_blocks(case: Case, cfg: dict) -> bool:
     """Whether the last query block (the one with the most keys) has a key block that needs no mask."""
-    cfg = _launched(case, cfg)
     seq, block_m, block_n = case.shape["S"], int(cfg.get("BLOCK_M", 64)), int(cfg.get("BLOCK_N", 32))
     lo = min(seq, (cdiv(seq, block_m) - 1) * block_m + 1) if case.shape["CAUSAL"] else seq
     return lo >= block_n
@@ -312,12 +235,6 @@ def _signature(dtype: str, meta: dict) -> tuple[dict, dict]:
     unit = {f"stride_{t}d": 1 for t in "qkvo"}
     return signature(attention_fwd_kernel, types, {**unit, "CAUSAL": bool(meta.get("CAUSAL", True)), "BLOCK_M": meta["BLOCK_M"],
                                                    "BLOCK_N": meta["BLOCK_N"], "BLOCK_D": meta.get("BLOCK_D", 128)})
-
-def _ws_signature(dtype: str, meta: dict) -> tuple[dict, dict]:
-    types = {**{n: f"*{dtype}" for n in ("q_ptr", "k_ptr", "v_ptr", "o_ptr")}, "H": "i32", "S": "i32", "sm_scale": "fp32",
-             **{f"stride_{t}{a}": "i32" for t in "qkvo" for a in "bhs"}}
-    return signature(attention_fwd_ws_kernel, types, {"BLOCK_M": meta["BLOCK_M"], "BLOCK_N": meta["BLOCK_N"],
-                                                      "BLOCK_D": meta.get("BLOCK_D", 128)})
 
 
 SPEC = register(KernelSpec(
@@ -343,25 +260,18 @@ SPEC = register(KernelSpec(
     torch_baseline=lambda inp: torch.nn.functional.scaled_dot_product_attention(inp["q"], inp["k"], inp["v"],
                                                                                 is_causal=bool(inp["causal"])),
     default_config=DEFAULTS,
-    # The tiles the launch runs (a WS config that cannot take the WS kernel runs WS_FALLBACK's).
-    paths=(*paths.block_loop("S", lambda case, cfg: int(_launched(case, cfg)["BLOCK_N"]), "the loop over key blocks"),
+    paths=(*paths.block_loop("S", lambda case, cfg: int(cfg["BLOCK_N"]), "the loop over key blocks"),
            CodePath("unmasked_key_blocks", "some key blocks lie wholly inside S and before the causal diagonal: "
                     "they skip the mask", lambda case, cfg: _unmasked_blocks(case, cfg)),
            CodePath("query_blocks", "S spans several query blocks (causal: blocks past the diagonal are skipped)",
-                    lambda case, cfg: cdiv(case.shape["S"], int(_launched(case, cfg)["BLOCK_M"])) > 1),
-           CodePath("warp_specialized", "a WS config on a non-causal case whose key blocks are all whole (16-bit): "
-                    "the warp-specialized descriptor kernel", _ws_taken,
-                    applies=lambda dtype, family: family in ("nvidia", "interpret") and DTYPES[dtype].itemsize == 2)),
+                    lambda case, cfg: cdiv(case.shape["S"], int(cfg["BLOCK_M"])) > 1)),
     configs={
-        "interpret": (*({"BLOCK_M": m, "BLOCK_N": n, "num_warps": 4, "num_stages": 1} for m, n in ((16, 16), (32, 16),
-                                                                                                   (16, 32))),
-                      {"BLOCK_M": 32, "BLOCK_N": 16, "num_warps": 4, "num_stages": 1, "WS": 1}),
-        # WS: the warp-specialized descriptor kernel (non-causal, whole key blocks, 16-bit); 4 warps a group.
-        "nvidia": (*({"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": w, "num_stages": s}
-                     for bm, bn, w, s in ((64, 32, 4, 3), (64, 64, 4, 3), (128, 64, 8, 2), (64, 64, 4, 2),
-                                          (128, 64, 8, 3), (128, 128, 8, 2), (128, 32, 4, 3), (64, 128, 4, 2),
-                                          (128, 128, 8, 3), (128, 64, 8, 4), (64, 64, 4, 4))),
-                   *({"BLOCK_M": 128, "BLOCK_N": bn, "num_warps": 4, "num_stages": 2, "WS": 1} for bn in (64, 128))),
+        "interpret": tuple({"BLOCK_M": m, "BLOCK_N": n, "num_warps": 4, "num_stages": 1}
+                           for m, n in ((16, 16), (32, 16), (16, 32))),
+        "nvidia": tuple({"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": w, "num_stages": s}
+                        for bm, bn, w, s in ((64, 32, 4, 3), (64, 64, 4, 3), (128, 64, 8, 2), (64, 64, 4, 2),
+                                             (128, 64, 8, 3), (128, 128, 8, 2), (128, 32, 4, 3), (64, 128, 4, 2),
+                                             (128, 128, 8, 3), (128, 64, 8, 4), (64, 64, 4, 4))),
         "amd": tuple({"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": w, "num_stages": s, "waves_per_eu": we,
                       "matrix_instr_nonkdim": nk}
                      for bm, bn, w, s, we, nk in ((128, 32, 4, 1, 2, 16), (128, 64, 4, 1, 2, 16), (64, 64, 4, 1, 0, 32),
@@ -377,6 +287,4 @@ SPEC = register(KernelSpec(
     compile_signature=_signature,
     batch_dim="B", batch_inputs=("q", "k", "v"), batch_outputs=("out",),
     jit_fn=attention_fwd_kernel,
-    jit_fns=(JitKernel(attention_fwd_ws_kernel, _ws_signature, used=_ws_used),),
-    jit_fn_used=lambda dtype, config: not config.get("WS"),
 ))

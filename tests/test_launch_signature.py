@@ -33,7 +33,7 @@ TYPICAL = 32  # every dim that has no fixed choices: a multiple of 16, and not 1
 # group up to ROW_GROUPS rows (rows_per_group would be the constant 1), and its wide path (three kernels) needs
 # rows wider than the default block, as does softmax_online's online kernel.
 SHAPES = {"layernorm_backward": ({"M": 1056, "N": TYPICAL}, {"M": 1056, "N": 8208}),
-          # attention's WS configs take their own kernel only where S is a multiple of their BLOCK_N (128).
+          # attention: whole key blocks of every tile (S a multiple of 128).
           "attention": ({}, {"B": 2, "H": 2, "S": 256}),
           "softmax_online": ({"M": TYPICAL, "N": TYPICAL}, {"M": TYPICAL, "N": 4112})}
 

@@ -144,6 +144,44 @@ def check_batch_invariance(spec: KernelSpec, case: Case, backend, config: dict |
             if diff else None)
 
 
+def checks_for_oom(exc: BaseException, backend, case: Case) -> bool:
+    return crash.note_launch_error(exc, backend.device, case) == "oom"
+
+
+def checked_alone_on_oom(fn, spec: KernelSpec, case: Case, backend, config: dict | None):
+    """``fn(spec, case, backend, config)``, a property's check; run out of memory anywhere in it (a property that
+    draws its own inputs, its comparisons), it runs again with the GPU to itself, and out of memory there too it
+    is judged by its footprint (suite/workers/gpu_share.py): too large, or not run. Never a failure of the kernel."""
+    try:
+        return fn(spec, case, backend, config)
+    except gpu_share.MemoryHeld:  # judged already (its inputs' draw)
+        raise
+    except Exception as exc:  # noqa: BLE001 - anything else goes on as it is
+        if not checks_for_oom(exc, backend, case):
+            raise
+        need = gpu_share.footprint(exc, backend.device)
+        exc.__traceback__ = None
+    crash.free_memory(backend.device)
+    gpu_share.share().retried += 1
+    try:
+        with gpu_share.share().alone(backend.device, need):
+            message = fn(spec, case, backend, config)
+    except gpu_share.MemoryHeld:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        if not checks_for_oom(exc, backend, case):
+            raise
+        need = max(need, gpu_share.footprint(exc, backend.device))
+        exc.__traceback__ = None
+        failure, text = gpu_share.judge_oom_alone(backend.device, f"{type(exc).__name__}: {exc}", need)
+        if failure == "oom_held":
+            gpu_share.share().held += 1
+            raise gpu_share.MemoryHeld(f"{case}: {text}") from None
+        raise crash.CaseAborted(f"{case}: {text}") from None
+    gpu_share.share().retried_passed += 1
+    return message
+
+
 def checks_for(spec: KernelSpec):
     out = [("deterministic", spec.deterministic, check_determinism)]
     if spec.batch_dim:
@@ -175,7 +213,7 @@ def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
         for name, claimed, fn in checks_for(spec):
             try:
                 with timing.phase("property"):  # the property's own comparisons (its launches count as launch)
-                    message = fn(spec, case, backend, ctx.options.config)
+                    message = checked_alone_on_oom(fn, spec, case, backend, ctx.options.config)
             except gpu_share.MemoryHeld as held:  # not run: other processes held the GPU's memory
                 warnings.warn(f"(checking {name!r}) {str(held)[:600]}", UserWarning, stacklevel=1)
                 continue

@@ -352,8 +352,24 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
 def _run_config(spec: KernelSpec, case: Case, backend: Any, config: dict, state: dict, result,
                 extra: bool = False) -> list[OutputCheck]:
     """Launch one config on fresh poisoned, guarded outputs and check them; _Stop with the result where the case
-    ends early (a launch that broke, a broken spec, an out-of-bounds access); _DoesNotFit for an ``extra`` config
-    the device cannot launch (the case's own config must fit: that is a failure)."""
+    ends early (a launch that broke, a broken spec, an out-of-bounds access, out of memory anywhere: the input
+    draw, the launch, the reference or the comparison's float64 copies); _DoesNotFit for an ``extra`` config the
+    device cannot launch (the case's own config must fit: that is a failure)."""
+    try:
+        return _launch_and_check(spec, case, backend, config, state, result, extra)
+    except torch.OutOfMemoryError as exc:  # past the launch: the guards, the snapshot or the comparison
+        error = f"out of memory checking the outputs: {type(exc).__name__}: {exc}"[:2000]
+        need = gpu_share.footprint(exc, backend.device)
+        exc.__traceback__ = None
+        state.clear()
+        crash.free_memory(backend.device)
+        stopped = result(False, math.inf, error=error, failure="oom")
+        stopped.footprint = need
+        raise _Stop(stopped) from None
+
+
+def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, state: dict, result,
+                      extra: bool) -> list[OutputCheck]:
     try:
         with crash.watchdog(case, options.config_args(spec, config, backend.family)), memcheck.scope(spec.name):
             if state.get("inputs") is None:

@@ -149,3 +149,19 @@ def test_a_row_reduction_that_follows_the_batch_size_fails_the_property(run_suit
     assert "the first 24 of 48 rows differ bitwise when run as a batch of 24: outputs ['y']" in planted["message"]
     assert findings[("planted_row_center_by_batch", "deterministic")]["holds"]
     assert all(findings[("row_center_fixed", p)]["holds"] for p in ("deterministic", "batch_invariant")), findings
+
+
+@pytest.mark.kernels("layernorm_backward")
+def test_the_compile_matrix_leaves_unspecialized_arguments_unspecialized() -> None:
+    """The matrix compiles what a launch builds: no divisibility on the batch-dependent integers, as the JIT gives
+    them none; the other integers and the pointers keep theirs."""
+    from suite.tools import compile_matrix
+
+    fn = as_jit(lb.layernorm_bwd_fused_kernel)
+    signature, _ = lb._fused_signature("fp16", {"BLOCK_M": 1, "BLOCK_N": 512})
+    unspecialized = frozenset(p.name for p in fn.params if p.do_not_specialize)
+    assert unspecialized == {"n_rows", "rows_per_group"}
+    attrs = compile_matrix._attrs(signature, "cuda", unspecialized)
+    names = list(signature)
+    assert {names[i] for (i,) in attrs} == {n for n, t in signature.items()
+                                             if t != "constexpr" and n not in unspecialized}

@@ -4,6 +4,13 @@ Rows that fit the config's block (BLOCK_N >= N) take two launches: one program p
 once, BLOCK_M rows at a time, writes dx and its group's row of [ROW_GROUPS, N] fp32 partial sums of dw and db;
 then a fixed-order sum over the groups. Wider rows take three: per-row coefficients of dx; dx with the partial
 sums, each program owning one row group and one column block; the same final sum.
+
+A row's dx is bitwise the same whatever the batch (``batch_invariant``): the kernels that compute it take the row
+count and the rows per group, which follow M, as plain runtime integers (``do_not_specialize``). Triton's JIT would
+otherwise compile a variant per value class (a multiple of 16, or 1): on sm_90 at N=257 with BLOCK_M=1 and 8 warps,
+rows_per_group=16 (M=1981, ROW_GROUPS=132) makes the first row tile's loads 16-byte aligned, the coalescing pass
+gives x and dy two columns per thread instead of one, and the row sums behind dx add in another order than at
+rows_per_group=8 (M=990). dweight and dbias are sums over the batch and depend on it by definition.
 """
 
 from __future__ import annotations
@@ -57,7 +64,8 @@ def layernorm_bwd_coeff_kernel(x_ptr, dy_ptr, w_ptr, mean_ptr, rstd_ptr, c1_ptr,
     tl.store(c2_ptr + row, tl.sum(acc2, axis=0) / n_cols)
 
 
-@triton.jit
+# n_rows and rows_per_group follow M: never specialized, so every batch size runs one compiled kernel (above).
+@triton.jit(do_not_specialize=["n_rows", "rows_per_group"])
 def layernorm_bwd_kernel(x_ptr, dy_ptr, dx_ptr, w_ptr, mean_ptr, rstd_ptr, c1_ptr, c2_ptr, dw_part_ptr, db_part_ptr,
                          x_row_stride, dy_row_stride, dx_row_stride, n_rows, n_cols, rows_per_group,
                          BLOCK_N: tl.constexpr):
@@ -82,7 +90,7 @@ def layernorm_bwd_kernel(x_ptr, dy_ptr, dx_ptr, w_ptr, mean_ptr, rstd_ptr, c1_pt
     tl.store(db_part_ptr + group * n_cols + cols, db, mask=mask)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["n_rows", "rows_per_group"])  # one compiled kernel for every M (above)
 def layernorm_bwd_fused_kernel(x_ptr, dy_ptr, dx_ptr, w_ptr, mean_ptr, rstd_ptr, dw_part_ptr, db_part_ptr,
                                x_row_stride, dy_row_stride, dx_row_stride, n_rows, n_cols, rows_per_group,
                                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):

@@ -5,7 +5,8 @@ an occupancy estimate, tensor-core (mma/wgmma/tcgen05, MFMA) and 128-bit global 
 rejects but the compiler accepts (Triton checks it on load) fails with the launch's message: an option the vendor's
 backend does not know (hazard 4), more threads than a block may have (hazard 5), shared memory over the limit (6).
 Arguments are specialized as the JIT does for 16-byte-aligned tensors and sizes and strides that are multiples of 16
-(and 32-bit buffer offsets on HIP); unit strides are constexprs only where the spec's ``compile_signature`` says so.
+(and 32-bit buffer offsets on HIP), but not a function's ``do_not_specialize`` arguments (the JIT gives them nothing);
+unit strides are constexprs only where the spec's ``compile_signature`` says so.
 
 Under ``TRITON_INTERPRET=1`` every ``@triton.jit`` function, triton.language's own (``tl.max``, ``tl.cdiv``, ...)
 included, is an InterpretedFunction: ``triton.compile`` rejects it, and the code generator calling one leaves
@@ -148,9 +149,13 @@ def amd_occupancy(amd: Mapping[str, int], num_warps: int, shared: int, profile: 
     return waves, waves / _MAX_WAVES_PER_SIMD
 
 
-def _attrs(signature: Mapping[str, str], backend: str) -> dict[tuple[int], list]:
+def _attrs(signature: Mapping[str, str], backend: str, unspecialized: frozenset[str] = frozenset()) -> dict[tuple[int], list]:
+    """The JIT's attributes for aligned tensors and multiples of 16, but on ``unspecialized`` (the function's
+    ``do_not_specialize`` arguments: the JIT gives them none)."""
     attrs = {}
-    for i, ty in enumerate(signature.values()):
+    for i, (name, ty) in enumerate(signature.items()):
+        if name in unspecialized:
+            continue
         if ty.startswith("*"):
             attrs[(i,)] = [["tt.divisibility", 16]] + ([["tt.pointer_range", 32]] if backend == "hip" else [])
         elif re.fullmatch(r"[iu](32|64)", ty):
@@ -229,7 +234,9 @@ def _compile(spec: KernelSpec, dtype: str, config: dict, target: Target, functio
     if not isinstance(fn, JITFunction):
         return {**record, **_in_child(spec, dtype, config, target, function)}
     signature, constexprs = jit.signature(dtype, meta)
-    source = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=_attrs(signature, backend))
+    unspecialized = frozenset(p.name for p in fn.params if p.do_not_specialize)
+    source = ASTSource(fn=fn, signature=signature, constexprs=constexprs,
+                       attrs=_attrs(signature, backend, unspecialized))
     threads = options["num_warps"] * warp
     start = time.perf_counter()
     try:

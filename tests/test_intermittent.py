@@ -81,6 +81,21 @@ def test_the_printed_reproduction_line_fails_again_saying_intermittent(intermitt
     assert "FlakyFailure" not in out
 
 
+def test_a_new_intermittent_failure_is_a_regression_named_so(intermittent, tmp_path) -> None:
+    base = suite(tmp_path / "base", "suite/test_kernels.py", MODULE, "--kernels=zz_intermittent",
+                 env={"ZZ_WRONG_EVERY": "0"})
+    assert base.returncode == 0, base.output[-3000:]
+    (base_file,), (cand_file,) = base.run_files(), intermittent.run_files()
+    proc = subprocess.run([sys.executable, "-m", "reports", "compare", str(base_file), str(cand_file), "--json"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    rows = {r["kind"]: r for r in result["correctness_regressions"]}
+    assert rows["case"]["base"] == "passed" and rows["test"]["base"] == "passed", rows
+    for row in rows.values():
+        assert RATE.search(row["candidate"]) and row["candidate"].startswith("failed (intermittent: "), row
+
+
 def test_a_property_wrong_once_is_intermittent_never_flaky(tmp_path) -> None:
     """Batch invariance fails on the one wrong launch; every other run holds, Hypothesis's replay too."""
     run = suite(tmp_path / "runs", "suite/test_properties.py", MODULE, "--kernels=zz_wrong_once",
@@ -112,6 +127,18 @@ def test_a_deterministic_wrong_kernel_is_reported_as_before(tmp_path) -> None:
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1 and "(wrong in 3 of 3 runs)" in out, out[-4000:]
     assert not any(words in out for words in said[:3]), out[-4000:]
+
+
+def test_the_report_names_an_intermittent_case_with_its_rate(intermittent, tmp_path) -> None:
+    (cand_file,) = intermittent.run_files()
+    proc = subprocess.run([sys.executable, "-m", "reports", "build", str(cand_file), "--out", str(tmp_path / "r")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = (tmp_path / "r" / "report.md").read_text()
+    wrong, runs = map(int, RATE.search(intermittent.output).groups())
+    assert f"failed (intermittent: wrong in {wrong} of {runs} runs)" in report
+    assert "1 intermittent cases" in report  # the verdict's count
+    assert f"failed (intermittent: wrong in {wrong} of {runs} runs)" in (tmp_path / "r" / "report.html").read_text()
 
 
 def test_the_run_file_schema_holds_an_intermittent_case_and_its_counts() -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from reports import changes, noise, toolchain
 from reports.changes import pct
-from reports.correctness import one_line
+from reports.correctness import one_line, outcome_text
 from reports.loading import Run, num
 from reports.perf import shape_key
 from reports.render import Section, Table, fmt, markdown, shape_text
@@ -136,6 +136,7 @@ def _correctness(base: Run, cand: Run, cmp: Comparison, allow_tests: bool = Fals
     regression: what no longer runs is not known to work. Under --allow-different-tests, missing ones are listed
     (cmp.missing), not failed."""
     c_tests = {t["nodeid"]: t for t in cand.data["tests"]}
+    b_flaky, c_flaky = _intermittent_by_test(base), _intermittent_by_test(cand)
     for b in base.data["tests"]:
         t = c_tests.get(b["nodeid"])
         if t is None:
@@ -143,7 +144,8 @@ def _correctness(base: Run, cand: Run, cmp: Comparison, allow_tests: bool = Fals
                 cmp.missing.append(_outcome("test", b["nodeid"], "passed", MISSING, "the candidate did not run it"))
             continue
         cmp.compared["tests"] += 1
-        row = _outcome("test", t["nodeid"], b["outcome"], t["outcome"], one_line(t["message"]))
+        row = _outcome("test", t["nodeid"], _test_outcome(b, b_flaky), _test_outcome(t, c_flaky),
+                       one_line(t["message"]))
         if b["outcome"] == "passed" and t["outcome"] in BAD:
             cmp.correctness.append(row)
         elif b["outcome"] in BAD and t["outcome"] in ("passed", "xpassed-strict"):
@@ -167,10 +169,23 @@ def _correctness(base: Run, cand: Run, cmp: Comparison, allow_tests: bool = Fals
         cmp.compared["cases"] += 1
         what = _case_text(c)
         if b["outcome"] == "passed" and c["outcome"] in BAD:
-            cmp.correctness.append(_outcome("case", what, b["outcome"], c["outcome"],
+            cmp.correctness.append(_outcome("case", what, b["outcome"], outcome_text(c),
                                             f"error/bound {fmt(num(c['error_ratio']))}; reproduce with: {c['repro']}"))
         elif b["outcome"] in BAD and c["outcome"] == "passed":
-            cmp.fixed.append(_outcome("case", what, b["outcome"], c["outcome"], ""))
+            cmp.fixed.append(_outcome("case", what, outcome_text(b), c["outcome"], ""))
+
+
+def _intermittent_by_test(run: Run) -> dict[str, dict[str, Any]]:
+    """Test node id -> its intermittent case record (failure 'intermittent'), for the tests that have one."""
+    return {c["nodeid"]: c for c in run.data["cases"] if c.get("failure") == "intermittent" and c.get("nodeid")}
+
+
+def _test_outcome(test: dict[str, Any], intermittent: dict[str, dict[str, Any]]) -> str:
+    """A test's outcome, named intermittent with the rate where the failure was one of its cases wrong only sometimes."""
+    case = intermittent.get(test["nodeid"])
+    if case is None or test["outcome"] not in BAD:
+        return test["outcome"]
+    return outcome_text({**case, "outcome": test["outcome"]})
 
 
 def _limit(threshold: float, floor: float | None) -> float:

@@ -44,6 +44,15 @@ def one_line(text: Any, limit: int = 240) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
+def outcome_text(record: dict[str, Any]) -> str:
+    """A case's outcome, with the rate where it was wrong in some of its runs only ('failed (intermittent: wrong in
+    3 of 21 runs)')."""
+    counts = record.get("intermittent")
+    if record.get("failure") != "intermittent" or not isinstance(counts, dict):
+        return str(record["outcome"])
+    return f"{record['outcome']} (intermittent: wrong in {counts.get('wrong')} of {counts.get('runs')} runs)"
+
+
 def _limited(rows: list[list[Any]], notes: list[str], what: str) -> list[list[Any]]:
     if len(rows) > MAX_ROWS:
         notes.append(f"Showing the first {MAX_ROWS} of {len(rows)} {what}; summary.json and the run files have all.")
@@ -62,7 +71,7 @@ def correctness_section(runs: list[Run], plats: list[Platform]) -> tuple[Section
             counts[(c["kernel"], c["dtype"], run.platform)][c["outcome"]] += 1
             if c["outcome"] != "passed":
                 failing_cases.append([run.label, c["kernel"], c["dtype"], shape_text(c["shape"]), c["layout"],
-                                      c["values"], c["seed"], c["outcome"], c.get("known_issue") or "-",
+                                      c["values"], c["seed"], outcome_text(c), c.get("known_issue") or "-",
                                       fmt(num(c["error_ratio"])), c["repro"]])
         for t in run.data["tests"]:
             test_counts[run.platform][t["outcome"]] += 1

@@ -6,14 +6,18 @@ kernel is adding a module under kernels/, not editing this file.
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import shlex
 import time
 import warnings
 import zlib
+from dataclasses import dataclass
 
 import pytest
 from hypothesis import example, given, seed, settings
+from hypothesis.errors import Flaky
 
 from kernels.spec import Case
 from suite import compat
@@ -94,6 +98,71 @@ class ShrinkBudget:
                 f"first failing case: {self.first})")
 
 
+# A case's runs end early at a failure that is not a wrong value: the case is aborted, never called intermittent.
+ABORTING = ("fault", "oom", "spec", "interpreter", "too_large")
+# --repro-runs suggested for an intermittent case: enough runs to see it wrong at least once with this probability,
+# were it wrong at the rate measured.
+REPRO_CONFIDENCE = 0.99
+
+
+@dataclass
+class Rate:
+    """How many of a case's runs gave a wrong result."""
+
+    wrong: int
+    runs: int
+
+    @property
+    def intermittent(self) -> bool:
+        return 0 < self.wrong < self.runs
+
+    def text(self) -> str:
+        return f"wrong in {self.wrong} of {self.runs} runs"
+
+    def runs_to_try(self) -> int:
+        if self.wrong <= 0:
+            return self.runs
+        if self.wrong >= self.runs:
+            return 1
+        return max(2, math.ceil(math.log(1 - REPRO_CONFIDENCE) / math.log(1 - self.wrong / self.runs)))
+
+    def record(self) -> dict:
+        return {"wrong": self.wrong, "runs": self.runs}
+
+    def repro(self, line: str) -> tuple[str, str]:
+        """(the reproduction line's lead-in, the line with --repro-runs)."""
+        tries = self.runs_to_try()
+        return (f"reproduce with (intermittent: {self.text()}; try --repro-runs={tries})",
+                f"{line} --repro-runs={tries}")
+
+
+@dataclass
+class Wrong:
+    """A case that gave a wrong result: the config that was wrong, the failure's detail and whole text, its record,
+    and how often it was wrong so far."""
+
+    case: Case
+    config: dict
+    message: str
+    text: str
+    rec: dict
+    rate: Rate
+
+
+def intermittent_text(what: str, rate: Rate, config: dict | None, detail: str, line: str) -> str:
+    """The failure of an intermittent case: what, how often it was wrong and under which config, one wrong run's
+    detail, and a reproduction line that runs the case often enough."""
+    lead, again = rate.repro(line)
+    under = f" under config {json.dumps(config, sort_keys=True)}" if config else ""
+    return f"{what}\nintermittent: {rate.text()} of this case{under}; one wrong run:\n{detail}\n{lead}: {again}"
+
+
+def flaky_summary(exc: BaseException) -> str:
+    """Hypothesis's complaint about an unreliable test, as one line without its class name or tracebacks."""
+    text = str(exc).splitlines()[0] if str(exc).strip() else "a failure did not happen again"
+    return text.replace(type(exc).__name__, "").strip()
+
+
 def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None:
     """The kernel's outputs lie within the tolerance rule's bound of the float64 reference, under its own config
     and the others each case samples; every output element was written; NaN/inf appear exactly where the
@@ -144,11 +213,50 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
     same_draws = split > 1 and (settings.default.derandomize or ctx.profile == "validation")
     position = iter(range(1 << 62))
 
-    def check(case: Case, configs: list[dict] | None = None) -> None:
+    # Cases that gave a wrong result, and how often so far: one wrong once and right since is intermittent.
+    wrong_before: list[Wrong] = []
+    sticky: list[tuple[Case, str]] = []  # the intermittent case once found, and its failure: it alone fails from then on
+    reruns = options.intermittent_runs()
+
+    def run_once(case: Case, configs: list[dict]) -> CaseResult:
+        return gpu_share.run_with_retry(lambda: run_case(spec, case, backend, configs[0], extra_configs=configs[1:]),
+                                        backend.device)
+
+    def measure(case: Case, config: dict, rate: Rate) -> Rate:
+        """``rate`` plus ``reruns`` more runs of the case under ``config`` (the one that was wrong), on inputs drawn
+        again from its seed; a run that breaks otherwise (a fault, out of memory) ends the count."""
+        wrong, runs = rate.wrong, rate.runs
+        for _ in range(reruns):
+            again = run_once(case, [config])
+            if not again.passed and again.failure in ABORTING:
+                break
+            wrong, runs = wrong + (not again.passed), runs + 1
+        return Rate(wrong, runs)
+
+    def fail_intermittent(w: Wrong, rate: Rate) -> None:
+        """From now on this case fails as found without running again, and every other case passes untested: so
+        Hypothesis's shrinking and replay see one failure that always happens, never a flaky test."""
+        text = intermittent_text(str(w.case), rate, w.config, w.message, w.rec["repro"])
+        first = wrong_before[0] if wrong_before else w
+        if first.case != w.case and first.rate.wrong == first.rate.runs:
+            text += (f"\n(the first failing case was wrong in every run, {first.rate.text()}: {first.case}; "
+                     f"reproduce with: {first.rec['repro']})")
+        rec = {**w.rec, "failure": "intermittent", "intermittent": rate.record(),
+               "repro": rate.repro(w.rec["repro"])[1],
+               "message": f"intermittent ({rate.text()}): {w.rec['message'] or ''}"[:2000]}
+        last_failure[:] = [rec]
+        sticky[:] = [(w.case, text)]
+        pytest.fail(text, pytrace=False)
+
+    def check(case: Case, configs: list[dict] | None = None, runs: int = 1) -> None:
         if configs is None and split > 1:  # a drawn case (the path search and --repro pass their configs)
             at = next(position)
             if shrink.started is None and (same_draws or at < len(spec.examples)) and not parts.owns(at, part, split):
                 return  # another part's case
+        if sticky:
+            if case == sticky[0][0]:
+                pytest.fail(sticky[0][1], pytrace=False)
+            return
         if shrink.skip(case):
             return
         if configs is None:
@@ -157,8 +265,15 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
                                                                           every_config))
             if shrink.config is not None and shrink.config not in configs:  # keep testing the config that failed
                 configs.append(shrink.config)
-        result = gpu_share.run_with_retry(lambda: run_case(spec, case, backend, configs[0],
-                                                           extra_configs=configs[1:]), backend.device)
+        result = run_once(case, configs)
+        repeated: Rate | None = None
+        if runs > 1:  # --repro-runs: the case's runs count as its classification
+            seen = [result]
+            while len(seen) < runs and not (seen[-1].failure in ABORTING and not seen[-1].passed):
+                seen.append(run_once(case, configs))
+            wrong = [r for r in seen if not r.passed]
+            result = next((r for r in wrong if r.failure in ABORTING), wrong[0] if wrong else seen[0])
+            repeated = Rate(len(wrong), len(seen))
         line = case_repro(request, spec, result)
         rec = record(result, request.node.nodeid, line)
         if result.failure == "too_large":  # not the kernel's fault: recorded, and the other cases still run
@@ -169,6 +284,14 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
             warnings.warn(f"{case}: {result.message()[:600]}", UserWarning, stacklevel=1)
             return
         if result.passed:
+            earlier = next((w for w in wrong_before if w.case == case), None)
+            if earlier is not None:  # wrong before, right now (Hypothesis's replay of it, say): how often is it wrong?
+                rate = measure(case, earlier.config, Rate(earlier.rate.wrong,
+                                                          earlier.rate.runs + (earlier.config in result.ran)))
+                if rate.intermittent:
+                    fail_intermittent(earlier, rate)
+                last_failure[:] = [earlier.rec]
+                pytest.fail(earlier.text, pytrace=False)  # wrong in every run under its config: the failure as it was
             if not last_failure:  # passes seen while shrinking a failure are not cases of the run
                 elements[0] += 1
                 elements[1] += result.elements
@@ -182,12 +305,39 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
             if known_issue:  # its paths were never going to be taken: the kernel's reach leaves this dtype out
                 coverage.stopped_by = f"known issue {known_issue.id}"
             raise crash.CaseAborted(f"{case}\n{result.message()}\nreproduce with: {line}")
-        pytest.fail(f"{case}\n{result.message()}\nreproduce with: {line}{shrink.note()}", pytrace=False)
+        text = f"{case}\n{result.message()}\nreproduce with: {line}"
+        if repeated is None and not wrong_before:  # the test's first wrong result: how often is it wrong?
+            repeated = measure(case, result.config, Rate(1, 1))
+            if shrink.started is not None:  # the reruns are not shrinking's time
+                shrink.started = time.monotonic()
+        w = Wrong(case, dict(result.config), result.message(), text, rec, repeated or Rate(1, 1))
+        wrong_before.append(w)
+        if w.rate.intermittent:
+            fail_intermittent(w, w.rate)
+        if runs > 1:
+            text = f"{case}\n{result.message()}\n({w.rate.text()})\nreproduce with: {line}"
+        pytest.fail(f"{text}{shrink.note()}", pytrace=False)
+
+    def fail_unreliable(why: str) -> None:
+        """Hypothesis found a failure that did not happen again (a safety net: each case that was wrong and then
+        right is classified as it happens): the verdict of the test's first wrong case, from its runs."""
+        if sticky:
+            pytest.fail(sticky[0][1], pytrace=False)
+        if not wrong_before:
+            pytest.fail(f"intermittent: a failure of this test did not happen again when its case ran again "
+                        f"({why})", pytrace=False)
+        first = wrong_before[0]
+        if first.rate.intermittent:
+            fail_intermittent(first, first.rate)
+        last_failure[:] = [first.rec]
+        pytest.fail(f"{first.text}\n({first.rate.text()} of this case; another failure did not happen again: "
+                    f"{why})", pytrace=False)
 
     try:
         if ctx.options.repro:
             case = repro_case(spec, dtype, ctx.options.repro)
-            check(case, [forced or autotune.choose_config(spec, case.dtype, case.shape, backend)])
+            check(case, [forced or autotune.choose_config(spec, case.dtype, case.shape, backend)],
+                  runs=ctx.options.repro_runs)
             fail_if_too_large()
             fail_if_nothing_compared()
             return
@@ -207,12 +357,18 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
         if ctx.profile == "validation":
             run = seed(VALIDATION_SEED)(run)
         failed = True
+        unreliable: str | None = None
         try:
-            run()
-            failed = False
+            try:
+                run()
+                failed = False
+            except Flaky as exc:  # a safety net: a failure that did not happen again is never a flaky-test dump
+                unreliable = flaky_summary(exc)
         finally:
             if split > 1:  # the last part to finish adds up every part's coverage
                 last, failed = parts.finish(request.config, request.node.nodeid, part, coverage, failed)
+        if unreliable is not None:
+            fail_unreliable(unreliable)
         if forced is None and not failed and (split == 1 or last):
             reach_missing_paths(spec, backend, strategy, coverage, check)
         fail_if_too_large()

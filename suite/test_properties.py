@@ -7,10 +7,13 @@ run file either way, and a failure only where the kernel's spec claims them.
 
 from __future__ import annotations
 
+import time
 import warnings
+from dataclasses import dataclass
 
 import pytest
 from hypothesis import example, given, settings
+from hypothesis.errors import Flaky
 
 from kernels.spec import Case, KernelSpec
 from suite import compat
@@ -19,7 +22,7 @@ from suite.checks.harness import guard_violations, launch, prepare_outputs, sync
 from suite.checks.strategies import case_strategy
 from suite.plugin.context import CONTEXT
 from suite.session import options
-from suite.test_kernels import ShrinkBudget, repro_case, repro_line, shrink_seconds
+from suite.test_kernels import Rate, ShrinkBudget, flaky_summary, intermittent_text, repro_case, repro_line, shrink_seconds
 from suite.workers import crash, gpu_share, timing
 
 FINDINGS = "suite_finding_records"
@@ -192,6 +195,24 @@ def checks_for(spec: KernelSpec):
     return out
 
 
+@dataclass
+class Failure:
+    """A case a property check failed on (or that broke while checking it): what to rerun, and what was said."""
+
+    case: Case
+    name: str
+    fn: object
+    config: dict
+    what: str  # the failure's first line
+    detail: str
+    line: str  # the reproduction line
+    rate: Rate | None = None  # how often it was wrong, where its runs were counted
+    sep: str = "\n"  # between what and detail
+
+    def body(self) -> str:
+        return f"{self.what}{self.sep}{self.detail}"
+
+
 def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
     spec, dtype, _ = kernel_dtype
     config = request.config
@@ -204,10 +225,49 @@ def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
     request.node.user_properties.append((FINDINGS, list(findings.values())))
 
     shrink = ShrinkBudget(shrink_seconds(ctx.profile))
+    failures: list[Failure] = []  # every failure of a claimed property, or a case that broke, in order
+    sticky: list[tuple[Case, str]] = []  # the intermittent case once found, and its failure: it alone fails from then on
+    reruns = options.intermittent_runs()
+    repeating = bool(ctx.options.repro) and ctx.options.repro_runs > 1  # --repro-runs counts the runs itself
+
+    def wrong_again(f: Failure) -> bool:
+        """One more run of the failed property on the failed case: wrong (or broken) again?"""
+        try:
+            return f.fn(spec, f.case, backend, ctx.options.config) is not None
+        except (memcheck.MemoryViolation, interpreter.InterpreterGap):
+            return True
+
+    def verdict(f: Failure, rate: Rate) -> None:
+        """The failure as it was where every run was wrong; else an intermittent one (in the finding too), which from
+        now on fails as found without running again while every other case passes untested, so that Hypothesis's
+        shrinking and replay see one failure that always happens."""
+        if not rate.intermittent:
+            pytest.fail(f"{f.body()}\n({rate.text()})\nreproduce with: {f.line}", pytrace=False)
+        finding = findings[f.name]
+        finding.update(intermittent=rate.record(), repro=rate.repro(f.line)[1])
+        if finding["message"] and not finding["holds"]:
+            finding["message"] = f"intermittent ({rate.text()}): {finding['message']}"[:2000]
+        text = intermittent_text(f.what, rate, f.config, f.detail, f.line)
+        sticky[:] = [(f.case, text)]
+        pytest.fail(text, pytrace=False)
+
+    def fail(f: Failure) -> None:
+        failures.append(f)
+        if len(failures) == 1 and not repeating:  # the test's first failure: how often is it wrong?
+            f.rate = Rate(1 + sum(wrong_again(f) for _ in range(reruns)), 1 + reruns)
+            if shrink.started is not None:  # the reruns are not shrinking's time
+                shrink.started = time.monotonic()
+            if f.rate.intermittent:
+                verdict(f, f.rate)
+        pytest.fail(f"{f.body()}\nreproduce with: {f.line}{shrink.note()}", pytrace=False)
 
     def check(case: Case) -> None:
         if spec.batch_dim and case.shape.get(spec.batch_dim, 0) < 2:
             case = Case(case.kernel, case.dtype, {**case.shape, spec.batch_dim: 2}, case.layout, case.values, case.seed)
+        if sticky:
+            if case == sticky[0][0]:
+                pytest.fail(sticky[0][1], pytrace=False)
+            return
         if shrink.skip(case):
             return
         for name, claimed, fn in checks_for(spec):
@@ -224,8 +284,7 @@ def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
                 what = "the interpreter cannot run this: " if isinstance(problem, interpreter.InterpreterGap) else ""
                 # Not a verdict on the property: the summary says it was stopped, never that it holds.
                 findings[name].update(stopped=f"{case}: {what}{problem}"[:2000], repro=line)
-                pytest.fail(f"{case} (checking {name!r}): {what}{problem}\nreproduce with: {line}{shrink.note()}",
-                            pytrace=False)
+                fail(Failure(case, name, fn, cfg, f"{case} (checking {name!r})", f"{what}{problem}", line, sep=": "))
             finding = findings[name]
             finding["cases_checked"] += 1
             if message is None:
@@ -236,11 +295,25 @@ def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
                 finding.update(holds=False, message=f"{case}: {message}"[:2000], repro=line)
             if claimed:
                 shrink.failed(case, cfg, line)
-                pytest.fail(f"property {name!r} does not hold for {case}\n{message}\nreproduce with: {line}"
-                            f"{shrink.note()}", pytrace=False)
+                fail(Failure(case, name, fn, cfg, f"property {name!r} does not hold for {case}", message, line))
+        earlier = next((f for f in failures if f.case == case), None)
+        if earlier is not None and not repeating:  # wrong before, right now (Hypothesis's replay of it, say)
+            rate = earlier.rate or Rate(1, 1)
+            verdict(earlier, Rate(rate.wrong + sum(wrong_again(earlier) for _ in range(reruns)), rate.runs + 1 + reruns))
 
     if ctx.options.repro:
-        check(repro_case(spec, dtype, ctx.options.repro))
+        case, runs = repro_case(spec, dtype, ctx.options.repro), ctx.options.repro_runs
+        if runs == 1:
+            check(case)
+            return
+        wrong = 0
+        for _ in range(runs):  # --repro-runs
+            try:
+                check(case)
+            except pytest.fail.Exception:
+                wrong += 1
+        if wrong:
+            verdict(failures[0], Rate(wrong, runs))
         return
     current = settings.default
     compat.add_digest(check, f"properties-{spec.name}-{dtype}")
@@ -248,5 +321,18 @@ def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
         given(case_strategy(spec, dtype, backend.name, large=ctx.large_shapes))(check))
     for ex in reversed(spec.examples):
         run = example(Case(kernel=spec.name, dtype=dtype, **ex))(run)
-    run()
-
+    try:
+        run()
+        return
+    except Flaky as exc:  # a failure that did not happen again when Hypothesis replayed it: never a flaky-test dump
+        why = flaky_summary(exc)
+    if sticky:
+        pytest.fail(sticky[0][1], pytrace=False)
+    if not failures:
+        pytest.fail(f"intermittent: a failure of this test did not happen again when its case ran again ({why})",
+                    pytrace=False)
+    first = failures[0]
+    if first.rate is None or first.rate.intermittent:
+        verdict(first, first.rate or Rate(1 + sum(wrong_again(first) for _ in range(reruns)), 1 + reruns))
+    pytest.fail(f"{first.body()}\n({first.rate.text()} of this case; another failure did not happen "
+                f"again: {why})\nreproduce with: {first.line}", pytrace=False)

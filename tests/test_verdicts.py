@@ -78,7 +78,7 @@ def test_poison_left_in_an_output_fails_even_where_the_reference_is_nan(run_suit
 
 # --- options ----------------------------------------------------------------------------------------------------
 
-DEFAULTS = {"--backend": "auto", "--results-dir": "runs", "--no-results": False, "--repro": None,
+DEFAULTS = {"--backend": "auto", "--results-dir": "runs", "--no-results": False, "--repro": None, "--repro-runs": None,
             "--config": None, "--kernel-module": [], "--kernels": None, "--known-issues": "suite/known_issues.json",
             "--retune": None, "--autotune-dir": None, "--case-timeout": None, "--hypothesis-db": None,
             "--memcheck": False, "--no-memcheck": False, "--compile-targets": None}
@@ -93,6 +93,7 @@ def read_options(monkeypatch, controller=False, **given):
     values = {**DEFAULTS, **{"--" + k.replace("_", "-"): v for k, v in given.items()}}
     config = SimpleNamespace(getoption=values.__getitem__, option=SimpleNamespace(collectonly=False))
     monkeypatch.delenv("SUITE_CASE_TIMEOUT", raising=False)
+    monkeypatch.delenv("SUITE_INTERMITTENT_RUNS", raising=False)
     return options.read(config, controller=controller)
 
 
@@ -117,6 +118,9 @@ def read_options(monkeypatch, controller=False, **given):
     ({"retune": ""}, ["--retune=", "empty value"]),
     ({"known_issues": ""}, ["--known-issues=", "empty value"]),
     ({"compile_targets": "some"}, ["SUITE_COMPILE_TARGETS=some", "all, own"]),
+    ({"repro": "N=7", "repro_runs": "0"}, ["--repro-runs=0", "whole number >= 1"]),
+    ({"repro": "N=7", "repro_runs": "many"}, ["--repro-runs=many", "whole number >= 1"]),
+    ({"repro_runs": "5"}, ["--repro-runs=5", "needs --repro"]),
 ])
 def test_bad_option_values_are_refused(monkeypatch, given, words):
     with pytest.raises(pytest.UsageError) as err:
@@ -131,6 +135,19 @@ def test_good_option_values_are_read(monkeypatch):
     assert (opts.case_timeout, opts.case_timeout_given) == (0.0, True)
     assert opts.selects("softmax_online") and opts.selects("matmul") and not opts.selects("vector_add")
     assert opts.config == {"BLOCK_SIZE": 64}
+    assert opts.repro_runs == 1
+    assert read_options(monkeypatch, repro="N=7;seed=3", repro_runs="40").repro_runs == 40
+
+
+def test_a_bad_intermittent_run_count_is_refused(monkeypatch):
+    monkeypatch.setenv("SUITE_INTERMITTENT_RUNS", "0")
+    from types import SimpleNamespace
+
+    from suite.session import options
+
+    config = SimpleNamespace(getoption=DEFAULTS.__getitem__, option=SimpleNamespace(collectonly=False))
+    with pytest.raises(pytest.UsageError, match="SUITE_INTERMITTENT_RUNS=0: must be a whole number >= 1"):
+        options.read(config, controller=False)
 
 
 @pytest.mark.parametrize("args, words", [

@@ -4,6 +4,7 @@ reproduction lines."""
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -78,14 +79,35 @@ def write_summary(tr, data: dict, path: Path) -> None:
     broken = {(c["kernel"], c["dtype"]): c for c in data["cases"] if c.get("failure") == "spec"}
     for (kernel, dtype), c in sorted(broken.items()):
         tr.write_line(f"BROKEN SPEC {kernel}[{dtype}]: {(c['message'] or '').splitlines()[0][:300]}")
+    for line in intermittent_lines(data):
+        tr.write_line(line)
     failing = [c for c in data["cases"] if c["outcome"] in ("failed", "xfailed")]
     for c in failing[:20]:
-        tr.write_line(f"{c['outcome'].upper()} case {c['kernel']}[{c['dtype']}]: reproduce with: {c['repro']}")
+        tr.write_line(f"{c['outcome'].upper()} case {c['kernel']}[{c['dtype']}]{rate_note(c)}: reproduce with: "
+                      f"{c['repro']}")
     if len(failing) > 20:
         tr.write_line(f"... and {len(failing) - 20} more failing cases in the result file")
     if line := timing_lines(data):
         tr.write_line(line)
     tr.write_line(f"result file ({data['status']}): {path}")
+
+
+def rate_note(record: dict) -> str:
+    """' (intermittent: wrong in K of N runs)' for a case or finding that was wrong in some runs only, else ''."""
+    counts = record.get("intermittent")
+    return f" (intermittent: wrong in {counts['wrong']} of {counts['runs']} runs)" if counts else ""
+
+
+def intermittent_lines(data: dict) -> list[str]:
+    """A line per intermittent case (kernel, dtype, rate, config) and per intermittent property finding."""
+    lines = [f"INTERMITTENT {c['kernel']}[{c['dtype']}]: wrong in {c['intermittent']['wrong']} of "
+             f"{c['intermittent']['runs']} runs of case {json.dumps(c['shape'], sort_keys=True)} {c['layout']} "
+             f"{c['values']} seed={c['seed']} under config {json.dumps(c.get('config') or {}, sort_keys=True)}"
+             for c in data["cases"] if c.get("failure") == "intermittent" and c.get("intermittent")]
+    lines += [f"INTERMITTENT {f['kernel']}[{f['dtype']}]: property {f['property']!r} wrong in "
+              f"{f['intermittent']['wrong']} of {f['intermittent']['runs']} runs; reproduce with: {f['repro']}"
+              for f in data["findings"] if f.get("intermittent")]
+    return lines
 
 
 def write_error_line(run_file: Any) -> str | None:

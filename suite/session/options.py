@@ -24,6 +24,9 @@ from suite.session import backend as backend_mod
 from suite.session import known_issues as known_mod
 
 DEFAULT_CASE_TIMEOUT_S = 300.0
+# How many more times a case that gave a wrong result runs, to tell a deterministic failure from an intermittent one
+# (env SUITE_INTERMITTENT_RUNS).
+DEFAULT_INTERMITTENT_RUNS = 20
 DEFAULT_RESULTS_DIR = "runs"
 
 
@@ -41,6 +44,9 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--repro", default=None, metavar="CASE",
                     help="run exactly one case instead of Hypothesis examples, as printed in a failure's "
                          "reproduction line (e.g. 'M=3,N=17;layout=contiguous;values=normal;seed=1')")
+    group.addoption("--repro-runs", default=None, metavar="N",
+                    help="run the --repro case N times (default 1) and fail if any run is wrong, saying in how many "
+                         "of the N: an intermittent failure's reproduction line carries it")
     group.addoption("--config", default=None, metavar="JSON",
                     help="run every case with this config (meta-parameters and launch options, a JSON object) "
                          "instead of the autotune cache's or the default; reproduction lines carry it")
@@ -92,6 +98,7 @@ class Options:
     case_timeout: float
     case_timeout_given: bool
     hypothesis_db: Path | None
+    repro_runs: int = 1
     memcheck: bool = False
     no_memcheck: bool = False
     compile_targets: str | None = None  # all, own, or None: the backend's default
@@ -146,6 +153,25 @@ def _names(option: str, value: str | None, example: str) -> tuple[str, ...] | No
     if not all(names):
         raise usage(option, value, f"an empty name between commas; give {example}")
     return names
+
+
+def _count(option: str, raw: str, least: int, what: str) -> int:
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = least - 1
+    if value < least:
+        raise usage(option, raw, f"must be a whole number >= {least} ({what})")
+    return value
+
+
+def intermittent_runs() -> int:
+    """How many more times a case that gave a wrong result runs (SUITE_INTERMITTENT_RUNS, else the default)."""
+    raw = os.environ.get("SUITE_INTERMITTENT_RUNS")
+    if raw is None or not raw.strip():
+        return DEFAULT_INTERMITTENT_RUNS
+    return _count("SUITE_INTERMITTENT_RUNS", raw, 1, "how many more times a case that gave a wrong result runs, to "
+                                                     "tell a deterministic failure from an intermittent one")
 
 
 def case_timeout(raw: str | None) -> tuple[float, bool]:
@@ -245,6 +271,12 @@ def read(config: pytest.Config, controller: bool) -> Options:
     if targets is not None and targets not in COMPILE_TARGETS:  # the environment variable bypasses choices=
         raise usage("SUITE_COMPILE_TARGETS", targets, f"must be one of {', '.join(COMPILE_TARGETS)}")
     timeout, given = case_timeout(get("--case-timeout"))
+    repro_runs = get("--repro-runs")
+    repro_runs = 1 if repro_runs is None else _count("--repro-runs", repro_runs, 1, "how many times the --repro case "
+                                                                                   "runs")
+    if repro_runs > 1 and repro is None:
+        raise usage("--repro-runs", repro_runs, "needs --repro, the case to run (as printed in a reproduction line)")
+    intermittent_runs()
     if (shrink := os.environ.get("SUITE_SHRINK_SECONDS")) is not None:
         try:
             ok = math.isfinite(float(shrink)) and float(shrink) >= 0
@@ -262,7 +294,7 @@ def read(config: pytest.Config, controller: bool) -> Options:
         kernels=_names("--kernels", get("--kernels"), "comma-separated kernel names or patterns, e.g. "
                                                       "--kernels='softmax,matmul*'"),
         known_issues=Path(known), retune=retune, autotune_dir=Path(autotune_dir) if autotune_dir else None,
-        case_timeout=timeout, case_timeout_given=given, hypothesis_db=Path(db) if db else None,
+        case_timeout=timeout, case_timeout_given=given, hypothesis_db=Path(db) if db else None, repro_runs=repro_runs,
         memcheck=bool(get("--memcheck")), no_memcheck=bool(get("--no-memcheck")), compile_targets=targets)
 
 

@@ -179,6 +179,10 @@ def test_an_out_of_memory_message_gives_the_case_footprint() -> None:
     assert gpu_share.requested_bytes("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has") == 2 * 2**30
     assert gpu_share.requested_bytes("Tried to allocate 512.00 MiB") == 512 * 2**20
     assert gpu_share.requested_bytes("out of memory") == 0
+    # what the case held when it failed comes from torch's own message: the frames that held it may be gone
+    message = ("CUDA out of memory. Tried to allocate 8.00 GiB. GPU 0 has a total capacity of 79.18 GiB of which 1.51 "
+               "GiB is free. Of the allocated memory 62.25 GiB is allocated by PyTorch, and 1.5 GiB is reserved")
+    assert gpu_share.footprint(torch_oom(message.removeprefix("CUDA out of memory. ")), "cpu") == int(70.25 * 2**30)
     error = torch_oom("Tried to allocate 1.50 GiB")
     assert gpu_share.footprint(error, "cpu") == int(1.5 * 2**30)  # no GPU: nothing allocated on one
 
@@ -202,9 +206,9 @@ def test_an_oom_alone_is_too_large_only_when_the_footprint_exceeds_the_gpu(monke
     failure, message = gpu_share.judge_oom_alone("cuda", "CUDA out of memory", 4 * 2**30)
     assert failure == "oom_held" and "needs 4.0 GiB" in message and "Not a result of the kernel" in message
     failure, message = gpu_share.judge_oom_alone("cuda", "CUDA out of memory", 200 * 2**30)
-    assert failure == "too_large" and "needs at least 200.0 GiB" in message and "128.8 GiB" in message
-    # past the GPU less the other workers' contexts (15 x 0.75 GiB): too large for it as shared
-    assert gpu_share.judge_oom_alone("cuda", "", int(130 * 2**30))[0] == "too_large"
+    assert failure == "too_large" and "needs at least 200.0 GiB" in message and "130.6 GiB" in message
+    # past the GPU less the other workers' contexts (15 x 0.625 GiB): too large for it as shared
+    assert gpu_share.judge_oom_alone("cuda", "", int(131 * 2**30))[0] == "too_large"
     assert gpu_share.judge_oom_alone("cpu", "", 4 * 2**30)[0] == "too_large"  # no GPU to measure: as before
 
 

@@ -402,6 +402,7 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
             raise _DoesNotFit(str(exc).split(".")[0]) from None
         error = f"{type(exc).__name__}: {exc}".strip()[:2000]
         failure = crash.note_launch_error(exc, backend.device, case)
+        need = gpu_share.footprint(exc, backend.device) if failure == "oom" else 0  # while its frames hold the case
         exc.__traceback__ = None  # its frames hold the case's tensors
         found = memcheck.sanitizer_report(wait_s=5.0 if failure == "fault" else 0.0)
         if failure == "fault":
@@ -411,9 +412,7 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
                 error, failure = f"{found}\n{error}", "memory"
             elif os.environ.get(memcheck.SANITIZER_ENV):
                 error += f" (under --memcheck: the checker's log is in {os.environ[memcheck.SANITIZER_ENV]})"
-        need = 0
         if failure == "oom":
-            need = gpu_share.footprint(exc, backend.device)  # before the case's tensors go
             state.clear()
             crash.free_memory(backend.device)
             error = f"out of memory: {error}"
@@ -445,8 +444,8 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
                 state["mags"] = magnitudes(spec, inputs, state["ref"])
         except torch.OutOfMemoryError as exc:
             error = f"out of memory computing the float64 reference: {exc}"[:2000]
-            exc.__traceback__ = None
             need = gpu_share.footprint(exc, backend.device)
+            exc.__traceback__ = None
             state.clear()
             crash.free_memory(backend.device)
             stopped = result(False, math.inf, error=error, failure="oom")

@@ -44,9 +44,10 @@ SHARE_PROPERTY = "suite_gpu_share"  # a test's out-of-memory retries, for the ru
 SHARE_ENV = crash.SHARE_ENV  # set by the controller for its workers: how many share each GPU
 GIB = 2**30
 # What one other worker's CUDA context (and its kernels' code) keeps on the GPU whatever it frees: a torch 2.11 +
-# CUDA 13 process on an H100 held 0.5-0.6 GiB after starting its GPU (evidence/nightly/). A case counts as too large
-# only past the GPU's memory less this for every other worker on it.
-CONTEXT_BYTES = int(0.75 * GIB)
+# CUDA 13 process on an H100 held 0.52 GiB after starting its GPU, and idle workers 612-616 MiB in a nightly run
+# (evidence/nightly/README.md). A case counts as too large only past the GPU's memory less this for every other
+# worker on it.
+CONTEXT_BYTES = 640 * 2**20
 # How long a worker that runs alone waits for the others to give their caches back (not the case's time).
 DRAIN_WAIT_S = float(os.environ.get("SUITE_DRAIN_WAIT_S", "60"))
 DRAIN_SETTLE_S = 3.0  # with no known need: free memory that has not grown for this long is all there will be
@@ -249,10 +250,19 @@ def requested_bytes(error: str) -> int:
     return int(float(found.group(1)) * _UNITS[found.group(2)]) if found else 0
 
 
+def allocated_bytes(error: str) -> int:
+    """What torch's out-of-memory message says this process had allocated when it failed ("Of the allocated memory
+    52.74 GiB is allocated by PyTorch"), in bytes; 0 if it says nothing."""
+    found = re.search(r"[Oo]f the allocated memory ([0-9.]+) ?(B|KiB|MiB|GiB|TiB) is allocated by PyTorch", error or "")
+    return int(float(found.group(1)) * _UNITS[found.group(2)]) if found else 0
+
+
 def footprint(exc: BaseException, device: str) -> int:
     """What a case that ran out of memory needed of the GPU: this process's memory allocated at the failure (its
-    inputs, outputs, reference and snapshots still held) plus the allocation that failed. Call it before the
-    case's tensors are dropped."""
+    inputs, outputs, reference, snapshots and the comparison's copies, as torch's message gives it, else as allocated
+    now: call it before the case's tensors are dropped) plus the allocation that failed."""
+    if held := allocated_bytes(str(exc)):
+        return held + requested_bytes(str(exc))
     held = 0
     if device.startswith("cuda"):
         import torch

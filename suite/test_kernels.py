@@ -99,7 +99,7 @@ class ShrinkBudget:
 
 
 # A case's runs end early at a failure that is not a wrong value: the case is aborted, never called intermittent.
-ABORTING = ("fault", "oom", "spec", "interpreter", "too_large")
+ABORTING = ("fault", "oom", "oom_held", "spec", "interpreter", "too_large")
 # --repro-runs suggested for an intermittent case: enough runs to see it wrong at least once with this probability,
 # were it wrong at the rate measured.
 REPRO_CONFIDENCE = 0.99

@@ -233,7 +233,7 @@ def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
     def wrong_again(f: Failure) -> bool:
         """One more run of the failed property on the failed case: wrong (or broken) again?"""
         try:
-            return f.fn(spec, f.case, backend, ctx.options.config) is not None
+            return checked_alone_on_oom(f.fn, spec, f.case, backend, ctx.options.config) is not None
         except (memcheck.MemoryViolation, interpreter.InterpreterGap):
             return True
 

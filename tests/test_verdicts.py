@@ -150,6 +150,18 @@ def test_a_bad_intermittent_run_count_is_refused(monkeypatch):
         options.read(config, controller=False)
 
 
+@pytest.mark.parametrize("value", ["abc", "-1", "nan"])
+def test_a_bad_drain_wait_is_refused(monkeypatch, value):
+    monkeypatch.setenv("SUITE_DRAIN_WAIT_S", value)
+    from types import SimpleNamespace
+
+    from suite.session import options
+
+    config = SimpleNamespace(getoption=DEFAULTS.__getitem__, option=SimpleNamespace(collectonly=False))
+    with pytest.raises(pytest.UsageError, match=f"SUITE_DRAIN_WAIT_S={value}: must be a finite number of seconds"):
+        options.read(config, controller=False)
+
+
 @pytest.mark.parametrize("args, words", [
     (["--case-timeout=-1"], ["--case-timeout=-1", "finite number of seconds >= 0"]),
     (["--kernels=sofmax"], ["'sofmax' matches no registered kernel", "softmax"]),

@@ -174,6 +174,21 @@ def intermittent_runs() -> int:
                                                      "tell a deterministic failure from an intermittent one")
 
 
+def drain_wait_s() -> float:
+    """How long a case that runs alone waits for the other workers' memory (SUITE_DRAIN_WAIT_S, default 60 s)."""
+    raw = os.environ.get("SUITE_DRAIN_WAIT_S")
+    if raw is None or not raw.strip():
+        return 60.0
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise usage("SUITE_DRAIN_WAIT_S", raw, "must be a finite number of seconds >= 0: how long a case that runs "
+                                               "alone after an out-of-memory error waits for the other workers' memory")
+    return value
+
+
 def case_timeout(raw: str | None) -> tuple[float, bool]:
     """(seconds, given): from --case-timeout, else SUITE_CASE_TIMEOUT, else the default; 0 means no limit."""
     source = "--case-timeout"
@@ -277,6 +292,7 @@ def read(config: pytest.Config, controller: bool) -> Options:
     if repro_runs > 1 and repro is None:
         raise usage("--repro-runs", repro_runs, "needs --repro, the case to run (as printed in a reproduction line)")
     intermittent_runs()
+    drain_wait_s()
     if (shrink := os.environ.get("SUITE_SHRINK_SECONDS")) is not None:
         try:
             ok = math.isfinite(float(shrink)) and float(shrink) >= 0

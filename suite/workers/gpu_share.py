@@ -49,7 +49,7 @@ GIB = 2**30
 # worker on it.
 CONTEXT_BYTES = 640 * 2**20
 # How long a worker that runs alone waits for the others to give their caches back (not the case's time).
-DRAIN_WAIT_S = float(os.environ.get("SUITE_DRAIN_WAIT_S", "60"))
+DRAIN_WAIT_S = 60.0  # the default; SUITE_DRAIN_WAIT_S (suite/session/options.py: drain_wait_s) sets another
 DRAIN_SETTLE_S = 3.0  # with no known need: free memory that has not grown for this long is all there will be
 _UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 
@@ -215,8 +215,8 @@ def wait_for_memory(device: str, need: int, workers: int) -> None:
     if need and need > capacity(total, workers):
         return  # it cannot fit however much the others give back
     start = best_at = time.monotonic()
-    best = free
-    while time.monotonic() - start < DRAIN_WAIT_S:
+    best, limit = free, drain_limit()
+    while time.monotonic() - start < limit:
         if need and free >= need + GIB // 4:
             return
         if not need and time.monotonic() - best_at > DRAIN_SETTLE_S:
@@ -237,6 +237,14 @@ def mem_info(device: str) -> tuple[int, int] | None:
         return torch.cuda.mem_get_info()
     except Exception:  # noqa: BLE001
         return None
+
+
+def drain_limit() -> float:
+    raw = os.environ.get("SUITE_DRAIN_WAIT_S")
+    try:
+        return float(raw) if raw and raw.strip() else DRAIN_WAIT_S
+    except ValueError:  # checked at start-up (options.drain_wait_s): a bad value never gets this far
+        return DRAIN_WAIT_S
 
 
 def capacity(total: int, workers: int) -> int:
@@ -295,7 +303,7 @@ def held_message(device: str, error: str, need: int) -> str:
     info = mem_info(device)
     free = f" ({gib(info[0])} free of {gib(info[1])} now)" if info else ""
     return (f"not run: out of memory although the case needs {gib(need)}, which this GPU holds; other processes "
-            f"held the memory{free} after waiting {DRAIN_WAIT_S:g} s for them. Not a result of the kernel. {error}")
+            f"held the memory{free} after waiting up to {drain_limit():g} s for them. Not a result of the kernel. {error}")
 
 
 def judge_oom_alone(device: str, error: str, need: int) -> tuple[str, str]:

@@ -6,7 +6,10 @@ both its kernel time (net of the platform's median shift) and its kernel/torch t
 do not overlap (Mann-Whitney U p < --p-value). A benchmark either run measured as disturbed is inconclusive. A shift
 of the whole platform (torch baselines and most kernels together) is reported once, and fails the comparison when it
 is a slowdown beyond max(--threshold, the platform's floor). Run files without timing rounds fall back to the
-Mann-Whitney U test on the do_bench samples, and the comparison says so."""
+Mann-Whitney U test on the do_bench samples, and the comparison says so. A benchmark the base timed that the
+candidate lacks or cannot time (zero, negative, NaN or inf, no samples) is a regression, not "not compared".
+Failures in both runs are matched case by case and by what fails (reports/failures.py): a changed failure, or a new
+one in a test that already failed, is a regression."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from reports import changes, noise, toolchain
+from reports import changes, failures, noise, timing, toolchain
 from reports.changes import pct
 from reports.correctness import one_line, outcome_text
 from reports.loading import Run, num
@@ -44,6 +47,7 @@ class Comparison:
     skipped: list[dict[str, Any]] = field(default_factory=list)
     missing: list[dict[str, Any]] = field(default_factory=list)  # passed in the base run, absent in the candidate
     regressions: list[dict[str, Any]] = field(default_factory=list)
+    unmeasured: list[dict[str, Any]] = field(default_factory=list)  # timed in the base, missing or untimable now
     improvements: list[dict[str, Any]] = field(default_factory=list)
     inconclusive: list[dict[str, Any]] = field(default_factory=list)
     shared: list[dict[str, Any]] = field(default_factory=list)
@@ -68,7 +72,8 @@ class Comparison:
 
     @property
     def failed(self) -> bool:
-        return bool(self.correctness or self.regressions or self.platform_slower or self.compile_failures)
+        return bool(self.correctness or self.regressions or self.unmeasured or self.platform_slower
+                    or self.compile_failures)
 
     @property
     def exit_code(self) -> int:
@@ -134,7 +139,9 @@ MISSING = "missing (not in the candidate run)"
 def _correctness(base: Run, cand: Run, cmp: Comparison, allow_tests: bool = False) -> None:
     """A test or case that passed in the base run and failed, was skipped or is missing in the candidate is a
     regression: what no longer runs is not known to work. Under --allow-different-tests, missing ones are listed
-    (cmp.missing), not failed."""
+    (cmp.missing), not failed. A failure in both runs is matched by what fails (reports/failures.py): a case that
+    failed in both is a regression when its failure's kind changed, and a failing case the base has no record of,
+    in a test that failed in the base, is one unless a failing case of that test in the base failed the same way."""
     c_tests = {t["nodeid"]: t for t in cand.data["tests"]}
     b_flaky, c_flaky = _intermittent_by_test(base), _intermittent_by_test(cand)
     for b in base.data["tests"]:
@@ -162,9 +169,16 @@ def _correctness(base: Run, cand: Run, cmp: Comparison, allow_tests: bool = Fals
                 cmp.missing.append(_outcome("case", _case_text(b), "passed", MISSING, f"reproduce with: {b['repro']}"))
     if not allow_tests:
         cmp.correctness += cmp.missing
+    b_tests = {t["nodeid"]: t for t in base.data["tests"]}
+    b_failures: dict[str, set[failures.Failure]] = {}  # test node id -> the kinds of its cases' failures in the base
+    for b in b_cases.values():
+        if b["outcome"] in BAD:
+            b_failures.setdefault(b.get("nodeid"), set()).add(failures.failure(b))
     for key, c in c_cases.items():
         b = b_cases.get(key)
         if b is None:
+            if c["outcome"] in BAD:
+                _new_failure(c, b_tests.get(c.get("nodeid")), b_failures.get(c.get("nodeid"), set()), cmp)
             continue
         cmp.compared["cases"] += 1
         what = _case_text(c)
@@ -173,6 +187,29 @@ def _correctness(base: Run, cand: Run, cmp: Comparison, allow_tests: bool = Fals
                                             f"error/bound {fmt(num(c['error_ratio']))}; reproduce with: {c['repro']}"))
         elif b["outcome"] in BAD and c["outcome"] == "passed":
             cmp.fixed.append(_outcome("case", what, outcome_text(b), c["outcome"], ""))
+        elif b["outcome"] in BAD and c["outcome"] in BAD:
+            fb, fc = failures.failure(b), failures.failure(c)
+            if fb != fc:
+                cmp.correctness.append(_outcome("case", what, f"{outcome_text(b)}: {fb.text()}",
+                                                f"{outcome_text(c)}: {fc.text()}",
+                                                f"failure changed; reproduce with: {c['repro']}"))
+
+
+def _new_failure(c: dict[str, Any], base_test: dict[str, Any] | None, base_kinds: set[failures.Failure],
+                 cmp: Comparison) -> None:
+    """A failing candidate case the base run has no record of, in a test that failed in the base run too: a
+    regression unless one of the base test's failing cases failed the same way (cases drawn differently, or shrunk
+    to another case, by the same failure). A test that passed in the base has its own row; one the base lacks or
+    skipped is not judged here."""
+    if base_test is None or base_test["outcome"] not in BAD:
+        return
+    fc = failures.failure(c)
+    if fc in base_kinds:
+        return
+    before = "; ".join(sorted(f.text() for f in base_kinds)) or "no case recorded"
+    cmp.correctness.append(_outcome("case", _case_text(c), f"no record; its test {base_test['outcome']} on: {before}",
+                                    f"{outcome_text(c)}: {fc.text()}",
+                                    f"a new failure in a test that failed before; reproduce with: {c['repro']}"))
 
 
 def _intermittent_by_test(run: Run) -> dict[str, dict[str, Any]]:
@@ -254,9 +291,66 @@ def _planted(run: Run) -> list[str]:
     return sorted(found.values())
 
 
-def _speed(base: Run, cand: Run, cmp: Comparison, p_value: float, threshold: float, floor: noise.Floor | None) -> None:
-    moved, skipped, plat = changes.pair(base, cand)
-    cmp.platform = _platform_verdict(plat, threshold, floor)
+def _timing_problem(rec: dict[str, Any]) -> str | None:
+    """Why a benchmark record's timing is broken (a zero, negative, NaN or infinite time, no samples, unusable
+    rounds, the same of its torch baseline), or None."""
+    why = timing.invalid_reason(rec)
+    if why:
+        return why
+    if not rec.get("samples_ms"):
+        return "no samples"
+    bad = timing.invalid_samples(rec)
+    if bad:
+        return f"{bad} of {len(rec['samples_ms'])} samples invalid (zero, negative, NaN or inf)"
+    if isinstance(rec.get("rounds"), dict) and timing.rounds(rec) is None:
+        return f"timing rounds unusable (fewer than {timing.MIN_ROUNDS} valid)"
+    torch = rec.get("baseline")
+    if isinstance(torch, dict):
+        if timing.median_ms(torch) is None:
+            return "torch baseline: no valid timing"
+        bad = timing.invalid_samples(torch)
+        if bad:
+            return f"torch baseline: {bad} of {len(torch.get('samples_ms') or [])} samples invalid"
+    return None
+
+
+def _unmeasured(base: Run, cand: Run, cmp: Comparison, allow_tests: bool) -> set[str]:
+    """Benchmarks the base run timed that the candidate no longer has (missing) or could not time (untimable): a
+    regression, as a test that passed and is skipped or missing now. Under --allow-different-tests a missing one is
+    listed (cmp.missing), not failed. Returns the keys of both, which are not compared for speed."""
+    c_bench = {changes.key(c): c for c in cand.data["benchmarks"]}
+    judged = set()
+    for b in base.data["benchmarks"]:
+        if _timing_problem(b):  # the base timed nothing usable: nothing was known to work
+            continue
+        k, c = changes.key(b), c_bench.get(changes.key(b))
+        row = {"kernel": b["kernel"], "dtype": b["dtype"], "shape": shape_text(b["shape"]),
+               "base_ms": timing.median_ms(b)}
+        if c is None:
+            judged.add(k)
+            row.update(change="missing", candidate="missing (not in the candidate run)")
+            if allow_tests:
+                cmp.missing.append(_outcome("benchmark", f"{row['kernel']} {row['dtype']} {row['shape']}",
+                                            f"{fmt(row['base_ms'], 4)} ms", row["candidate"],
+                                            "the candidate did not run it"))
+            else:
+                cmp.unmeasured.append(row)
+            continue
+        why = _timing_problem(c)
+        if why:
+            row.update(change="untimable", candidate=why)
+            cmp.unmeasured.append(row)
+            judged.add(k)
+    return judged
+
+
+def _speed(base: Run, cand: Run, cmp: Comparison, p_value: float, threshold: float, floor: noise.Floor | None,
+           allow_tests: bool = False) -> None:
+    judged = _unmeasured(base, cand, cmp, allow_tests)
+    moved, skipped, _ = changes.pair(base, cand)
+    moved = [m for m in moved if m.key not in judged]
+    skipped = [(rec, why) for rec, why in skipped if changes.key(rec) not in judged]
+    cmp.platform = _platform_verdict(changes.platform(moved), threshold, floor)
     for rec, why in skipped:
         cmp.not_compared.append({"kernel": rec["kernel"], "dtype": rec["dtype"], "shape": shape_text(rec["shape"]),
                                  "why": why})
@@ -293,15 +387,17 @@ def compare(base: Run, cand: Run, p_value: float = 0.01, threshold: float = 0.05
         cmp.warnings.append("a run has a planted slowdown (test hook SUITE_BENCH_PLANT): " + ", ".join(cmp.planted) +
                             "; it tests this comparison and is not a real measurement")
     _correctness(base, cand, cmp, allow_tests)
+    _speed(base, cand, cmp, p_value, threshold, floor, allow_tests)
     if cmp.missing and allow_tests:
-        cmp.warnings.append(f"{len(cmp.missing)} test(s) or case(s) that passed in the base run are missing in the "
-                            "candidate, allowed by --allow-different-tests: not compared (listed under Passed before, "
-                            "missing now)")
-    _speed(base, cand, cmp, p_value, threshold, floor)
+        benchmarks = sum(1 for r in cmp.missing if r["kind"] == "benchmark")
+        cmp.warnings.append(f"{len(cmp.missing) - benchmarks} test(s) or case(s) that passed in the base run "
+                            + (f"and {benchmarks} benchmark(s) it timed " if benchmarks else "") +
+                            "are missing in the candidate, allowed by --allow-different-tests: not compared (listed "
+                            "under Passed before, missing now)")
     benchmarks_matched = cmp.compared["benchmarks"] + sum(1 for r in cmp.not_compared if not r["why"].startswith("only"))
-    if not sum(n for what, n in cmp.compared.items() if what != "compiles"):
+    if not sum(n for what, n in cmp.compared.items() if what != "compiles") and not cmp.unmeasured:
         cmp.unusable = "nothing to compare: no test, case or benchmark of one run has a usable counterpart in the other"
-    elif benchmarks_matched and not cmp.compared["benchmarks"]:
+    elif benchmarks_matched and not cmp.compared["benchmarks"] and not cmp.unmeasured:
         cmp.unusable = (f"no benchmark could be compared ({benchmarks_matched} in both runs): "
                         + _reasons(cmp.not_compared))
     if not base.data["benchmarks"] and not cand.data["benchmarks"]:
@@ -320,14 +416,35 @@ def verdict(cmp: Comparison) -> str:
     if cmp.platform_slower:
         parts.append(f"platform-wide slowdown {pct(_shift(cmp.platform))}")
     if cmp.correctness:
-        parts.append(f"{len(cmp.correctness)} correctness regression(s)")
+        parts.append(f"{len(cmp.correctness)} correctness regression(s) "
+                     f"({_named(_outcome_text(r) for r in cmp.correctness)})")
     if cmp.compile_failures:
         where = ", ".join(dict.fromkeys(f"{r['kernel']} on {r['target']}" for r in cmp.compile_failures))
         parts.append(f"{sum(r['configs'] for r in cmp.compile_failures)} compile regression(s) ({where})")
     if cmp.regressions:
         kernels = ", ".join(dict.fromkeys(r["kernel"] for r in cmp.regressions))
         parts.append(f"{len(cmp.regressions)} speed regression(s) ({kernels})")
+    if cmp.unmeasured:
+        parts.append(f"{len(cmp.unmeasured)} benchmark(s) missing or untimable "
+                     f"({_named(_unmeasured_text(r) for r in cmp.unmeasured)})")
     return "REGRESSION: " + "; ".join(parts) if parts else "No regressions"
+
+
+VERDICT_NAMES = 3  # regressions named in the verdict line; the sections list them all
+
+
+def _named(texts: Any) -> str:
+    texts = list(texts)
+    more = len(texts) - VERDICT_NAMES
+    return "; ".join(texts[:VERDICT_NAMES]) + (f"; and {more} more" if more > 0 else "")
+
+
+def _outcome_text(r: dict[str, Any]) -> str:
+    return f"{r['what']}: {r['base']} -> {r['candidate']}"
+
+
+def _unmeasured_text(r: dict[str, Any]) -> str:
+    return f"{r['kernel']} {r['dtype']} {r['shape']}: {r['change']}, base {fmt(r['base_ms'], 4)} ms -> {r['candidate']}"
 
 
 def _shift(plat: dict[str, Any]) -> float | None:
@@ -403,7 +520,10 @@ def compare_markdown(base: Run, cand: Run, cmp: Comparison, p_value: float, thre
                                                    str(cand.path)]]),
                  Table(["environment field", "base", "candidate"], env_rows, "Environment differences", "none")]),
         Section("Correctness regressions", ["A test or case that passed in the base run and failed, was skipped or "
-                                            "is missing in the candidate."],
+                                            "is missing in the candidate; a case that failed in both whose failure "
+                                            "changed (class, failing outputs, checks or the element they name); a "
+                                            "case the base has no record of that fails in a test that failed in the "
+                                            "base on other cases only, unless one of them failed the same way."],
                 [Table(outcome_headers, _outcome_rows(cmp.correctness), empty="none")]),
         Section("Compile changes", [f"Per kernel x target: compiles that failed now (a regression) or compile now, "
                                     f"registers that moved by at least {toolchain.REGISTERS_MIN} and "
@@ -412,6 +532,12 @@ def compare_markdown(base: Run, cand: Run, cmp: Comparison, p_value: float, thre
                        [[r["kernel"], r["target"], r["change"], r["configs"], r["detail"]] for r in cmp.compiles],
                        empty="none")]),
         Section("Speed regressions", [SPEED_NOTE], [Table(SPEED_HEADERS, _speed_rows(cmp.regressions), empty="none")]),
+        Section("Benchmarks missing or untimable", ["Timed in the base run; in the candidate missing, or timed as "
+                                                    "zero, negative, NaN or inf, without samples or with unusable "
+                                                    "rounds: a regression (a timer that fails measures nothing)."],
+                [Table(["kernel", "dtype", "shape", "change", "base ms", "candidate"],
+                       [[r["kernel"], r["dtype"], r["shape"], r["change"], fmt(r["base_ms"], 4), r["candidate"]]
+                        for r in cmp.unmeasured], empty="none")]),
         Section("Speed improvements", [], [Table(SPEED_HEADERS, _speed_rows(cmp.improvements), empty="none")]),
         Section("Inconclusive", ["Benchmarks that moved but whose measurement cannot carry a verdict: disturbed in a "
                                  "run even after re-measuring, or rounds that overlap."],
@@ -448,6 +574,7 @@ def compare_json(base: Run, cand: Run, cmp: Comparison, p_value: float, threshol
             "warnings": cmp.warnings, "planted": cmp.planted, "toolchain": cmp.toolchain,
             "toolchain_line": toolchain.toolchain_line(cmp.toolchain), "compile_changes": cmp.compiles,
             "correctness_regressions": cmp.correctness, "speed_regressions": clean(cmp.regressions),
+            "unmeasured_benchmarks": cmp.unmeasured,
             "speed_improvements": clean(cmp.improvements), "inconclusive": clean(cmp.inconclusive),
             "moved_with_torch": clean(cmp.shared), "unchanged": dict(cmp.unchanged),
             "not_compared": cmp.not_compared, "fixed": cmp.fixed, "skipped": cmp.skipped, "missing": cmp.missing}

@@ -281,24 +281,28 @@ def test_build_uses_the_good_files_and_lists_the_bad_ones(tmp_path, capsys):
 
 
 def test_compare_names_benchmarks_it_could_not_compare(tmp_path, capsys):
+    """The base run's timing is invalid: nothing was known, so it is set aside and named. (The candidate's invalid
+    timing is a regression: tests/test_reports_trust.py.)"""
     base = make_run(benchmarks=[bench("softmax", "fp16", {"M": 1}, 1.0, 0.5, 0.4),
-                                bench("gelu", "fp16", {"M": 1}, 1.0, 0.5, 0.4)])
+                                {**bench("gelu", "fp16", {"M": 1}, 1.0, 0.5, 0.4), "samples_ms": [], "median_ms": -1.0}])
     cand = make_run(run_id="20261121T020000Z-cuda-sm_90-cccccc",
                     benchmarks=[bench("softmax", "fp16", {"M": 1}, 1.0, 0.5, 0.4, seed=3),
-                                {**bench("gelu", "fp16", {"M": 1}, 1.0, 0.5, 0.4), "samples_ms": [], "median_ms": -1.0}])
+                                bench("gelu", "fp16", {"M": 1}, 1.0, 0.5, 0.4)])
     code, out, _ = cli(capsys, "compare", write(tmp_path / "b.json", base), write(tmp_path / "c.json", cand))
     verdict = out.split("## Verdict")[1].split("\n## ")[0]
-    assert code == 0 and "Not compared: 1 benchmark(s) (1 invalid timing: median -1 ms in the candidate run)" in verdict
+    assert code == 0 and "Not compared: 1 benchmark(s) (1 invalid timing: median -1 ms in the base run)" in verdict
 
 
 def test_compare_with_no_comparable_benchmark_is_an_error(tmp_path, capsys):
-    base = make_run(benchmarks=[bench("softmax", "fp16", {"M": 1}, 1.0, 0.5, 0.4)])
-    cand = make_run(run_id="20261121T020000Z-cuda-sm_90-cccccc",
-                    benchmarks=[{**bench("softmax", "fp16", {"M": 1}, 1.0, 0.5, 0.4), "samples_ms": [1.0, -1.0, 0.0],
+    """Only the base run's benchmark, which it could not time: nothing to compare against. (A candidate that cannot
+    time one the base timed is a regression, exit 1: tests/test_reports_trust.py.)"""
+    base = make_run(benchmarks=[{**bench("softmax", "fp16", {"M": 1}, 1.0, 0.5, 0.4), "samples_ms": [1.0, -1.0, 0.0],
                                  "median_ms": 0.0}])
+    cand = make_run(run_id="20261121T020000Z-cuda-sm_90-cccccc",
+                    benchmarks=[bench("softmax", "fp16", {"M": 1}, 1.0, 0.5, 0.4)])
     code, out, err = cli(capsys, "compare", write(tmp_path / "b.json", base), write(tmp_path / "c.json", cand))
     assert code == 2 and "CANNOT COMPARE: no benchmark could be compared" in out and "No regressions" not in out
-    assert "error: no benchmark could be compared (1 in both runs): 1 invalid timing: median 0 ms in the candidate" in err
+    assert "error: no benchmark could be compared (1 in both runs): 1 invalid timing: median 0 ms in the base" in err
 
 
 def test_compare_with_nothing_in_common_is_an_error(tmp_path, capsys):

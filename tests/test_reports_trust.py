@@ -7,6 +7,7 @@ compare --json always prints JSON; and compare names toolchain and compile-matri
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 
@@ -376,3 +377,172 @@ def test_floor_file_checker_uses_the_standard_library_only():
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names} | {
         (n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert imported <= {"__future__", "json", "math", "pathlib", "typing"}, imported
+
+
+# --- compare review: a failure in both runs hides nothing; a benchmark the candidate cannot time fails -------------
+
+
+def _wrong(at: int, over: int = 100, n: int = 1000, failure: str | None = None, seed: int = 1, big: int = 0) -> dict:
+    """A softmax case that failed (shrunk to N=8+seed+big), its message as suite/checks/tolerance.py words it, wrong
+    from element ``at`` on."""
+    from tests.report_helpers import case
+
+    rec = case("softmax", "fp16", seed, outcome="failed", ratio=3.0)
+    rec["shape"]["N"] += big
+    rec["message"] = (f"softmax[fp16] {json.dumps(rec['shape'])} contiguous normal seed={seed}\nout: error 1.000e-01 "
+                      f"at ({at},) is 3x the bound 3.3e-02 (got 0.4, reference 0.3); {over} of {n} elements over\n"
+                      f"reproduce with: {rec['repro']}")
+    if failure:
+        rec["failure"] = failure
+    return rec
+
+
+def _failing_pair(tmp_path: Path, base_case: dict, cand_case: dict) -> list[Path]:
+    """softmax's test failed in both runs: seed 0 passed, then the given case failed (the test's last record)."""
+    runs = []
+    for run_id, bad in ((A, base_case), (B, cand_case)):
+        run = make_run(run_id=run_id)
+        run["tests"][0].update(outcome="failed", message=bad["message"])
+        run["cases"] = [c for c in run["cases"] if c["kernel"] != "softmax" or c["seed"] == 0] + [bad]
+        runs.append(write(tmp_path / f"{run_id}.json", run))
+    return runs
+
+
+def _verdict(out: str) -> str:
+    return " ".join(out.split("## Verdict")[1].split("\n## ")[0].split())
+
+
+def test_a_new_failure_in_a_test_that_already_failed_is_a_regression(tmp_path, capsys):
+    """The review's case: wrong past element 900 in the base, past element 20 in the candidate. Shrinking lands
+    each on its smallest failing case, so the candidate's case is one the base has no record of."""
+    paths = _failing_pair(tmp_path, _wrong(900, big=893), _wrong(20, over=980, big=13))
+    code, out, _ = cli(capsys, "compare", *paths)
+    verdict = _verdict(out)
+    assert code == 1 and "No regressions" not in out and "1 correctness regression(s)" in verdict
+    assert "softmax[fp16] M=4,N=22 contiguous normal seed=1" in verdict
+    assert "out over the bound at (900,)" in verdict and "out over the bound at (20,)" in verdict
+    assert "a new failure in a test that failed before" in out
+    assert cli(capsys, "compare", *paths[::-1])[0] == 1  # and the other way round: 900 is new beside 20
+
+
+@pytest.mark.parametrize(("cand", "words"), [
+    (_wrong(20), "wrong value: out over the bound at (900,) -> failed: wrong value: out over the bound at (20,)"),
+    (_wrong(900, failure="fault"), "-> failed: fault"),
+    ({**_wrong(900), "outputs": {"out": {"error_ratio": 3.0, "max_abs_error": 0.1},
+                                 "lse": {"error_ratio": "inf", "max_abs_error": 0.0}},
+      "message": _wrong(900)["message"].replace("elements over\n", "elements over; lse: 1 NaN where the reference is "
+                                                                  "not (first at (3,))\n")},
+     "out over the bound at (900,); lse NaN where the reference is not at (3,)"),
+])
+def test_a_case_failing_in_both_runs_in_another_way_is_a_regression(tmp_path, capsys, cand, words):
+    code, out, _ = cli(capsys, "compare", *_failing_pair(tmp_path, _wrong(900), cand))
+    verdict = _verdict(out)
+    assert code == 1 and "1 correctness regression(s) (softmax[fp16] M=4,N=9 contiguous normal seed=1: failed:" in verdict
+    assert words in verdict and "failure changed" in out
+
+
+def test_the_same_failure_in_both_runs_stays_silent(tmp_path, capsys):
+    """Same case and kind, other counts and sizes; or, drawn or shrunk differently, another case failing the same
+    way; or an intermittent NaN that lands elsewhere each run: no regression."""
+    same = _wrong(900, over=57)
+    same["message"] = same["message"].replace("error 1.000e-01", "error 2.000e-01")
+    assert cli(capsys, "compare", *_failing_pair(tmp_path, _wrong(900), same))[0] == 0
+    assert cli(capsys, "compare", *_failing_pair(tmp_path, _wrong(900), _wrong(900, seed=2)))[0] == 0
+
+    def nan(at: int, seed: int) -> dict:
+        rec = _wrong(0, seed=seed, failure="intermittent")
+        rec["intermittent"] = {"wrong": 2, "runs": 21}
+        rec["message"] = f"intermittent (wrong in 2 of 21 runs): out: 1 NaN where the reference is not (first at ({at},))"
+        return rec
+    code, out, _ = cli(capsys, "compare", *_failing_pair(tmp_path, nan(5, 1), nan(700, 2)))
+    assert code == 0 and "No regressions" in out
+
+
+def test_failure_kinds_read_from_the_suites_messages():
+    from reports.failures import WRONG, failure
+
+    rec = {"outputs": {"dx": {"error_ratio": "inf", "max_abs_error": 0.0}, "x": {"error_ratio": 0.1, "max_abs_error": 0}},
+           "message": "with config {\"BLOCK\": 64}: dx: 3 of 64 elements never written (they still hold the poison; "
+                      "first at (0, 7). A kernel ...); dx: 2 infinities differ (first at (1, 2): got inf, expected 1.0)"}
+    f = failure(rec)
+    assert f.kind == WRONG and f.outputs == ("dx",)
+    assert f.checks == (("dx", "never written", "(0, 7)"), ("dx", "infinities differ", "(1, 2)"))
+    assert failure({**rec, "failure": "timeout", "message": "timeout: pid 4711"}).text() == "timeout"
+    oor = {"outputs": {}, "message": "with config {\"BLOCK\": 64}: OutOfResources: shared memory, Required: 426032"}
+    assert failure(oor) == failure({**oor, "message": oor["message"].replace("426032", "9")})
+
+
+def _bench_pair(tmp_path: Path, change) -> list[Path]:
+    cand = perf_run(B, 2)
+    change(cand)
+    return [write(tmp_path / "base.json", perf_run(A, 1)), write(tmp_path / "cand.json", cand)]
+
+
+def _timer(samples: list, median: object, kernels=("softmax",)):
+    def change(run: dict) -> None:
+        for b in run["benchmarks"]:
+            if b["kernel"] in kernels:
+                b["samples_ms"], b["median_ms"] = list(samples), median
+                b["rounds"]["kernel_ms"] = [median] * len(b["rounds"]["kernel_ms"])
+    return change
+
+
+@pytest.mark.parametrize(("samples", "median", "words"), [
+    ([0.0] * 6, 0.0, "invalid timing: median 0 ms"),
+    ([-0.1] * 6, -0.1, "invalid timing: median -0.1 ms"),
+    ([math.nan] * 6, math.nan, "invalid timing: median nan ms"),
+    ([math.inf] * 6, math.inf, "invalid timing: median inf ms"),
+    ([], math.nan, "invalid timing: median nan ms"),
+    ([], 0.05, "no samples"),  # a median recorded, but nothing timed
+])
+def test_a_benchmark_the_candidate_cannot_time_is_a_regression(tmp_path, capsys, samples, median, words):
+    code, out, _ = cli(capsys, "compare", *_bench_pair(tmp_path, _timer(samples, median)))
+    verdict = _verdict(out)
+    assert code == 1 and "No regressions" not in out and "2 benchmark(s) missing or untimable" in verdict
+    assert "softmax fp16 M=4096,N=4096: untimable, base 0.05" in verdict and f"ms -> {words}" in verdict
+    assert "Not compared" not in verdict  # a regression, not a benchmark set aside
+    assert "inconclusive" not in " ".join(out.split("## Benchmarks missing or untimable")[1].split("\n## ")[0].split())
+
+
+def test_a_timer_that_returns_zero_everywhere_fails_as_a_regression_not_as_unusable_input(tmp_path, capsys):
+    from tests.report_helpers import KERNELS, SHAPES
+
+    code, out, _ = cli(capsys, "compare", *_bench_pair(tmp_path, _timer([0.0] * 6, 0.0, KERNELS)), "--json")
+    data = json.loads(out)
+    assert code == 1 and data["unusable"] is None and len(data["unmeasured_benchmarks"]) == len(KERNELS) * len(SHAPES)
+    assert data["verdict"].startswith(f"REGRESSION: {len(KERNELS) * len(SHAPES)} benchmark(s) missing or untimable")
+
+
+def test_a_few_invalid_samples_or_a_broken_torch_timer_are_untimable(tmp_path, capsys):
+    def some(run: dict) -> None:
+        b = next(b for b in run["benchmarks"] if b["kernel"] == "gelu")
+        b["samples_ms"][3] = 0.0
+        t = next(b for b in run["benchmarks"] if b["kernel"] == "dropout")
+        t["baseline"]["samples_ms"] = [0.0] * len(t["baseline"]["samples_ms"])
+        t["baseline"]["median_ms"] = 0.0
+    code, out, _ = cli(capsys, "compare", *_bench_pair(tmp_path, some))
+    verdict = _verdict(out)
+    assert code == 1 and "gelu fp16 M=4096,N=4096: untimable" in verdict and "1 of 120 samples invalid" in verdict
+    assert "dropout fp16 M=4096,N=4096: untimable" in verdict and "torch baseline: no valid timing" in verdict
+
+
+def test_a_benchmark_missing_from_the_candidate_is_a_regression(tmp_path, capsys):
+    def drop(run: dict) -> None:
+        run["benchmarks"] = [b for b in run["benchmarks"] if b["kernel"] != "matmul"]
+    paths = _bench_pair(tmp_path, drop)
+    code, out, _ = cli(capsys, "compare", *paths)
+    verdict = _verdict(out)
+    assert code == 1 and "2 benchmark(s) missing or untimable (matmul fp16 M=4096,N=4096: missing, base" in verdict
+    assert "-> missing (not in the candidate run)" in verdict
+    code, out, _ = cli(capsys, "compare", *paths, "--allow-different-tests", "--json")  # listed and warned, as tests
+    data = json.loads(out)
+    assert code == 0 and [m["kind"] for m in data["missing"]] == ["benchmark", "benchmark"]
+    assert any("and 2 benchmark(s) it timed are missing" in w for w in data["warnings"])
+
+
+def test_a_benchmark_the_base_could_not_time_is_still_only_not_compared(tmp_path, capsys):
+    base = perf_run(A, 1)
+    _timer([0.0] * 6, 0.0)(base)
+    paths = [write(tmp_path / "base.json", base), write(tmp_path / "cand.json", perf_run(B, 2))]
+    code, out, _ = cli(capsys, "compare", *paths)
+    assert code == 0 and "Not compared: 2 benchmark(s) (2 invalid timing: median 0 ms in the base run)" in out

@@ -98,3 +98,10 @@ def test_a_property_test_xfailed_under_a_known_issue_names_it_in_the_run_file(ru
     assert "1 xfailed" in run.output, run.output[-2000:]
     [test] = run.run_data()["tests"]
     assert test["outcome"] == "xfailed" and test["known_issue"] == "interpreter-bf16-truncating-cast", test
+    from reports.__main__ import main
+
+    assert main(["build", str(run.run_files()[0]), "--out", str(tmp_path / "report")]) == 0
+    verdict = (tmp_path / "report" / "report.md").read_text().split("### Kernel x platform")[0]
+    assert "Broken" not in verdict and "**Known issues: 1 xfailed test(s)**" in verdict, verdict
+    assert "interpreter-bf16-truncating-cast (dropout bf16 on Triton CPU interpreter (interpreter): 1 xfailed test)" \
+        in verdict, verdict

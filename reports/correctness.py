@@ -3,32 +3,23 @@
 from __future__ import annotations
 
 import math
-import re
 import statistics
 from collections import Counter, defaultdict
 from typing import Any
 
 from reports.loading import Run, num, platform_label
+from reports.outcomes import (
+    finding_known_issue,
+    kernel_dtype_of,  # noqa: F401 - where it was first defined (tests/test_parts.py)
+    known_issue_of,
+    not_run,
+    tests_by_nodeid,
+)
 from reports.render import Section, Table, fmt, shape_text
 
 OUTCOMES = ("passed", "failed", "skipped", "xfailed", "xpassed", "xpassed-strict")
 MAX_ROWS = 100
 Platform = tuple[str, str]
-
-
-DTYPE_NAME = re.compile(r"(fp|bf|int|uint|float|bool)\w*")
-
-
-PART = re.compile(r"-part\d+of\d+$")  # a part of a split test (suite/workers/parts.py): [matmul-fp32-part1of3]
-
-
-def kernel_dtype_of(nodeid: str) -> tuple[str, str] | None:
-    """The [kernel-dtype] parameter of a generated test, as the suite's plugin names them ([kernel-sm_90] is not),
-    a part's ([kernel-dtype-part1of3]) included."""
-    if not nodeid.endswith("]") or "[" not in nodeid:
-        return None
-    kernel, sep, dtype = PART.sub("", nodeid.rsplit("[", 1)[1][:-1]).rpartition("-")
-    return (kernel, dtype) if sep and kernel and DTYPE_NAME.fullmatch(dtype) else None
 
 
 def first_line(text: Any, limit: int = 160) -> str:
@@ -62,7 +53,7 @@ def _limited(rows: list[list[Any]], notes: list[str], what: str) -> list[list[An
 def correctness_section(runs: list[Run], plats: list[Platform]) -> tuple[Section, list[dict[str, Any]]]:
     labels = [platform_label(p) for p in plats]
     counts: dict[tuple[str, str, Platform], Counter] = defaultdict(Counter)
-    skipped: dict[tuple[str, str, Platform], str] = {}
+    skipped = not_run(runs)
     test_counts: dict[Platform, Counter] = defaultdict(Counter)
     not_passed: list[list[Any]] = []
     failing_cases: list[list[Any]] = []
@@ -76,11 +67,8 @@ def correctness_section(runs: list[Run], plats: list[Platform]) -> tuple[Section
         for t in run.data["tests"]:
             test_counts[run.platform][t["outcome"]] += 1
             if t["outcome"] != "passed":
-                not_passed.append([run.label, t["nodeid"], t["outcome"], t["known_issue"] or "-",
+                not_passed.append([run.label, t["nodeid"], t["outcome"], known_issue_of(run, t) or "-",
                                    one_line(t["message"])])
-            kd = kernel_dtype_of(t["nodeid"])
-            if t["outcome"] == "skipped" and kd:
-                skipped.setdefault((*kd, run.platform), first_line(t["message"], 80) or "no reason given")
     keys = sorted({(k, d) for k, d, _ in counts} | {(k, d) for k, d, _ in skipped})
     rows, summary = [], []
     for kernel, dtype in keys:
@@ -91,14 +79,15 @@ def correctness_section(runs: list[Run], plats: list[Platform]) -> tuple[Section
                 row.append(f"{c['passed']}/{c['failed']}/{c['xfailed']}")
                 summary.append({"kernel": kernel, "dtype": dtype, "platform": platform_label(p), **dict(c)})
             elif (kernel, dtype, p) in skipped:
-                row.append(f"skipped: {skipped[(kernel, dtype, p)]}")
+                row.append(f"not run: {first_line(skipped[(kernel, dtype, p)], 80)}")
                 summary.append({"kernel": kernel, "dtype": dtype, "platform": platform_label(p),
                                 "skipped": skipped[(kernel, dtype, p)]})
             else:
                 row.append("-")
         rows.append(row)
     notes = ["Cases checked against the float64 reference, per kernel x dtype and platform (device and arch): "
-             "passed/failed/xfailed. Several runs of one platform are added up. '-' means not run there."]
+             "passed/failed/xfailed. Several runs of one platform are added up. 'not run' gives the reason its tests "
+             "were skipped there (a dtype the arch lacks is unsupported there); '-' means not in these runs."]
     outcome_rows = [[platform_label(p), sum(1 for r in runs if r.platform == p), *(test_counts[p][o] for o in OUTCOMES)]
                     for p in plats]
     tables = [Table(["kernel", "dtype", *labels], rows, "Cases (passed/failed/xfailed)"),
@@ -155,9 +144,15 @@ def findings_section(runs: list[Run], plats: list[Platform]) -> tuple[Section, l
     merged: dict[tuple[str, str, str, Platform], dict[str, Any]] = {}
     details: list[list[Any]] = []
     for run in runs:
+        tests = tests_by_nodeid(run)
         for f in run.data["findings"]:
             key = (f["kernel"], f["dtype"], f["property"], run.platform)
-            m = merged.setdefault(key, {"holds": True, "claimed": False, "cases": 0, "stopped": False})
+            m = merged.setdefault(key, {"holds": True, "claimed": False, "cases": 0, "stopped": False,
+                                        "known_issue": None, "unexpected": False})
+            issue = None if f["holds"] else finding_known_issue(run, f, tests)  # expected to fail under it
+            if not f["holds"]:
+                m["known_issue"] = m["known_issue"] or issue
+                m["unexpected"] = m["unexpected"] or issue is None
             m["holds"] = m["holds"] and bool(f["holds"])
             m["stopped"] = m["stopped"] or bool(f.get("stopped"))
             m["claimed"] = m["claimed"] or bool(f["claimed"])
@@ -167,7 +162,8 @@ def findings_section(runs: list[Run], plats: list[Platform]) -> tuple[Section, l
                                 "stopped: " + one_line(f["stopped"]), f["repro"] or "-"])
             if not f["holds"]:
                 details.append([run.label, f["kernel"], f["dtype"], f["property"], fmt(bool(f["claimed"])),
-                                one_line(f["message"]), f["repro"] or "-"])
+                                (f"known issue {issue}: " if issue else "") + one_line(f["message"]),
+                                f["repro"] or "-"])
     rows, summary = [], []
     for kernel, dtype, prop in sorted({k[:3] for k in merged}):
         row: list[Any] = [kernel, dtype, prop]
@@ -180,12 +176,15 @@ def findings_section(runs: list[Run], plats: list[Platform]) -> tuple[Section, l
                 row.append(f"stopped after {m['cases']} cases")
             elif m["holds"]:
                 row.append(f"holds ({m['cases']} cases)")
+            elif m["claimed"] and not m["unexpected"]:  # every failing run of it was expected to fail
+                row.append(f"known issue {m['known_issue']}: claimed, does not hold")
             else:
                 row.append("BROKEN: claimed but does not hold" if m["claimed"] else "does not hold (not claimed)")
             summary.append({"kernel": kernel, "dtype": dtype, "property": prop, "platform": platform_label(p), **m})
         rows.append(row)
     notes = ["Properties checked per kernel x dtype: determinism, batch invariance and the kernel's own invariants. "
-             "'BROKEN' is a property the kernel's spec claims that did not hold on that platform."]
+             "'BROKEN' is a property the kernel's spec claims that did not hold on that platform; 'known issue' one that "
+             "did not hold in a test expected to fail under a declared known issue."]
     tables = [Table(["kernel", "dtype", "property", *(platform_label(p) for p in plats)], rows),
               Table(["platform", "kernel", "dtype", "property", "claimed", "message", "reproduce with"],
                     _limited(details, notes, "findings that do not hold"), "Properties that do not hold",

@@ -9,6 +9,7 @@ from typing import Any
 
 from reports.correctness import MAX_ROWS, first_line, one_line
 from reports.loading import Run, num
+from reports.outcomes import REFERENCE_TEST, known_issue_of
 from reports.render import Section, Table, fmt
 
 
@@ -132,27 +133,40 @@ def autotune_section(runs: list[Run]) -> tuple[Section, list[dict[str, Any]]]:
     return Section("Autotune coverage", notes, tables), summary
 
 
-def known_issues_section(runs: list[Run]) -> tuple[Section, list[dict[str, Any]]]:
-    registry: dict[str, dict[str, Any]] = {}
-    for r in runs:
-        for k in r.data["known_issues"]:
-            registry.setdefault(str(k["id"]), k)
+def known_issue_use(runs: list[Run]) -> dict[tuple[str, str], Counter]:
+    """(known issue, platform label) -> '<outcome> tests' and '<outcome> cases' under it."""
     used: dict[tuple[str, str], Counter] = defaultdict(Counter)
     for r in runs:
         for c in r.data["cases"]:
             if c.get("known_issue"):
                 used[(str(c["known_issue"]), r.label)][f"{c['outcome']} cases"] += 1
         for t in r.data["tests"]:
-            if t["known_issue"]:
-                used[(str(t["known_issue"]), r.label)][f"{t['outcome']} tests"] += 1
-    rows = [[i, k["backend"], k["arch"], k["triton"], k["kernel"], k["dtype"], one_line(k["reason"], 200), k["link"]]
-            for i, k in sorted(registry.items())]
-    use_rows = [[i, label, ", ".join(f"{n} {what}" for what, n in sorted(c.items()))]
-                for (i, label), c in sorted(used.items())]
-    notes = ["Known issues are strict expected failures: a case that fails under one is xfailed, and one that "
-             "passes (xpassed-strict) fails the run until the entry is removed."]
-    tables = [Table(["id", "backend", "arch", "triton", "kernel", "dtype", "reason", "link"], rows, "Registry",
+            if issue := known_issue_of(r, t):
+                used[(issue, r.label)][f"{t['outcome']} tests"] += 1
+    return used
+
+
+def _use_text(c: Counter) -> str:
+    """Tests first, then cases: '1 xfailed test, 1 xfailed case'."""
+    order = sorted(c.items(), key=lambda item: (not item[0].endswith(" tests"), item[0]))
+    return ", ".join(f"{n} {what[:-1] if n == 1 else what}" for what, n in order)
+
+
+def known_issues_section(runs: list[Run]) -> tuple[Section, list[dict[str, Any]]]:
+    registry: dict[str, dict[str, Any]] = {}
+    for r in runs:
+        for k in r.data["known_issues"]:
+            registry.setdefault(str(k["id"]), k)
+    used = known_issue_use(runs)
+    rows = [[i, k["backend"], k["arch"], k["triton"], k["kernel"], k["dtype"], k.get("test") or REFERENCE_TEST,
+             one_line(k["reason"], 200), k["link"]] for i, k in sorted(registry.items())]
+    use_rows = [[i, label, _use_text(c)] for (i, label), c in sorted(used.items())]
+    notes = ["Known issues are strict expected failures: a test that fails under one is xfailed, and one that "
+             "passes (xpassed-strict) fails the run until the entry is removed. Tests are counted as pytest counts "
+             "them; the cases are those of the reference test that failed under the issue (a test stops at its "
+             "first failing case)."]
+    tables = [Table(["id", "backend", "arch", "triton", "kernel", "dtype", "test", "reason", "link"], rows, "Registry",
                     "none in these runs"),
-              Table(["known issue", "platform", "xfailed under it"], use_rows, "Cases and tests under known issues", "none")]
+              Table(["known issue", "platform", "under it"], use_rows, "Tests and cases under known issues", "none")]
     summary = [{"id": i, "platforms": {label: dict(c) for (j, label), c in used.items() if j == i}} for i in registry]
     return Section("Known issues", notes, tables), summary

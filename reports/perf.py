@@ -11,6 +11,7 @@ from typing import Any
 
 from reports import timing
 from reports.loading import Run, num, platform_label
+from reports.outcomes import not_run, unsupported
 from reports.render import Section, Table, fmt, pct, shape_text
 
 Platform = tuple[str, str]
@@ -19,8 +20,9 @@ METHOD = ("Efficiency = the roofline floor time at the ceilings over the kernel'
           "benchmark shape of each kernel x dtype that every platform ran (largest = most elements). 'measured' uses "
           "the copy bandwidth and torch matmul throughput measured in the same run, 'datasheet' the hardware profile's "
           "peaks. PP (Pennycook et al. 2016) is the harmonic mean of a kernel x dtype's efficiencies over the "
-          "platforms that have benchmarks in this report; it is 0 when the kernel is missing on one of them or is "
-          "wrong there (a wrong benchmark output, or a failed or xfailed case), and n/a when an efficiency is "
+          "platforms that have benchmarks in this report; it is 0 when the kernel is unsupported on one of them (the "
+          "platform lacks the dtype, so its tests were skipped), missing there or wrong there (a wrong benchmark "
+          "output, or a failed or xfailed case), and n/a when an efficiency is "
           "unknown. Efficiencies above 1 (a kernel beating the measured ceiling) count as 1 in PP. Where a platform "
           "has several runs, the latest run's benchmark of a shape is used. A timing that is not a positive number "
           "is invalid: shown as such and left out of every figure.")
@@ -29,7 +31,8 @@ METHOD = ("Efficiency = the roofline floor time at the ceilings over the kernel'
 @dataclass
 class Cell:
     """One kernel x dtype on one platform, at the chosen shape."""
-    status: str  # "ok", "missing", "wrong" or "invalid" (the timing is not a positive number)
+    status: str  # "ok", "missing", "unsupported" (the platform lacks the dtype), "wrong" or "invalid" (the timing
+    # is not a positive number)
     measured: float | None = None
     datasheet: float | None = None
     shape: dict[str, int] | None = None
@@ -84,6 +87,7 @@ def efficiency_cells(runs: list[Run]) -> tuple[list[Platform], dict[tuple[str, s
     bench = latest_benchmarks(runs)
     plats = [p for p in dict.fromkeys(r.platform for r in runs) if p in bench]
     failures = _case_failures(runs)
+    skipped = not_run(runs)
     table: dict[tuple[str, str], dict[Platform, Cell]] = {}
     for kernel, dtype in sorted({(k, d) for recs in bench.values() for k, d, _ in recs}):
         per = {p: {s: b for (k, d, s), b in bench[p].items() if (k, d) == (kernel, dtype)} for p in plats}
@@ -92,7 +96,9 @@ def efficiency_cells(runs: list[Run]) -> tuple[list[Platform], dict[tuple[str, s
         cells: dict[Platform, Cell] = {}
         for p in plats:
             if not per[p]:
-                cells[p] = Cell("missing", reason=f"no benchmark on {platform_label(p)}")
+                why = skipped.get((kernel, dtype, p), "")
+                cells[p] = (Cell("unsupported", reason=f"unsupported on {platform_label(p)}: {why}") if unsupported(why)
+                            else Cell("missing", reason=f"no benchmark on {platform_label(p)}"))
                 continue
             choices = common or set(per[p])
             chosen = per[p][max(choices, key=lambda s: shape_size(json.loads(s)))]
@@ -120,8 +126,8 @@ def pp_of(cells: dict[Platform, Cell], which: str) -> float | None:
 
 
 def _cell_text(c: Cell) -> str:
-    if c.status == "missing":
-        return "missing"
+    if c.status in ("missing", "unsupported"):
+        return c.status
     if c.status == "invalid":
         return f"INVALID: {c.reason.split(' on ')[0]}"
     text = f"{pct(c.measured)} / {pct(c.datasheet)}"

@@ -85,12 +85,13 @@ def cascade(data: dict[str, Any]) -> ReportFigure:
     return ReportFigure("Cascade plot per kernel (measured-ceiling efficiency, running PP)", _png(fig))
 
 
-STATE_COLOURS = {"broken": "#cf222e", "known issue": "#b392f0", "not run": "#eeeeee"}
+STATE_COLOURS = {"broken": "#cf222e", "known issue": "#b392f0", "unchecked": "#f2cc60", "not run": "#eeeeee"}
 
 
 def heatmap(kernels: list[str], platforms: list[str], spots: list[list[Any]]) -> ReportFigure:
-    """Kernel x platform: red where broken, purple where only known issues fail, grey where not run, else green
-    shades by efficiency against the measured ceilings (pale where unknown); each cell says what it is."""
+    """Kernel x platform: red where broken, purple where only known issues fail, amber where unchecked (no Triton
+    launch), grey where not run, else (passed) green shades by efficiency against the measured ceilings (pale where
+    unknown); each cell says what it is."""
     from matplotlib import colormaps
     from matplotlib.colors import to_rgb
 
@@ -105,7 +106,7 @@ def heatmap(kernels: list[str], platforms: list[str], spots: list[list[Any]]) ->
     for i, row in enumerate(spots):
         for j, s in enumerate(row):
             text = s.text()
-            dark = s.state == "broken" or (s.state == "ok" and (s.efficiency or 0) > 0.6)
+            dark = s.state == "broken" or (s.state == "passed" and (s.efficiency or 0) > 0.6)
             ax.text(j, i, text if len(text) <= 26 else text[:25] + "…", ha="center", va="center", fontsize=7.5,
                     color="white" if dark else "#1b1f24",
                     fontweight="bold" if s.state == "broken" or (s.speedup or 1.0) < 1.0 else "normal")
@@ -116,7 +117,7 @@ def heatmap(kernels: list[str], platforms: list[str], spots: list[list[Any]]) ->
     ax.set_yticks([y - 0.5 for y in range(1, len(kernels))], minor=True)
     ax.grid(which="minor", color="white", linewidth=1.5)
     ax.tick_params(which="both", length=0)
-    fig.suptitle("Correctness and efficiency: red broken, purple known issues, green efficiency vs measured "
-                 "ceilings (text: efficiency, speed-up over torch; bold: slower than torch), grey not run", fontsize=8,
-                 wrap=True)
+    fig.suptitle("Correctness and efficiency: red broken, purple known issues, amber unchecked, green passed "
+                 "(shade: efficiency vs measured ceilings; text: efficiency, speed-up over torch; bold: slower than "
+                 "torch), grey not run (unsupported or skipped)", fontsize=8, wrap=True)
     return ReportFigure("Verdict: correctness and efficiency per kernel and platform", _png(fig))

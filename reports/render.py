@@ -128,7 +128,7 @@ details{margin:.4em 0 1em}summary{cursor:pointer;font-weight:600;font-size:.95em
 .lead figure img{max-height:calc(100vh - 190px);max-width:100%;width:auto;margin:0}
 """
 _BAD = re.compile(r"\b(failed|WRONG|BROKEN|REGRESSION|INVALID|INCOMPLETE|missing)\b")
-_OK = re.compile(r"^(ok\b|holds\b|\d+/0/0$)")
+_OK = re.compile(r"^(ok\b|passed\b|holds\b|\d+/0/0$)")
 
 
 def _td(value: Any) -> str:

@@ -11,6 +11,7 @@ import pytest
 
 from suite.checks import autotune
 from suite.plugin.context import BACKEND
+from suite.plugin.recorder import KNOWN_PROPERTY
 from suite.session import results
 from suite.tools import bench
 from suite.workers import gpu_share
@@ -50,7 +51,9 @@ def ceilings(request: pytest.FixtureRequest, plant: dict, noise_floor: tuple[dic
 
 def test_benchmark(kernel_dtype, ceilings: dict, plant: dict, noise_floor: tuple[dict, dict],
                    request: pytest.FixtureRequest) -> None:
-    spec, dtype, _ = kernel_dtype
+    spec, dtype, known_issue = kernel_dtype
+    if known_issue:  # named in the run file, as the reference test's is
+        request.node.user_properties.append((KNOWN_PROPERTY, known_issue.as_record()))
     backend = request.config.stash[BACKEND]
     if not spec.benchmark_shapes:
         pytest.skip(f"{spec.name} declares no benchmark shapes")

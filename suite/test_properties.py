@@ -21,6 +21,7 @@ from suite.checks import autotune, interpreter, memcheck
 from suite.checks.harness import guard_violations, launch, prepare_outputs, synchronize
 from suite.checks.strategies import case_strategy
 from suite.plugin.context import CONTEXT
+from suite.plugin.recorder import KNOWN_PROPERTY
 from suite.session import options
 from suite.test_kernels import Rate, ShrinkBudget, flaky_summary, intermittent_text, repro_case, repro_line, shrink_seconds
 from suite.workers import crash, gpu_share, timing
@@ -214,7 +215,9 @@ class Failure:
 
 
 def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
-    spec, dtype, _ = kernel_dtype
+    spec, dtype, known_issue = kernel_dtype
+    if known_issue:  # the run file names the issue this test is expected to fail under, as the reference test's does
+        request.node.user_properties.append((KNOWN_PROPERTY, known_issue.as_record()))
     config = request.config
     ctx = config.stash[CONTEXT]
     backend = ctx.backend

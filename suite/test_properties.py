@@ -43,33 +43,43 @@ def same_bits(a, b) -> bool:
 
 def draw_inputs(spec: KernelSpec, case: Case, backend) -> dict:
     """The case's inputs; drawing them out of memory is judged as a launch's is (suite/workers/gpu_share.py)."""
-    need = -1
     with timing.phase("inputs"):
-        try:
-            with gpu_share.share().case(backend.device):
-                return spec.make_inputs(case, backend.device)
-        except Exception as exc:
-            if crash.note_launch_error(exc, backend.device, case) != "oom":
-                raise
-            need = gpu_share.footprint(exc, backend.device)
-            exc.__traceback__ = None
-        gpu_share.share().retried += 1
-        try:
-            with gpu_share.share().alone(backend.device, need):
-                inputs = spec.make_inputs(case, backend.device)
-        except Exception as exc:
-            if crash.note_launch_error(exc, backend.device, case) != "oom":
-                raise
-            need = max(need, gpu_share.footprint(exc, backend.device))
-            exc.__traceback__ = None
-            failure, message = gpu_share.judge_oom_alone(backend.device, f"drawing the inputs: {type(exc).__name__}: "
-                                                                         f"{exc}", need)
-            if failure == "oom_held":
-                gpu_share.share().held += 1
-                raise gpu_share.MemoryHeld(f"{case}: {message}") from None
-            raise crash.CaseAborted(f"{case}: {message}") from None
-        gpu_share.share().retried_passed += 1
-        return inputs
+        return alone_on_oom(lambda alone: spec.make_inputs(case, backend.device), backend, case, "drawing the inputs: ")
+
+
+def alone_on_oom(run, backend, case: Case, what: str = ""):
+    """``run(alone)``, shared with the GPU's other workers (``alone`` False); out of memory anywhere in it, once
+    more with the GPU to itself (True); out of memory there too, judged by the footprint (suite/workers/gpu_share.py):
+    too large (CaseAborted), or not run (MemoryHeld). Never a failure of the kernel."""
+    share = gpu_share.share()
+    try:
+        with share.case(backend.device):
+            return run(False)
+    except gpu_share.MemoryHeld:  # judged already (an inner draw or launch)
+        raise
+    except Exception as exc:  # noqa: BLE001 - anything else goes on as it is
+        if crash.note_launch_error(exc, backend.device, case) != "oom":
+            raise
+        need = gpu_share.footprint(exc, backend.device)
+        exc.__traceback__ = None  # its frames hold the case's tensors
+    share.retried += 1
+    try:
+        with share.alone(backend.device, need):
+            result = run(True)
+    except gpu_share.MemoryHeld:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        if crash.note_launch_error(exc, backend.device, case) != "oom":
+            raise
+        need = max(need, gpu_share.footprint(exc, backend.device))
+        exc.__traceback__ = None
+        failure, text = gpu_share.judge_oom_alone(backend.device, f"{what}{type(exc).__name__}: {exc}", need)
+        if failure == "oom_held":
+            share.held += 1
+            raise gpu_share.MemoryHeld(f"{case}: {text}") from None
+        raise crash.CaseAborted(f"{case}: {text}") from None
+    share.retried_passed += 1
+    return result
 
 
 def make_runner(spec: KernelSpec, case: Case, backend, config: dict | None = None):
@@ -148,42 +158,10 @@ def check_batch_invariance(spec: KernelSpec, case: Case, backend, config: dict |
             if diff else None)
 
 
-def checks_for_oom(exc: BaseException, backend, case: Case) -> bool:
-    return crash.note_launch_error(exc, backend.device, case) == "oom"
-
-
 def checked_alone_on_oom(fn, spec: KernelSpec, case: Case, backend, config: dict | None):
-    """``fn(spec, case, backend, config)``, a property's check; run out of memory anywhere in it (a property that
-    draws its own inputs, its comparisons), it runs again with the GPU to itself, and out of memory there too it
-    is judged by its footprint (suite/workers/gpu_share.py): too large, or not run. Never a failure of the kernel."""
-    try:
-        return fn(spec, case, backend, config)
-    except gpu_share.MemoryHeld:  # judged already (its inputs' draw)
-        raise
-    except Exception as exc:  # noqa: BLE001 - anything else goes on as it is
-        if not checks_for_oom(exc, backend, case):
-            raise
-        need = gpu_share.footprint(exc, backend.device)
-        exc.__traceback__ = None
-    crash.free_memory(backend.device)
-    gpu_share.share().retried += 1
-    try:
-        with gpu_share.share().alone(backend.device, need):
-            message = fn(spec, case, backend, config)
-    except gpu_share.MemoryHeld:
-        raise
-    except Exception as exc:  # noqa: BLE001
-        if not checks_for_oom(exc, backend, case):
-            raise
-        need = max(need, gpu_share.footprint(exc, backend.device))
-        exc.__traceback__ = None
-        failure, text = gpu_share.judge_oom_alone(backend.device, f"{type(exc).__name__}: {exc}", need)
-        if failure == "oom_held":
-            gpu_share.share().held += 1
-            raise gpu_share.MemoryHeld(f"{case}: {text}") from None
-        raise crash.CaseAborted(f"{case}: {text}") from None
-    gpu_share.share().retried_passed += 1
-    return message
+    """``fn(spec, case, backend, config)``, a property's check, run again alone on out of memory anywhere in it (a
+    property that draws its own inputs, its comparisons): see alone_on_oom."""
+    return alone_on_oom(lambda alone: fn(spec, case, backend, config), backend, case)
 
 
 def checks_for(spec: KernelSpec):

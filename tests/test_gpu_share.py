@@ -233,6 +233,7 @@ def test_the_gpu_to_itself_gets_the_other_workers_memory(tmp_path) -> None:
     runs only once the memory is free: with only the lock (the old design) B ran with 20 free."""
     script = textwrap.dedent(f"""
         import os, sys, time
+        import torch  # noqa: F401 - imported before the start line, as a worker has it: its import takes seconds
         sys.path.insert(0, {str(ROOT)!r})
         from suite.workers import gpu_share
         gpu_share.DRAIN_WAIT_S = 20.0
@@ -264,7 +265,10 @@ def test_the_gpu_to_itself_gets_the_other_workers_memory(tmp_path) -> None:
             time.sleep(0.01)
         if role == "A":
             with s.case("cuda"):
-                time.sleep(1.5)
+                deadline = time.monotonic() + 30
+                while not s.contended() and time.monotonic() < deadline:  # until B waits to run alone
+                    time.sleep(0.05)
+                time.sleep(0.3)
         elif role == "B":
             time.sleep(0.3)
             with s.alone("cuda", 70 * unit):

@@ -358,14 +358,20 @@ def _run_config(spec: KernelSpec, case: Case, backend: Any, config: dict, state:
     try:
         return _launch_and_check(spec, case, backend, config, state, result, extra)
     except torch.OutOfMemoryError as exc:  # past the launch: the guards, the snapshot or the comparison
-        error = f"out of memory checking the outputs: {type(exc).__name__}: {exc}"[:2000]
-        need = gpu_share.footprint(exc, backend.device)
-        exc.__traceback__ = None
-        state.clear()
-        crash.free_memory(backend.device)
-        stopped = result(False, math.inf, error=error, failure="oom")
-        stopped.footprint = need
-        raise _Stop(stopped) from None
+        raise _out_of_memory(exc, "checking the outputs", backend, state, result) from None
+
+
+def _out_of_memory(exc: BaseException, doing: str, backend: Any, state: dict, result) -> _Stop:
+    """The case's stop for an out-of-memory error while ``doing``: its footprint taken while the error's frames still
+    hold the case's tensors (suite/workers/gpu_share.py), then everything it holds freed."""
+    error = f"out of memory {doing}: {type(exc).__name__}: {exc}"[:2000]
+    need = gpu_share.footprint(exc, backend.device)
+    exc.__traceback__ = None
+    state.clear()
+    crash.free_memory(backend.device)
+    stopped = result(False, math.inf, error=error, failure="oom")
+    stopped.footprint = need
+    return _Stop(stopped)
 
 
 def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, state: dict, result,
@@ -443,14 +449,7 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
                 state["ref"] = check_reference(spec, case, inputs, outputs, spec.reference(inputs, case))
                 state["mags"] = magnitudes(spec, inputs, state["ref"])
         except torch.OutOfMemoryError as exc:
-            error = f"out of memory computing the float64 reference: {exc}"[:2000]
-            need = gpu_share.footprint(exc, backend.device)
-            exc.__traceback__ = None
-            state.clear()
-            crash.free_memory(backend.device)
-            stopped = result(False, math.inf, error=error, failure="oom")
-            stopped.footprint = need
-            raise _Stop(stopped) from None
+            raise _out_of_memory(exc, "computing the float64 reference", backend, state, result) from None
         except BrokenSpec as exc:
             raise _Stop(result(False, math.inf, error=f"broken spec: {exc}", failure="spec")) from None
         except Exception as exc:  # noqa: BLE001 - the spec's own code failed: a broken spec, recorded as such

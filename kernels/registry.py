@@ -71,7 +71,9 @@ def load_module(target: str) -> None:
             raise KernelModuleError(f"{option}: cannot import it (not a Python source file?)")
         module = importlib.util.module_from_spec(spec)
         sys.modules[mod_name] = module
+        before = set(_REGISTRY)
         _guarded(option, lambda: spec.loader.exec_module(module))
+        _require_registered(option, before)
         _LOADED.add(key)
         return
     try:
@@ -81,7 +83,18 @@ def load_module(target: str) -> None:
     if found is None:
         raise KernelModuleError(f"{option}: no module of that name (give a dotted module name importable from the "
                                 f"repository root, or a path ending in .py)")
+    before = set(_REGISTRY)
+    already = target in sys.modules  # imported before (by another module naming it): its kernels are registered
     _guarded(option, lambda: importlib.import_module(target))
+    if not already:
+        _require_registered(option, before)
+
+
+def _require_registered(option: str, before: set[str]) -> None:
+    """A kernel module that registered nothing would leave the run testing only the shipped kernels, and passing."""
+    if set(_REGISTRY) == before:
+        raise KernelModuleError(f"{option}: the module registered no kernel: call kernels.registry.register(KernelSpec("
+                                f"...)) at its top level (docs/adding-a-kernel.md)")
 
 
 def _guarded(what: str, load) -> None:

@@ -167,6 +167,14 @@ def test_a_bad_drain_wait_is_refused(monkeypatch, value):
     (["--kernels=sofmax"], ["'sofmax' matches no registered kernel", "softmax"]),
     (["--config={\"BLOCK_M\": 32}"], ["kernel 'vector_add' has no parameter(s) ['BLOCK_M']"]),
     (["--retune=sofmax"], ["no kernel named 'sofmax'"]),
+    # JSON's reader takes these; the run then ended in an internal error with an incomplete run file
+    (["--config={\"BLOCK_SIZE\": NaN}"], ["--config=", "['BLOCK_SIZE'] are not finite numbers"]),
+    (["--config={\"BLOCK_SIZE\": 1e400}"], ["['BLOCK_SIZE'] are not finite numbers"]),
+    # a module that registered nothing left the shipped kernels to run and pass
+    (["--kernel-module=tests/fixtures/registers_nothing.py"], ["registers_nothing.py: the module registered no "
+                                                               "kernel"]),
+    (["--kernel-module=tests.fixtures.registers_nothing"], ["tests.fixtures.registers_nothing: the module "
+                                                            "registered no kernel"]),
 ])
 def test_bad_option_values_are_usage_errors(run_suite, args, words):
     """End to end: exit 4, one clear line, no traceback, no run file."""

@@ -237,6 +237,10 @@ def parse_config(raw: str | None) -> dict[str, Any] | None:
     bad = [k for k, v in value.items() if not isinstance(v, (bool, int, float, str))]
     if bad:
         raise usage("--config", raw, f"values of {bad} must be numbers, booleans or strings")
+    # JSON's reader takes NaN, Infinity and 1e400 (inf): no meta-parameter or launch option is one.
+    if bad := [k for k, v in value.items() if isinstance(v, float) and not math.isfinite(v)]:
+        raise usage("--config", raw, f"values of {bad} are not finite numbers (NaN, Infinity or past a double's "
+                                     f"range); give the whole numbers the kernel takes")
     return value
 
 

@@ -66,3 +66,15 @@ def test_integer_outputs_match_exactly():
     for wrong in ([1, 5000, 7], [0, 5001, 7]):
         result = check_output("i", torch.tensor(wrong), ref, None, reduction_length=10**6, safety=4.0)
         assert not result.passed and "integers differ" in result.detail
+
+
+def test_int64_outputs_compare_as_integers_past_float64s_53_bits():
+    """An int64 `x + y + 1` near 2**60 that is off by one passed: both sides were compared as float64."""
+    ref = torch.tensor([2**60, -(2**61) + 3, 7], dtype=torch.int64)
+    assert check_output("i", ref.clone(), ref, None, reduction_length=1, safety=4.0).passed
+    off = ref.clone()
+    off[0] += 1
+    result = check_output("i", off, ref, None, reduction_length=1, safety=4.0)
+    assert not result.passed and "1 of 3 integers differ" in result.detail and str(2**60 + 1) in result.detail
+    narrow = check_output("i", ref.to(torch.int32)[2:], ref[2:], None, reduction_length=1, safety=4.0)
+    assert narrow.passed  # an int32 output against an int64 reference of the same values

@@ -77,6 +77,17 @@ def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Ten
                            f"in place or accumulating, needs the output's starting value declared in initial_outputs)")
     # Compared where the output lives: a benchmark's outputs have hundreds of millions of elements.
     device = out.device
+    if not out.dtype.is_floating_point and not ref.dtype.is_floating_point and not ref.dtype.is_complex:
+        # Integers against an integer reference compare as integers: float64 holds 53 bits, so int64 values near
+        # 2**60 that differ by one would compare equal there.
+        got, want = out.detach().to(device, torch.int64), ref.detach().to(device, torch.int64)
+        wrong = got != want
+        if wrong.any():
+            idx = _first(wrong)
+            return OutputCheck(name, False, math.inf, float((got - want).abs().max()),
+                               f"{name}: {int(wrong.sum())} of {out.numel()} integers differ (first at {idx}: got "
+                               f"{int(got[idx])}, expected {int(want[idx])})")
+        return OutputCheck(name, True, 0.0, 0.0, f"{name}: ok, exact")
     out64 = out.detach().to(device, torch.float64)
     ref64 = ref.detach().to(device, torch.float64)
     if not out.dtype.is_floating_point:

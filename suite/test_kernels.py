@@ -188,7 +188,14 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
     elements = [0, 0]  # cases passed, and the output elements they compared
     launches.take_untuned()
 
+    compared: dict[str, int] = {}  # each declared output's elements over the passed cases
+
     def fail_if_nothing_compared() -> None:
+        never = [name for name in spec.outputs if elements[1] and name in compared and not compared[name]]
+        if never:
+            pytest.fail(f"{spec.name}[{dtype}]: output(s) {never} had no element in any of the {elements[0]} case(s), "
+                        f"so they were never compared and prove nothing: make_outputs or the reference gives them "
+                        f"empty tensors, or their dims allow only empty sizes here", pytrace=False)
         if elements[0] and not elements[1]:
             pytest.fail(f"{spec.name}[{dtype}]: all {elements[0]} case(s) had empty outputs (no element), so nothing "
                         f"was compared and the test proves nothing: the dims allow only empty tensors here (give a "
@@ -295,6 +302,8 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
             if not last_failure:  # passes seen while shrinking a failure are not cases of the run
                 elements[0] += 1
                 elements[1] += result.elements
+                for name, n in result.compared.items():
+                    compared[name] = compared.get(name, 0) + n
                 records.append(rec)
                 coverage.add(case, result.ran, result.skipped_configs)
             return

@@ -91,6 +91,13 @@ def test_a_write_into_an_inputs_padding_fails_without_the_memory_checker(run_sui
     assert "byte(s) of their memory outside their elements changed" in failed[0]["message"]
 
 
+def test_a_declared_output_empty_in_every_case_is_never_compared_and_fails(run_suite):
+    run = run_suite("suite/test_kernels.py", WRITERS, "--kernels=one_empty_output_add", env=FAST_SHRINK)
+    assert run.returncode == 1, run.output[-3000:]
+    assert "one_empty_output_add[fp32]: output(s) ['rest'] had no element in any of the" in run.output, \
+        run.output[-3000:]
+
+
 def test_an_empty_case_alone_is_not_a_pass(run_suite):
     run = run_suite("suite/test_kernels.py", WRITERS, "--kernels=maybe_empty_add", "-n", "0",
                     "--repro=N=0;layout=contiguous;values=normal;seed=0")

@@ -173,6 +173,7 @@ class CaseResult:
     skipped_configs: list[str] = field(default_factory=list)  # extra configs this device cannot launch
     ran: list[dict[str, Any]] = field(default_factory=list)  # the configs launched on this case, in order
     elements: int = 0  # output elements compared (0: an empty case, which tests nothing)
+    compared: dict[str, int] = field(default_factory=dict)  # the elements of each declared output
     note: str = ""  # what the interpreter did that may explain a failure (see suite/checks/interpreter.py)
     footprint: int = 0  # out of memory: bytes the case needed of the GPU (suite/workers/gpu_share.py: footprint)
 
@@ -345,6 +346,7 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
         return stop.result
     worst.configs_run, worst.duration_s = len(ran), time.perf_counter() - start
     worst.elements = state.get("elements", 0)
+    worst.compared = dict(state.get("compared", {}))
     worst.skipped_configs, worst.ran = skipped, ran
     return worst
 
@@ -432,7 +434,8 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
     out_of_bounds = guard_violations(guards)
     if out_of_bounds:
         raise _Stop(result(False, math.inf, error="; ".join(out_of_bounds), failure="memory"))
-    state["elements"] = sum(outputs[name].numel() for name in spec.outputs)
+    state["compared"] = {name: outputs[name].numel() for name in spec.outputs}
+    state["elements"] = sum(state["compared"].values())
     with timing.phase("check"):
         clobbered = snapshot.changes(allowed=spec.mutable_inputs)
         snapshot.restore()

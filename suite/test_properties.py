@@ -44,18 +44,18 @@ def same_bits(a, b) -> bool:
 def draw_inputs(spec: KernelSpec, case: Case, backend) -> dict:
     """The case's inputs; drawing them out of memory is judged as a launch's is (suite/workers/gpu_share.py)."""
     with timing.phase("inputs"):
-        return alone_on_oom(lambda alone: spec.make_inputs(case, backend.device), backend, case, "drawing the inputs: ")
+        return alone_on_oom(lambda: spec.make_inputs(case, backend.device), backend, case, "drawing the inputs: ")
 
 
 def alone_on_oom(run, backend, case: Case, what: str = ""):
-    """``run(alone)``, shared with the GPU's other workers (``alone`` False); out of memory anywhere in it, once
-    more with the GPU to itself (True); out of memory there too, judged by the footprint (suite/workers/gpu_share.py):
-    too large (CaseAborted), or not run (MemoryHeld). Never a failure of the kernel."""
+    """``run()``, shared with the GPU's other workers; out of memory anywhere in it, once more with the GPU to itself;
+    out of memory there too, judged by the footprint (suite/workers/gpu_share.py): too large (CaseAborted), or not run
+    (MemoryHeld). Never a failure of the kernel. Any other error goes on as it is."""
     share = gpu_share.share()
     try:
         with share.case(backend.device):
-            return run(False)
-    except gpu_share.MemoryHeld:  # judged already (an inner draw or launch)
+            return run()
+    except (gpu_share.MemoryHeld, memcheck.MemoryViolation, interpreter.InterpreterGap):  # judged already
         raise
     except Exception as exc:  # noqa: BLE001 - anything else goes on as it is
         if crash.note_launch_error(exc, backend.device, case) != "oom":
@@ -65,8 +65,8 @@ def alone_on_oom(run, backend, case: Case, what: str = ""):
     share.retried += 1
     try:
         with share.alone(backend.device, need):
-            result = run(True)
-    except gpu_share.MemoryHeld:
+            result = run()
+    except (gpu_share.MemoryHeld, memcheck.MemoryViolation, interpreter.InterpreterGap):
         raise
     except Exception as exc:  # noqa: BLE001
         if crash.note_launch_error(exc, backend.device, case) != "oom":
@@ -89,47 +89,24 @@ def make_runner(spec: KernelSpec, case: Case, backend, config: dict | None = Non
     config = config if config is not None else autotune.choose_config(spec, case.dtype, case.shape, backend)
 
     def attempt(inputs: dict) -> tuple[dict, list]:
-        outputs, guards = prepare_outputs(spec, inputs, case)
-        with timing.phase("launch"):
-            launch(spec, inputs, outputs, config)
-            synchronize(backend.device)
+        try:
+            outputs, guards = prepare_outputs(spec, inputs, case)
+            with timing.phase("launch"):
+                launch(spec, inputs, outputs, config)
+                synchronize(backend.device)
+        except Exception as exc:
+            if violation := memcheck.violation_in(exc):
+                raise violation from None
+            if gap := interpreter.gap_in(exc):
+                raise gap from None
+            if crash.note_launch_error(exc, backend.device, case) == "fault":
+                raise crash.CaseAborted(f"{case}: {type(exc).__name__}: {exc}") from None
+            raise
         return outputs, guards
 
     def run(inputs: dict) -> dict:
         with crash.watchdog(case), memcheck.scope(spec.name):
-            need = -1  # out of memory: the case's footprint (suite/workers/gpu_share.py)
-            try:
-                with gpu_share.share().case(backend.device):
-                    outputs, guards = attempt(inputs)
-            except Exception as exc:
-                if violation := memcheck.violation_in(exc):
-                    raise violation from None
-                if gap := interpreter.gap_in(exc):
-                    raise gap from None
-                failure = crash.note_launch_error(exc, backend.device, case)
-                if failure == "fault":
-                    raise crash.CaseAborted(f"{case}: {type(exc).__name__}: {exc}") from None
-                if failure != "oom":
-                    raise
-                need = gpu_share.footprint(exc, backend.device)
-                exc.__traceback__ = None  # its frames hold this launch's outputs
-            if need >= 0:  # other workers' cases may hold the memory: again with the GPU to this one
-                gpu_share.share().retried += 1
-                try:
-                    with gpu_share.share().alone(backend.device, need):
-                        outputs, guards = attempt(inputs)
-                except Exception as exc:
-                    if crash.note_launch_error(exc, backend.device, case) == "oom":
-                        need = max(need, gpu_share.footprint(exc, backend.device))
-                        exc.__traceback__ = None
-                        failure, message = gpu_share.judge_oom_alone(backend.device, f"{type(exc).__name__}: {exc}",
-                                                                     need)
-                        if failure == "oom_held":
-                            gpu_share.share().held += 1
-                            raise gpu_share.MemoryHeld(f"{case}: {message}") from None
-                        raise crash.CaseAborted(f"{case}: {message}") from None
-                    raise
-                gpu_share.share().retried_passed += 1
+            outputs, guards = alone_on_oom(lambda: attempt(inputs), backend, case)
         if out_of_bounds := guard_violations(guards):
             raise memcheck.MemoryViolation("; ".join(out_of_bounds))
         return outputs
@@ -161,7 +138,7 @@ def check_batch_invariance(spec: KernelSpec, case: Case, backend, config: dict |
 def checked_alone_on_oom(fn, spec: KernelSpec, case: Case, backend, config: dict | None):
     """``fn(spec, case, backend, config)``, a property's check, run again alone on out of memory anywhere in it (a
     property that draws its own inputs, its comparisons): see alone_on_oom."""
-    return alone_on_oom(lambda alone: fn(spec, case, backend, config), backend, case)
+    return alone_on_oom(lambda: fn(spec, case, backend, config), backend, case)
 
 
 def checks_for(spec: KernelSpec):

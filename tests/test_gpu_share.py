@@ -235,8 +235,8 @@ def test_the_gpu_to_itself_gets_the_other_workers_memory(tmp_path) -> None:
         import os, sys, time
         import torch  # noqa: F401 - imported before the start line, as a worker has it: its import takes seconds
         sys.path.insert(0, {str(ROOT)!r})
+        os.environ["SUITE_DRAIN_WAIT_S"] = "20"
         from suite.workers import gpu_share
-        gpu_share.DRAIN_WAIT_S = 20.0
         unit = 2**30
         tmp, role = {str(tmp_path)!r}, sys.argv[1]
         def held(r):

@@ -345,8 +345,8 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
         stop.result.ran, stop.result.skipped_configs = [*ran, current], skipped
         return stop.result
     worst.configs_run, worst.duration_s = len(ran), time.perf_counter() - start
-    worst.elements = state.get("elements", 0)
     worst.compared = dict(state.get("compared", {}))
+    worst.elements = sum(worst.compared.values())
     worst.skipped_configs, worst.ran = skipped, ran
     return worst
 
@@ -435,7 +435,6 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
     if out_of_bounds:
         raise _Stop(result(False, math.inf, error="; ".join(out_of_bounds), failure="memory"))
     state["compared"] = {name: outputs[name].numel() for name in spec.outputs}
-    state["elements"] = sum(state["compared"].values())
     with timing.phase("check"):
         clobbered = snapshot.changes(allowed=spec.mutable_inputs)
         snapshot.restore()

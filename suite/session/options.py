@@ -27,6 +27,9 @@ DEFAULT_CASE_TIMEOUT_S = 300.0
 # How many more times a case that gave a wrong result runs, to tell a deterministic failure from an intermittent one
 # (env SUITE_INTERMITTENT_RUNS).
 DEFAULT_INTERMITTENT_RUNS = 20
+# How long a case that runs alone after an out-of-memory error waits for the other workers' caches (env
+# SUITE_DRAIN_WAIT_S; suite/workers/gpu_share.py).
+DEFAULT_DRAIN_WAIT_S = 60.0
 DEFAULT_RESULTS_DIR = "runs"
 
 
@@ -178,7 +181,7 @@ def drain_wait_s() -> float:
     """How long a case that runs alone waits for the other workers' memory (SUITE_DRAIN_WAIT_S, default 60 s)."""
     raw = os.environ.get("SUITE_DRAIN_WAIT_S")
     if raw is None or not raw.strip():
-        return 60.0
+        return DEFAULT_DRAIN_WAIT_S
     try:
         value = float(raw)
     except ValueError:

@@ -11,8 +11,8 @@ another worker needs, and that case fails with an out-of-memory error that says 
   lock exclusively (new cases on that GPU wait; the cases running finish) and runs again.
 - **Drain**: the GPU "to itself" means its memory too. A worker that finds the gate taken (someone waits to run
   alone) gives torch's whole cache back, at the end of its case and before it waits at the gate; the worker that
-  runs alone then waits (up to ``DRAIN_WAIT_S``, not counted as the case's time) until the GPU's free memory
-  covers what the case needs, or stops growing.
+  runs alone then waits (up to ``SUITE_DRAIN_WAIT_S``, 60 s by default, not counted as the case's time) until
+  the GPU's free memory covers what the case needs, or stops growing.
 - **Footprint**: an out-of-memory error records what the case itself needed (this process's allocated memory at
   the failure plus the allocation that failed). Run alone and out of memory again, the case is "too large for
   this GPU" (failure ``too_large``) only when that footprint exceeds what the GPU can hold beside the other
@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from suite.session import stash
+from suite.session import options, stash
 from suite.workers import crash
 
 # Workers per GPU that `-n auto` starts (capped by the CPU cores): measured on an H100 with the ci profile
@@ -48,8 +48,6 @@ GIB = 2**30
 # (evidence/nightly/README.md). A case counts as too large only past the GPU's memory less this for every other
 # worker on it.
 CONTEXT_BYTES = 640 * 2**20
-# How long a worker that runs alone waits for the others to give their caches back (not the case's time).
-DRAIN_WAIT_S = 60.0  # the default; SUITE_DRAIN_WAIT_S (suite/session/options.py: drain_wait_s) sets another
 DRAIN_SETTLE_S = 3.0  # with no known need: free memory that has not grown for this long is all there will be
 _UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 
@@ -68,7 +66,6 @@ class Share:
         self.retried = 0  # out-of-memory cases this process ran again alone (counted per test)
         self.retried_passed = 0
         self.held = 0  # out of memory alone, yet the case fits the GPU: other processes held it (not run)
-        self.drained = 0  # times this process gave its whole cache back for a worker that runs alone
 
     def setup(self, device: str) -> None:
         """Open this GPU's lock (a worker on a CUDA/ROCm device, with other workers on the same GPU)."""
@@ -105,7 +102,6 @@ class Share:
 
     def drain(self, device: str) -> None:
         """Give torch's whole cache back, for a worker that waits to run alone."""
-        self.drained += 1
         crash.free_memory(device)
 
     @contextmanager
@@ -208,14 +204,14 @@ def end_of_test(device: str) -> None:
 
 def wait_for_memory(device: str, need: int, workers: int) -> None:
     """With the GPU's lock held alone: wait until its free memory covers ``need`` (bytes; 0 when unknown) or stops
-    growing while the other workers give their caches back; at most DRAIN_WAIT_S."""
+    growing while the other workers give their caches back; at most SUITE_DRAIN_WAIT_S (options.drain_wait_s)."""
     if workers <= 1 or (info := mem_info(device)) is None:
         return
     free, total = info
     if need and need > capacity(total, workers):
         return  # it cannot fit however much the others give back
     start = best_at = time.monotonic()
-    best, limit = free, drain_limit()
+    best, limit = free, options.drain_wait_s()
     while time.monotonic() - start < limit:
         if need and free >= need + GIB // 4:
             return
@@ -237,14 +233,6 @@ def mem_info(device: str) -> tuple[int, int] | None:
         return torch.cuda.mem_get_info()
     except Exception:  # noqa: BLE001
         return None
-
-
-def drain_limit() -> float:
-    raw = os.environ.get("SUITE_DRAIN_WAIT_S")
-    try:
-        return float(raw) if raw and raw.strip() else DRAIN_WAIT_S
-    except ValueError:  # checked at start-up (options.drain_wait_s): a bad value never gets this far
-        return DRAIN_WAIT_S
 
 
 def capacity(total: int, workers: int) -> int:
@@ -303,7 +291,8 @@ def held_message(device: str, error: str, need: int) -> str:
     info = mem_info(device)
     free = f" ({gib(info[0])} free of {gib(info[1])} now)" if info else ""
     return (f"not run: out of memory although the case needs {gib(need)}, which this GPU holds; other processes "
-            f"held the memory{free} after waiting up to {drain_limit():g} s for them. Not a result of the kernel. {error}")
+            f"held the memory{free} after waiting up to {options.drain_wait_s():g} s for them. Not a result of the "
+            f"kernel. {error}")
 
 
 def judge_oom_alone(device: str, error: str, need: int) -> tuple[str, str]:

@@ -3,6 +3,7 @@ per-arch autotune caches."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
@@ -14,26 +15,31 @@ from suite.checks import autotune
 from suite.session.results import SCHEMA_PATH
 from tests.conftest import ROOT
 
-RUNS = sorted((ROOT / "evidence").glob("*/run-*.json"))
+RUNS = sorted((ROOT / "evidence").glob("*/run-*.json*"))
 CACHES = sorted((ROOT / "hardware_profiles" / "autotune").glob("*.json"))
+
+
+def read_run(path):
+    """A committed run file's text, gzipped or not."""
+    return (gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()).decode()
 
 
 @pytest.mark.parametrize("path", RUNS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_committed_run_files_validate(path):
-    data = json.loads(path.read_text())
+    data = json.loads(read_run(path))
     jsonschema.validate(data, json.loads(SCHEMA_PATH.read_text()))
     assert data["status"] == "complete"
 
 
 def test_example_report_is_built_from_the_reference_runs(tmp_path):
-    reference = sorted((ROOT / "evidence" / "reference").glob("run-*.json"))
+    reference = sorted((ROOT / "evidence" / "reference").glob("run-*.json*"))
     proc = subprocess.run([sys.executable, "-m", "reports", "build", *map(str, reference), "--out", str(tmp_path)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     built = json.loads((tmp_path / "summary.json").read_text())
     shipped = json.loads((ROOT / "reports" / "example" / "summary.json").read_text())
     assert built == shipped, ("reports/example is stale: rebuild it with "
-                              "`python -m reports build evidence/reference/*.json --out reports/example`")
+                              "`python -m reports build evidence/reference/run-*.json* --out reports/example`")
 
 
 @pytest.mark.parametrize("path", CACHES, ids=lambda p: p.name)

@@ -4,6 +4,7 @@ accepts and rejects what it rejects, at the same place, and the command line say
 from __future__ import annotations
 
 import copy
+import gzip
 import json
 import subprocess
 import sys
@@ -17,7 +18,12 @@ from tests.report_helpers import ROOT, XSS, bench, make_run, write
 from tests.report_helpers import samples as fake_samples
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
-COMMITTED = sorted((ROOT / "evidence").rglob("run-*.json"))
+COMMITTED = sorted((ROOT / "evidence").rglob("run-*.json*"))
+
+
+def read_run(path):
+    """A committed run file's text, gzipped or not."""
+    return (gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()).decode()
 
 
 def builtin_paths(data: dict, schema: dict) -> set[tuple]:
@@ -37,7 +43,7 @@ def test_the_schemas_use_only_keywords_the_builtin_checker_implements():
 
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: str(p.relative_to(ROOT / "evidence")))
 def test_committed_run_files_pass_both_checkers(path):
-    data = loading._compact(json.loads(path.read_text()))  # samples lists of plain numbers emptied, as loading does
+    data = loading._compact(json.loads(read_run(path)))  # samples lists of plain numbers emptied, as loading does
     assert not builtin_paths(data, SCHEMA) and not jsonschema_paths(data, SCHEMA)
     assert not builtin_paths(data, REPORT_NEEDS) and not jsonschema_paths(data, REPORT_NEEDS)
 

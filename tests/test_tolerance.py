@@ -78,3 +78,60 @@ def test_int64_outputs_compare_as_integers_past_float64s_53_bits():
     assert not result.passed and "1 of 3 integers differ" in result.detail and str(2**60 + 1) in result.detail
     narrow = check_output("i", ref.to(torch.int32)[2:], ref[2:], None, reduction_length=1, safety=4.0)
     assert narrow.passed  # an int32 output against an int64 reference of the same values
+
+
+def _cases():
+    """Outputs against references with every kind of difference the comparison reports, in several layouts."""
+    g = torch.Generator().manual_seed(3)
+    for i in range(40):
+        shape = [(37,), (5, 9), (3, 4, 7), (), (64, 3)][i % 5]
+        ref = torch.randn(shape, generator=g, dtype=torch.float64) * 10 ** (i % 4)
+        dtype = [torch.float32, torch.float16, torch.bfloat16, torch.float64][i % 4]
+        out = ref.to(dtype)
+        flat = out.reshape(-1)
+        n = flat.numel()
+        if i % 3 == 1 and n > 3:
+            flat[n // 2] += 0.5 * float(abs(ref.reshape(-1)[n // 2])) + 1  # wrong
+            flat[n - 1] = float("nan")
+        if i % 7 == 2 and n > 4:
+            ref = ref.clone()
+            ref.reshape(-1)[1] = float("nan")
+            ref.reshape(-1)[3] = float("inf")
+        if i % 5 == 4 and out.dim() == 2:
+            out = out.t().contiguous().t()  # a strided output
+        mag = None
+        if i % 6 == 5 and ref.dim() == 2:
+            mag = ref.abs().amax(dim=1, keepdim=True)  # a magnitude per row, broadcast
+        yield out, ref, mag, 1 + i % 50
+    ints = torch.arange(30).reshape(5, 6)
+    wrong = ints.clone()
+    wrong[2, 3] = 99
+    yield wrong.to(torch.int32), ints.to(torch.float64), None, 1
+
+
+def test_the_chunked_comparison_reports_what_the_whole_tensor_one_did(monkeypatch):
+    """In chunks of 7 elements (so most outputs span several, with strided and broadcast operands), every verdict,
+    ratio, error and message is the one the whole-tensor comparison gave."""
+    from suite.checks import tolerance
+    from tests.fixtures.whole_compare import whole_check_output
+
+    monkeypatch.setattr(tolerance, "CHUNK_ELEMENTS", 7)
+    seen_failures = 0
+    for out, ref, mag, k in _cases():
+        new = check_output("y", out, ref, mag, reduction_length=k, safety=2.0)
+        old = whole_check_output("y", out, ref, mag, reduction_length=k, safety=2.0)
+        assert (new.passed, new.error_ratio, new.max_abs_error, new.detail) == \
+            (old.passed, old.error_ratio, old.max_abs_error, old.detail), (tuple(out.shape), out.dtype)
+        seen_failures += not new.passed
+    assert seen_failures >= 10
+
+
+def test_a_chunked_comparison_finds_one_wrong_element_in_the_last_chunk(monkeypatch):
+    from suite.checks import tolerance
+
+    monkeypatch.setattr(tolerance, "CHUNK_ELEMENTS", 16)
+    ref = torch.linspace(1, 2, 1000, dtype=torch.float64).reshape(10, 100)
+    out = ref.to(torch.float32)
+    out[9, 99] = 3.0
+    r = check_output("y", out, ref, None, reduction_length=1, safety=1.0)
+    assert not r.passed and "at (9, 99)" in r.detail and "1 of 1000 elements over" in r.detail

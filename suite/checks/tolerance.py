@@ -88,56 +88,40 @@ def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Ten
                                f"{name}: {int(wrong.sum())} of {out.numel()} integers differ (first at {idx}: got "
                                f"{int(got[idx])}, expected {int(want[idx])})")
         return OutputCheck(name, True, 0.0, 0.0, f"{name}: ok, exact")
-    out64 = out.detach().to(device, torch.float64)
-    ref64 = ref.detach().to(device, torch.float64)
     if not out.dtype.is_floating_point:
-        # Integer outputs (indices, masks) have no rounding: they match exactly or fail.
-        wrong = ~(out64 == ref64)
-        if wrong.any():
-            idx = _first(wrong)
-            return OutputCheck(name, False, math.inf, float((out64 - ref64).abs().nan_to_num(math.inf).max()),
-                              f"{name}: {int(wrong.sum())} of {out.numel()} integers differ (first at {idx}: got "
-                              f"{out64[idx].item():g}, expected {ref64[idx].item():g})")
+        # Integer outputs (indices, masks) against a float reference have no rounding: they match exactly or fail.
+        wrong_count, first, got, want, worst = 0, None, 0.0, 0.0, 0.0
+        for s, e in _chunks(out.numel()):
+            o64, r64 = _flat(out, s, e, device), _flat(ref, s, e, device)
+            wrong = ~(o64 == r64)
+            if wrong.any():
+                if first is None:
+                    at = int(wrong.nonzero()[0, 0])
+                    first, got, want = s + at, o64[at].item(), r64[at].item()
+                wrong_count += int(wrong.sum())
+                worst = max(worst, float((o64 - r64).abs().nan_to_num(math.inf).max()))
+        if wrong_count:
+            return OutputCheck(name, False, math.inf, worst,
+                               f"{name}: {wrong_count} of {out.numel()} integers differ (first at "
+                               f"{_unravel(first, out.shape)}: got {got:g}, expected {want:g})")
         return OutputCheck(name, True, 0.0, 0.0, f"{name}: ok, exact")
-    mag64 = ref64.abs() if mag is None else mag.detach().to(device, torch.float64)
-    if out.dtype.is_floating_point and out.dtype != torch.float64:
-        # What an exact result rounds to in the output dtype: overflow to inf is then expected.
-        rounded = ref64.to(out.dtype).to(torch.float64)
-        expected = torch.where(torch.isinf(rounded) & torch.isfinite(ref64), rounded, ref64)
-    else:
-        expected = ref64
-    ref_nan = torch.isnan(expected)
-    out_nan = torch.isnan(out64)
+    s_ = _Scan(out, ref, mag, reduction_length, safety, operand_u, accumulator, device)
     problems = []
-    bad_nan = out_nan & ~ref_nan
-    if bad_nan.any():
-        problems.append(f"{int(bad_nan.sum())} NaN where the reference is not (first at {_first(bad_nan)})")
-    missing_nan = ref_nan & ~out_nan
-    if missing_nan.any():
-        problems.append(f"{int(missing_nan.sum())} non-NaN where the reference is NaN (first at {_first(missing_nan)})")
-    ref_inf = torch.isinf(expected)
-    out_inf = torch.isinf(out64)
-    inf_mismatch = ((ref_inf | out_inf) & ~ref_nan & ~out_nan) & (out64 != expected)
-    if inf_mismatch.any():
-        idx = _first(inf_mismatch)
-        problems.append(f"{int(inf_mismatch.sum())} infinities differ (first at {idx}: got "
-                        f"{out64[idx].item()}, expected {expected[idx].item()})")
-    finite = torch.isfinite(expected) & torch.isfinite(out64)
-    if finite.any():
-        err = (out64 - expected).abs()
-        bnd = bound(expected, mag64.nan_to_num(posinf=0.0, neginf=0.0, nan=0.0), out.dtype, reduction_length,
-                    safety=safety, operand_u=operand_u, accumulator=accumulator)
-        ratios = torch.where(finite, err / bnd, torch.zeros_like(err))
-        ratio = float(ratios.max())
-        max_abs = float(torch.where(finite, err, torch.zeros_like(err)).max())
+    if s_.bad_nan:
+        problems.append(f"{s_.bad_nan} NaN where the reference is not (first at {_unravel(s_.bad_nan_at, out.shape)})")
+    if s_.missing_nan:
+        problems.append(f"{s_.missing_nan} non-NaN where the reference is NaN (first at "
+                        f"{_unravel(s_.missing_nan_at, out.shape)})")
+    if s_.inf_mismatch:
+        problems.append(f"{s_.inf_mismatch} infinities differ (first at {_unravel(s_.inf_at, out.shape)}: got "
+                        f"{s_.inf_got}, expected {s_.inf_expected})")
+    if s_.any_finite:
+        ratio, max_abs = s_.ratio, s_.max_abs
         if ratio > 1.0:
-            idx = _first(ratios == ratios.max())
-            problems.append(f"error {err[idx].item():.3e} at {idx} is {ratio:.3g}x the bound {bnd[idx].item():.3e} "
-                            f"(got {out64[idx].item()!r}, reference {expected[idx].item()!r}); "
-                            f"{int((ratios > 1).sum())} of {out.numel()} elements over"
-                            + (_MAGNITUDE_HINT if mag is None and _within_at_output_scale(
-                                err, expected, finite, out.dtype, reduction_length, safety, operand_u, accumulator)
-                               else ""))
+            problems.append(f"error {s_.worst_err:.3e} at {_unravel(s_.worst_at, out.shape)} is {ratio:.3g}x the bound "
+                            f"{s_.worst_bound:.3e} (got {s_.worst_got!r}, reference {s_.worst_ref!r}); "
+                            f"{s_.over} of {out.numel()} elements over"
+                            + (_MAGNITUDE_HINT if mag is None and s_.within_at_output_scale() else ""))
     else:
         ratio, max_abs = 0.0, 0.0
     if problems:
@@ -146,20 +130,118 @@ def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Ten
     return OutputCheck(name, True, ratio, max_abs, f"{name}: ok, error ratio {ratio:.3g}")
 
 
+# Elements compared at a time. The comparison works in float64 with a dozen temporaries per element: on a whole
+# output of 2**30 elements that was over 60 GiB beside the case's own tensors (the nightly's largest shapes ran out of
+# memory on an 80 GB GPU in the suite's own check). In chunks its extra memory stays near 2 GiB whatever the output.
+CHUNK_ELEMENTS = 1 << 24
+
+
+def _chunks(n: int) -> list[tuple[int, int]]:
+    return [(s, min(s + CHUNK_ELEMENTS, n)) for s in range(0, n, CHUNK_ELEMENTS)] or [(0, 0)]
+
+
+def _flat(t: torch.Tensor, s: int, e: int, device: torch.device) -> torch.Tensor:
+    """Elements [s, e) of ``t`` in row-major order, as float64 on ``device``; a strided tensor larger than a chunk is
+    read in place (no contiguous copy of the whole)."""
+    t = t.detach()
+    if t.numel() <= CHUNK_ELEMENTS or t.is_contiguous():
+        return t.reshape(-1)[s:e].to(device, torch.float64) if t.is_contiguous() else \
+            t.to(device, torch.float64).reshape(-1)[s:e]
+    rest, coords = torch.arange(s, e, device=t.device), []
+    for size in reversed(t.shape):
+        coords.append(rest % size)
+        rest = rest // size
+    return t[tuple(reversed(coords))].to(device, torch.float64)
+
+
+def _unravel(flat: int, shape: torch.Size) -> tuple[int, ...]:
+    out = []
+    for size in reversed(tuple(shape)):
+        out.append(flat % size)
+        flat //= size
+    return tuple(reversed(out))
+
+
+class _Scan:
+    """One pass over an output and its reference in chunks: what is wrong, how often, where first, and the worst
+    error against its bound."""
+
+    def __init__(self, out, ref, mag, reduction_length, safety, operand_u, accumulator, device) -> None:
+        if mag is not None and mag.shape != out.shape:  # a magnitude per row or a scalar: broadcast as a view
+            mag = mag.expand(out.shape)
+        self.out, self.ref, self.mag, self.device = out, ref, mag, device
+        self.args = dict(reduction_length=reduction_length, safety=safety, operand_u=operand_u, accumulator=accumulator)
+        self.bad_nan = self.missing_nan = self.inf_mismatch = self.over = 0
+        self.bad_nan_at = self.missing_nan_at = self.inf_at = self.worst_at = 0
+        self.inf_got = self.inf_expected = 0.0
+        self.any_finite = False
+        self.ratio, self.max_abs = 0.0, 0.0
+        self.worst_err = self.worst_bound = self.worst_got = self.worst_ref = 0.0
+        self.scale = 0.0  # the largest finite |expected|
+        for s, e in _chunks(out.numel()):
+            self._chunk(s, e)
+
+    def _expected(self, s: int, e: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        out64, ref64 = _flat(self.out, s, e, self.device), _flat(self.ref, s, e, self.device)
+        mag64 = ref64.abs() if self.mag is None else _flat(self.mag, s, e, self.device)
+        if self.out.dtype != torch.float64:
+            # What an exact result rounds to in the output dtype: overflow to inf is then expected.
+            rounded = ref64.to(self.out.dtype).to(torch.float64)
+            expected = torch.where(torch.isinf(rounded) & torch.isfinite(ref64), rounded, ref64)
+        else:
+            expected = ref64
+        return out64, expected, mag64
+
+    def _chunk(self, s: int, e: int) -> None:
+        out64, expected, mag64 = self._expected(s, e)
+        ref_nan, out_nan = torch.isnan(expected), torch.isnan(out64)
+        bad_nan = out_nan & ~ref_nan
+        if bad_nan.any():
+            self.bad_nan_at = self.bad_nan_at if self.bad_nan else s + int(bad_nan.nonzero()[0, 0])
+            self.bad_nan += int(bad_nan.sum())
+        missing_nan = ref_nan & ~out_nan
+        if missing_nan.any():
+            self.missing_nan_at = self.missing_nan_at if self.missing_nan else s + int(missing_nan.nonzero()[0, 0])
+            self.missing_nan += int(missing_nan.sum())
+        inf_mismatch = ((torch.isinf(expected) | torch.isinf(out64)) & ~ref_nan & ~out_nan) & (out64 != expected)
+        if inf_mismatch.any():
+            if not self.inf_mismatch:
+                at = int(inf_mismatch.nonzero()[0, 0])
+                self.inf_at, self.inf_got, self.inf_expected = s + at, out64[at].item(), expected[at].item()
+            self.inf_mismatch += int(inf_mismatch.sum())
+        finite = torch.isfinite(expected) & torch.isfinite(out64)
+        if not finite.any():
+            return
+        self.any_finite = True
+        self.scale = max(self.scale, float(torch.where(finite, expected.abs(), torch.zeros_like(expected)).max()))
+        err = (out64 - expected).abs()
+        bnd = bound(expected, mag64.nan_to_num(posinf=0.0, neginf=0.0, nan=0.0), self.out.dtype, **self.args)
+        ratios = torch.where(finite, err / bnd, torch.zeros_like(err))
+        top = float(ratios.max())
+        self.max_abs = max(self.max_abs, float(torch.where(finite, err, torch.zeros_like(err)).max()))
+        self.over += int((ratios > 1).sum())
+        if top > self.ratio or (s == 0 and top >= self.ratio):
+            at = int((ratios == top).nonzero()[0, 0])
+            self.ratio, self.worst_at = top, s + at
+            self.worst_err, self.worst_bound = err[at].item(), bnd[at].item()
+            self.worst_got, self.worst_ref = out64[at].item(), expected[at].item()
+
+    def within_at_output_scale(self) -> bool:
+        """Whether the errors would pass with every element's magnitude taken as the output's largest |reference|: a
+        failure from cancellation (a missing magnitude), not from a wrong value."""
+        for s, e in _chunks(self.out.numel()):
+            out64, expected, _ = self._expected(s, e)
+            finite = torch.isfinite(expected) & torch.isfinite(out64)
+            wide = bound(expected, torch.full_like(expected, self.scale), self.out.dtype, **self.args)
+            if not bool((torch.where(finite, (out64 - expected).abs(), torch.zeros_like(expected)) <= wide).all()):
+                return False
+        return True
+
+
 _MAGNITUDE_HINT = (" (every error is within the bound measured against the output's largest |reference|: the tolerance "
                    "has no magnitude, so each element is bounded by its own |reference|, which is too tight where an "
                    "output is a difference of larger terms, such as a loss or a gradient; if so, give "
                    "Tolerance(magnitude=...): docs/adding-a-kernel.md, 'Tolerances')")
-
-
-def _within_at_output_scale(err: torch.Tensor, expected: torch.Tensor, finite: torch.Tensor, dtype: torch.dtype,
-                            reduction_length: int, safety: float, operand_u: float, accumulator: str) -> bool:
-    """Whether the errors would pass with every element's magnitude taken as the output's largest |reference|: a
-    failure from cancellation (a missing magnitude), not from a wrong value."""
-    scale = torch.where(finite, expected.abs(), torch.zeros_like(expected)).max()
-    wide = bound(expected, torch.full_like(expected, float(scale)), dtype, reduction_length, safety=safety,
-                 operand_u=operand_u, accumulator=accumulator)
-    return bool((torch.where(finite, err, torch.zeros_like(err)) <= wide).all())
 
 
 def _first(mask: torch.Tensor) -> tuple[int, ...]:

@@ -49,8 +49,8 @@ def draw_inputs(spec: KernelSpec, case: Case, backend) -> dict:
 
 def alone_on_oom(run, backend, case: Case, what: str = ""):
     """``run()``, shared with the GPU's other workers; out of memory anywhere in it, once more with the GPU to itself;
-    out of memory there too, judged by the footprint (suite/workers/gpu_share.py): too large (CaseAborted), or not run
-    (MemoryHeld). Never a failure of the kernel. Any other error goes on as it is."""
+    out of memory there too, judged by the footprint (suite/workers/gpu_share.py): not run, too large (TooLarge) or
+    the memory held by others (MemoryHeld). Never a failure of the kernel. Any other error goes on as it is."""
     share = gpu_share.share()
     try:
         with share.case(backend.device):
@@ -77,7 +77,8 @@ def alone_on_oom(run, backend, case: Case, what: str = ""):
         if failure == "oom_held":
             share.held += 1
             raise gpu_share.MemoryHeld(f"{case}: {text}") from None
-        raise crash.CaseAborted(f"{case}: {text}") from None
+        share.note_too_large(case, need, text, "")
+        raise gpu_share.TooLarge(f"{case}: {text}") from None
     share.retried_passed += 1
     return result
 

@@ -27,17 +27,22 @@ def test_an_oom_caused_by_sharing_is_retried_alone_and_passes(run_suite) -> None
     assert "out-of-memory case(s) ran again alone" in run.output
 
 
-def test_an_oom_alone_is_too_large_never_wrong_and_the_other_cases_still_run(run_suite) -> None:
+def test_an_oom_alone_is_too_large_not_run_never_a_failure_and_the_other_cases_still_run(run_suite) -> None:
+    """A two-H200 nightly failed 21 tests on out-of-memory errors: a case too large for the GPU is the suite's own
+    draw, not the kernel's fault. It is not run (listed with its footprint and a reproduction line), the test
+    passes on its other cases, and the run exits 0."""
     run = run_suite("suite/test_kernels.py", HUNGRY, "--kernels=zz_oom_alone")
-    assert run.returncode == 1, run.output[-3000:]
-    assert "too large for this GPU" in run.output and "not a wrong result" in run.output
+    assert run.returncode == 0, run.output[-3000:]
+    assert "not run, too large for this GPU" in run.output and "too large: zz_oom_alone[" in run.output
     data = run.run_data()
+    assert all(t["outcome"] == "passed" for t in data["tests"]), data["tests"]
     cases = [c for c in data["cases"] if c["kernel"] == "zz_oom_alone"]
-    large = [c for c in cases if c["shape"]["N"] > 200]
-    assert large and all(c["failure"] == "too_large" and c["outcome"] == "failed" for c in large)
-    small = [c for c in cases if c["shape"]["N"] <= 200]
-    assert small and all(c["outcome"] == "passed" for c in small)  # the test went on past the large ones
-    assert {c["shape"]["N"] for c in large} >= {1000}
+    assert cases and all(c["outcome"] == "passed" and c["shape"]["N"] <= 200 for c in cases)  # went on past them
+    listed = data["gpu_share"]["too_large_cases"]
+    assert data["gpu_share"]["too_large"] == len(listed) > 0
+    assert any("'N': 1000" in c["case"] or "N=1000" in c["case"] or '"N": 1000' in c["case"] for c in listed), listed
+    assert all(c["kernel"] == "zz_oom_alone" and "--repro=" in c["repro"] and "not a wrong result" in c["message"]
+               for c in listed)
 
 
 def test_an_oom_while_comparing_or_in_a_property_is_retried_alone_never_a_failure(run_suite) -> None:

@@ -67,7 +67,7 @@ def install(config: pytest.Config, ctx: context.SuiteContext) -> None:
         ctx.run_file.data["autotune"] = autotune_record(ctx)
         ctx.run_file.data["memcheck"] = {"mode": ctx.memcheck, "kernels": {}, "unchecked": {}}
         ctx.run_file.data["gpu_share"] = {"workers": _workers(config), "oom_retried": 0, "oom_retried_passed": 0,
-                                            "oom_held": 0}
+                                            "oom_held": 0, "too_large": 0, "too_large_cases": []}
         recorder = RunRecorder(ctx.run_file, ctx)
         config.pluginmanager.register(recorder, "suite-run-recorder")
         config.pluginmanager.register(SummaryPrinter(ctx), "suite-summary")

@@ -129,7 +129,11 @@ class RunRecorder:
         if not counts or record is None:
             return
         for key, n in counts.items():
-            record[key] += n
+            if isinstance(n, list):  # the too-large cases, listed up to a cap (the count covers them all)
+                listed = record.setdefault(key, [])
+                listed.extend(n[:max(0, gpu_share.TOO_LARGE_LISTED - len(listed))])
+            else:
+                record[key] = record.get(key, 0) + n
 
     def _count_memcheck(self, counts: dict | None) -> None:
         record = self.run_file.data.get("memcheck")

@@ -66,13 +66,16 @@ def write_summary(tr, data: dict, path: Path) -> None:
             tr.write_line(f"memory check: {len(mem['reports'])} report(s) in the checker's logs ({mem['log_dir']})"
                           + "".join(f"\n  {r[:300]}" for r in mem["reports"][:5]))
     share = data.get("gpu_share")
-    too_large = sum(1 for c in data["cases"] if c.get("failure") == "too_large")
+    too_large = share.get("too_large", 0) if share else 0
     if share and (share["oom_retried"] or too_large):
         held = share.get("oom_held", 0)
         tr.write_line(f"GPU sharing ({share['workers']} workers): {share['oom_retried']} out-of-memory case(s) ran "
-                      f"again alone, {share['oom_retried_passed']} then passed; {too_large} too large for this GPU"
-                      + (f"; {held} not run (out of memory although they fit the GPU: other processes held its "
-                         f"memory; not the kernels')" if held else ""))
+                      f"again alone, {share['oom_retried_passed']} then passed; {too_large} not run, too large for "
+                      f"this GPU" + (f"; {held} not run (out of memory although they fit the GPU: other processes "
+                                     f"held its memory; not the kernels')" if held else ""))
+        for c in share.get("too_large_cases", [])[:5]:
+            tr.write_line(f"  too large: {c['kernel']}[{c['dtype']}] {c['case'][:160]} (footprint at least "
+                          f"{c['footprint_gib']} GiB)")
     for inc in data.get("incidents", []):
         tr.write_line(f"INCIDENT {inc['kind']} in {inc['nodeid']} (worker {inc['worker']}): "
                       f"{inc['message'].splitlines()[0][:300]}")

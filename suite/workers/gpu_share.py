@@ -15,9 +15,10 @@ another worker needs, and that case fails with an out-of-memory error that says 
   the GPU's free memory covers what the case needs, or stops growing.
 - **Footprint**: an out-of-memory error records what the case itself needed (this process's allocated memory at
   the failure plus the allocation that failed). Run alone and out of memory again, the case is "too large for
-  this GPU" (failure ``too_large``) only when that footprint exceeds what the GPU can hold beside the other
-  workers' CUDA contexts; otherwise other processes held the memory and the case is not run (``oom_held``,
-  counted in the run file's ``gpu_share`` and the summary), never reported as a failure of the kernel.
+  this GPU" only when that footprint exceeds what the GPU can hold beside the other workers' CUDA contexts;
+  otherwise other processes held the memory (``oom_held``). Either way the case is not run, never a failure of
+  the kernel: counted in the run file's ``gpu_share`` (too-large cases listed with their footprint and a
+  reproduction line) and in the summary; a test whose every case was too large is skipped, saying so.
 
 On the interpreter and with one worker per GPU nothing is locked; an out-of-memory case is still run once more
 (after freeing what the process holds) before it is called too large.
@@ -56,6 +57,14 @@ class MemoryHeld(Exception):  # noqa: N818 - it names the finding
     """Out of memory with the GPU to itself for a case that fits it: other processes held the memory (not run)."""
 
 
+class TooLarge(MemoryHeld):
+    """Out of memory with the GPU to itself for a case whose footprint exceeds what the GPU holds (not run)."""
+
+
+# The too-large cases a run file lists (the count covers them all).
+TOO_LARGE_LISTED = 100
+
+
 class Share:
     def __init__(self) -> None:
         self.fd: int | None = None
@@ -66,6 +75,7 @@ class Share:
         self.retried = 0  # out-of-memory cases this process ran again alone (counted per test)
         self.retried_passed = 0
         self.held = 0  # out of memory alone, yet the case fits the GPU: other processes held it (not run)
+        self.too_large: list[dict[str, Any]] = []  # out of memory alone, past what the GPU holds (not run)
 
     def setup(self, device: str) -> None:
         """Open this GPU's lock (a worker on a CUDA/ROCm device, with other workers on the same GPU)."""
@@ -167,10 +177,18 @@ class Share:
         finally:
             self._flock(fcntl.LOCK_UN, self.gate)
 
-    def take_counts(self) -> dict[str, int] | None:
-        counts = {"oom_retried": self.retried, "oom_retried_passed": self.retried_passed, "oom_held": self.held}
+    def note_too_large(self, case: Any, need: int, message: str, repro: str) -> None:
+        self.too_large.append({"kernel": getattr(case, "kernel", ""), "dtype": getattr(case, "dtype", ""),
+                               "case": str(case), "footprint_gib": round(need / GIB, 2),
+                               "message": message[:600], "repro": repro})
+
+    def take_counts(self) -> dict[str, Any] | None:
+        counts: dict[str, Any] = {"oom_retried": self.retried, "oom_retried_passed": self.retried_passed,
+                                  "oom_held": self.held, "too_large": len(self.too_large),
+                                  "too_large_cases": self.too_large}
         self.retried = self.retried_passed = self.held = 0
-        return counts if counts["oom_retried"] else None
+        self.too_large = []
+        return counts if counts["oom_retried"] or counts["too_large"] else None
 
 
 def share() -> Share:
@@ -282,8 +300,8 @@ def too_large_message(device: str, error: str, need: int = 0) -> str:
         fits = (f" (at most {gib(capacity(size, workers))} beside the other {workers - 1} workers' CUDA contexts)"
                 if workers > 1 else "")
     needs = f"; the case needs at least {gib(need)}{fits}" if need else ""
-    return (f"too large for this GPU{total}: out of memory with the GPU to itself (no other case running){needs}; "
-            f"not a wrong result. {error}")
+    return (f"not run: too large for this GPU{total}: out of memory with the GPU to itself (no other case "
+            f"running){needs}; not a wrong result. {error}")
 
 
 def held_message(device: str, error: str, need: int) -> str:
@@ -317,6 +335,7 @@ def run_with_retry(run: Any, device: str) -> Any:
     if again.failure == "oom":
         need = max(getattr(result, "footprint", 0), getattr(again, "footprint", 0))
         again.failure, again.error = judge_oom_alone(device, again.error or "", need)
+        again.footprint = need
         if again.failure == "oom_held":
             share().held += 1
     elif again.passed:

@@ -212,7 +212,7 @@ def build(config: pytest.Config) -> SuiteContext:
         ctx.notes.insert(0, backend.profile_note)
     from suite.workers import schedule
 
-    if problem := schedule.read()[2]:  # SUITE_TEST_COSTS (or the shipped file) not usable: say so, run without it
+    if problem := schedule.read(profile=profile)[2]:  # the durations file not usable: say so, run without it
         ctx.notes.append(problem)
     import hardware_profiles
 

@@ -190,7 +190,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     ctx = config.stash.get(CONTEXT, None)
     if ctx is None or ctx.backend.name == "interpret" or config.getvalue("dist") != "load":
         return None
-    costs = schedule.load()
+    costs = schedule.load(profile=ctx.profile)
     return schedule.make_scheduler(config, log, costs) if costs else None
 
 
@@ -319,7 +319,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     ctx = metafunc.config.stash[CONTEXT]
     b = ctx.backend
     params = []
-    split_into = schedule.load_parts() if metafunc.function.__name__ in parts.SPLIT_FUNCTIONS else {}
+    split_into = schedule.load_parts(profile=ctx.profile) if metafunc.function.__name__ in parts.SPLIT_FUNCTIONS else {}
     for spec in registry.all_specs():
         if not ctx.options.selects(spec.name):
             continue
@@ -354,7 +354,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         _deselect_other_kernels(config, ctx, items)
     parts.note_selection(config, items)
     if ctx.backend.name != "interpret":
-        schedule.order(items, schedule.load())  # longest first, so that no long test starts last (xdist)
+        schedule.order(items, schedule.load(profile=ctx.profile))  # longest first, so that no long test starts last (xdist)
     if ctx.options.repro is None and ctx.options.config is None:
         return
     from kernels.spec import Case

@@ -8,6 +8,9 @@ a test it does not list (a new kernel, a ``--kernel-module``) counts as the medi
 
     python -m suite.workers.schedule reports/runs/reference/run-<...>.json
 
+The nightly profile has its own, ``suite/test_costs.nightly.json``, written the same way from nightly run files
+(several, e.g. the parts of a nightly run on one GPU: a test in several takes the last one's duration).
+
 Every worker sorts its collection the same way (xdist requires one order). The interpreter keeps collection
 order: these durations are a GPU's.
 
@@ -23,6 +26,7 @@ collection differs from the first one's stops the run with the difference (xdist
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
@@ -35,6 +39,19 @@ from typing import Any
 COSTS_ENV = "SUITE_TEST_COSTS"
 DEFAULT_COSTS_PATH = Path(__file__).resolve().parents[1] / "test_costs.json"
 COSTS_PATH = Path(os.environ[COSTS_ENV]) if os.environ.get(COSTS_ENV, "").strip() else DEFAULT_COSTS_PATH
+# The nightly profile's own durations (200 examples a test at large shapes: its tests take 10-50 times as long as the
+# ci profile's, in another order). Used for runs with --hypothesis-profile=nightly when SUITE_TEST_COSTS is unset;
+# written from nightly run files by the same command.
+NIGHTLY_COSTS_PATH = DEFAULT_COSTS_PATH.with_name("test_costs.nightly.json")
+NIGHTLY = "nightly"
+
+
+def costs_path(profile: str | None = None) -> Path:
+    """The durations file a run of ``profile`` uses: SUITE_TEST_COSTS, else the nightly's own (if shipped) for the
+    nightly profile, else the shipped one."""
+    if os.environ.get(COSTS_ENV, "").strip() or profile != NIGHTLY or not NIGHTLY_COSTS_PATH.exists():
+        return COSTS_PATH
+    return NIGHTLY_COSTS_PATH
 
 
 # A test longer than this (summed over its parts, in the run the durations came from) is split into parts of
@@ -42,9 +59,13 @@ COSTS_PATH = Path(os.environ[COSTS_ENV]) if os.environ.get(COSTS_ENV, "").strip(
 # about 17 s per worker, so no part should take much longer.
 TARGET_PART_S = 12.0
 MAX_PARTS = 4
+# In the nightly: with 32 workers on two GPUs its tests sum to about 400 s per worker, and its longest test
+# (layernorm_backward fp32 in the reference test, 469 s on an H100) held a whole run's end; parts of about this
+# length fill in around each other. (Each part compiles the variants its cases need again: no finer.)
+NIGHTLY_TARGET_PART_S = 120.0
 
 
-def read(path: Path | None = None) -> tuple[dict[str, float], dict[str, int], str | None]:
+def read(path: Path | None = None, profile: str | None = None) -> tuple[dict[str, float], dict[str, int], str | None]:
     """(durations per test, parts per split test, what is wrong with the file or None). A file this module did not
     write (unreadable, not JSON, a duration not a finite number >= 0, parts not a whole number from 1 to MAX_PARTS)
     gives none of either, so collection order and no test split, and says why: the session header shows it. Every
@@ -52,7 +73,7 @@ def read(path: Path | None = None) -> tuple[dict[str, float], dict[str, int], st
     if path is None:
         if COSTS_ENV in os.environ and not os.environ[COSTS_ENV].strip():
             return {}, {}, f"test durations: none ({COSTS_ENV} is empty): collection order, no test split"
-        path = COSTS_PATH
+        path = costs_path(profile)
     where = f"{COSTS_ENV}={path}" if COSTS_ENV in os.environ else str(path)
 
     def bad(problem: str) -> tuple[dict, dict, str]:
@@ -85,19 +106,19 @@ def read(path: Path | None = None) -> tuple[dict[str, float], dict[str, int], st
     return tests, parts, None
 
 
-def load(path: Path | None = None) -> dict[str, float]:
+def load(path: Path | None = None, profile: str | None = None) -> dict[str, float]:
     """Node id -> expected seconds; empty (collection order) where the file is missing or not usable (see read)."""
-    return read(path)[0]
+    return read(path, profile)[0]
 
 
-def load_parts(path: Path | None = None) -> dict[str, int]:
+def load_parts(path: Path | None = None, profile: str | None = None) -> dict[str, int]:
     """Whole test's node id -> the parts it is split into (suite/workers/parts.py); tests not listed run whole."""
-    return read(path)[1]
+    return read(path, profile)[1]
 
 
-def split(costs: dict[str, float]) -> tuple[dict[str, float], dict[str, int]]:
+def split(costs: dict[str, float], target: float = TARGET_PART_S) -> tuple[dict[str, float], dict[str, int]]:
     """The durations of a run, with each splittable test's parts (however the run split it) summed back into the
-    whole and split again by TARGET_PART_S: (the durations per test as the next runs collect them, the parts)."""
+    whole and split again by ``target`` seconds: (the durations per test as the next runs collect them, the parts)."""
     from suite.workers import parts
 
     whole: dict[str, float] = {}
@@ -107,7 +128,7 @@ def split(costs: dict[str, float]) -> tuple[dict[str, float], dict[str, int]]:
     split_into: dict[str, int] = {}
     for nodeid, cost in whole.items():
         function = nodeid.split("::", 1)[-1].split("[", 1)[0]
-        n = min(MAX_PARTS, max(1, math.ceil(cost / TARGET_PART_S))) if function in parts.SPLIT_FUNCTIONS else 1
+        n = min(MAX_PARTS, max(1, math.ceil(cost / target))) if function in parts.SPLIT_FUNCTIONS else 1
         if n == 1:
             out[nodeid] = round(cost, 2)
             continue
@@ -209,42 +230,59 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m suite.workers.schedule RUN_FILE (a GPU run file: its tests' durations order later runs)",
+    if not argv:
+        print("usage: python -m suite.workers.schedule RUN_FILE [RUN_FILE ...] (GPU run files of one Hypothesis profile: "
+              "their tests' durations order later runs; a test in several takes the last file's duration)",
               file=sys.stderr)
         return 2
-    path = Path(argv[0])
-    try:
-        run = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        print(f"{path}: cannot read a run file: {exc}", file=sys.stderr)
+    from suite.session import results
+    from suite.workers import parts
+
+    costs: dict[str, float] = {}
+    profiles, env = set(), {}
+    for name in argv:
+        path = Path(name)
+        try:
+            raw = path.read_bytes()
+            run = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+        except (OSError, ValueError, EOFError) as exc:
+            print(f"{path}: cannot read a run file: {exc}", file=sys.stderr)
+            return 2
+        env = run.get("environment", {}) if isinstance(run, dict) else {}
+        profiles.add(env.get("hypothesis_profile"))
+        found = costs_from_run(run) if isinstance(run, dict) else {}
+        if not found:
+            print(f"{path}: no test durations in it", file=sys.stderr)
+            return 2
+        whole: dict[str, float] = {}
+        for nodeid, cost in found.items():  # a test's parts summed back (a later file may split it otherwise)
+            whole[parts.base_id(nodeid)] = whole.get(parts.base_id(nodeid), 0.0) + cost
+        costs.update(whole)
+    if len(profiles) != 1:
+        print(f"the run files are of different Hypothesis profiles ({', '.join(sorted(map(str, profiles)))}); give "
+              f"files of one profile", file=sys.stderr)
         return 2
-    env = run.get("environment", {})
-    costs = costs_from_run(run)
-    if not costs:
-        print(f"{path}: no test durations in it", file=sys.stderr)
-        return 2
-    costs, split_into = split(costs)
+    nightly = profiles == {NIGHTLY}
+    costs, split_into = split(costs, NIGHTLY_TARGET_PART_S if nightly else TARGET_PART_S)
     if COSTS_ENV in os.environ and not os.environ[COSTS_ENV].strip():
         print(f"{COSTS_ENV} is empty (no durations): name the file to write, or unset it to write "
               f"{DEFAULT_COSTS_PATH}", file=sys.stderr)
         return 2
-    if _same_file(COSTS_PATH, path):
-        print(f"{COSTS_PATH}: is the input run file {path}; refusing to write over it (set SUITE_TEST_COSTS to "
+    target = COSTS_PATH if COSTS_ENV in os.environ or not nightly else NIGHTLY_COSTS_PATH
+    if same := next((name for name in argv if _same_file(target, Path(name))), None):
+        print(f"{target}: is the input run file {same}; refusing to write over it (set SUITE_TEST_COSTS to "
               f"another file, or leave it unset for {DEFAULT_COSTS_PATH})", file=sys.stderr)
         return 2
-    from suite.session import results
-
-    text = json.dumps({"source": path.name, "backend": env.get("backend"), "arch": env.get("arch"),
-                       "parts": dict(sorted(split_into.items())),
+    text = json.dumps({"source": ", ".join(Path(a).name for a in argv), "backend": env.get("backend"),
+                       "arch": env.get("arch"), "parts": dict(sorted(split_into.items())),
                        "tests": dict(sorted(costs.items(), key=lambda kv: -kv[1]))}, indent=1) + "\n"
     try:
-        results.write_atomic(COSTS_PATH, text)
+        results.write_atomic(target, text)
     except OSError as exc:
-        print(f"{COSTS_PATH}: cannot write the durations: {exc.strerror or exc}", file=sys.stderr)
+        print(f"{target}: cannot write the durations: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    print(f"{COSTS_PATH}: {len(costs)} test durations from {path.name}; {len(split_into)} test(s) split into parts "
-          f"of about {TARGET_PART_S:g} s")
+    print(f"{target}: {len(costs)} test durations from {len(argv)} run file(s); {len(split_into)} test(s) split "
+          f"into parts of about {NIGHTLY_TARGET_PART_S if nightly else TARGET_PART_S:g} s")
     return 0
 
 

@@ -230,10 +230,23 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def main(argv: list[str]) -> int:
+    # --at-least NODEID=SECONDS: a test an interrupted run stopped after it had run that long (its run file lists only
+    # finished tests), counted as at least that.
+    floors: dict[str, float] = {}
+    while argv[:1] == ["--at-least"] and len(argv) >= 2:
+        nodeid, _, seconds = argv[1].rpartition("=")
+        try:
+            floors[nodeid] = float(seconds)
+        except ValueError:
+            nodeid = ""
+        if not nodeid or not math.isfinite(floors.get(nodeid, math.nan)) or floors[nodeid] < 0:
+            print(f"--at-least {argv[1]!r}: expected NODEID=SECONDS (a finite number of seconds >= 0)", file=sys.stderr)
+            return 2
+        argv = argv[2:]
     if not argv:
-        print("usage: python -m suite.workers.schedule RUN_FILE [RUN_FILE ...] (GPU run files of one Hypothesis profile: "
-              "their tests' durations order later runs; a test in several takes the last file's duration)",
-              file=sys.stderr)
+        print("usage: python -m suite.workers.schedule [--at-least NODEID=SECONDS ...] RUN_FILE [RUN_FILE ...] (GPU run "
+              "files of one Hypothesis profile: their tests' durations order later runs; a test in several takes the "
+              "last file's duration)", file=sys.stderr)
         return 2
     from suite.session import results
     from suite.workers import parts
@@ -262,6 +275,8 @@ def main(argv: list[str]) -> int:
         print(f"the run files are of different Hypothesis profiles ({', '.join(sorted(map(str, profiles)))}); give "
               f"files of one profile", file=sys.stderr)
         return 2
+    for nodeid, seconds in floors.items():
+        costs[nodeid] = max(costs.get(nodeid, 0.0), seconds)
     nightly = profiles == {NIGHTLY}
     costs, split_into = split(costs, NIGHTLY_TARGET_PART_S if nightly else TARGET_PART_S)
     if COSTS_ENV in os.environ and not os.environ[COSTS_ENV].strip():

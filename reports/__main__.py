@@ -17,6 +17,7 @@ from pathlib import Path
 from reports import loading
 from reports.files import refuse_inputs, write_atomic
 from reports.loading import RunFileError, load_runs
+from reports.shards import merge_shards
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
 
@@ -107,11 +108,17 @@ def _compare(args: argparse.Namespace) -> int:
     from reports import noise
     from reports.compare import compare, compare_json, compare_markdown
 
-    if len(args.runs) != 2:
-        raise RunFileError(f"compare needs exactly two run files, BASE.json and CAND.json; got {len(args.runs)}")
+    if len(args.runs) < 2:
+        raise RunFileError(f"compare needs exactly two run files, BASE.json and CAND.json (a sharded run: every shard's "
+                           f"file); got {len(args.runs)}")
     if args.out:
         refuse_inputs([Path(args.out)], [*args.runs, *([args.noise_floor] if args.noise_floor else [])])
-    base, cand = load_runs(args.runs, by_start=False)
+    runs = merge_shards(load_runs(args.runs, by_start=False))
+    if len(runs) != 2:
+        raise RunFileError(f"compare needs exactly two runs, BASE and CAND; the {len(args.runs)} files given are "
+                           f"{len(runs)} runs ({', '.join(r.run_id for r in runs)}): a sharded run is the files "
+                           f"with one shard run id")
+    base, cand = runs
     floor = noise.load(args.noise_floor) if args.noise_floor else None
     cmp = compare(base, cand, args.p_value, args.threshold, args.allow_different_hardware, args.allow_different_tests,
                   floor, recorded_floor=not args.no_noise_floor)

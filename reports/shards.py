@@ -120,14 +120,32 @@ def merge(key: tuple[str, str, str], shards: list[Run]) -> Run:
 def merge_shards(runs: list[Run]) -> list[Run]:
     """``runs`` with every sharded run's files replaced by one merged run, where its first shard stood; a run file
     of a whole run stays as it is. RunFileError for an incomplete or inconsistent set of shards."""
+    merged, bad = merge_some(runs)
+    if bad:
+        raise bad[0]
+    return merged
+
+
+def merge_some(runs: list[Run]) -> tuple[list[Run], list[RunFileError]]:
+    """As merge_shards, but a run whose set of shards is incomplete or inconsistent is left out, with why (a series
+    of nights goes on without the night that lost a shard)."""
     groups: dict[tuple[str, str, str], list[Run]] = {}
     for r in runs:
         if (key := shard_key(r)) is not None:
             groups.setdefault(key, []).append(r)
     if not groups:
-        return runs
-    merged = {key: merge(key, check_set(key, shards)) if len(shards) > 1 or shards[0].data["shard"]["count"] > 1
-              else shards[0] for key, shards in groups.items()}
+        return runs, []
+    merged: dict[tuple[str, str, str], Run | None] = {}
+    bad: list[RunFileError] = []
+    for key, shards in groups.items():
+        if len(shards) == 1 and shards[0].data["shard"]["count"] == 1:
+            merged[key] = shards[0]
+            continue
+        try:
+            merged[key] = merge(key, check_set(key, shards))
+        except RunFileError as exc:
+            merged[key] = None
+            bad.append(exc)
     out, done = [], set()
     for r in runs:
         key = shard_key(r)
@@ -135,5 +153,6 @@ def merge_shards(runs: list[Run]) -> list[Run]:
             out.append(r)
         elif key not in done:
             done.add(key)
-            out.append(merged[key])
-    return out
+            if merged[key] is not None:
+                out.append(merged[key])
+    return out, bad

@@ -5,8 +5,9 @@ each platform (device and arch) has its own series, of which the last ``window``
 each night it ran is one state, from its tests (suite/test_*.py's ``[kernel-dtype]`` tests):
 
 - ``failed``: a test failed, other than intermittently (or a known issue's strict xfail passed);
-- ``intermittent``: the only failures were intermittent (their wrong cases say ``"failure": "intermittent"``: wrong
-  in some runs of the case, right in others), counted apart from plain failures;
+- ``intermittent``: the only failures were intermittent (their wrong cases say ``"failure": "intermittent"``, their
+  broken properties carry ``"intermittent"`` counts: wrong in some runs of the case, right in others), counted apart
+  from plain failures;
 - ``known issue``: a test failed as a known issue says it does; ``passed``: every test that ran passed.
 
 A night where no test of it ran (every one skipped, or absent) is not observed and breaks nothing. Flips count the
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from reports.loading import Run, RunFileError, load_some
-from reports.outcomes import kernel_dtype_of
+from reports.outcomes import REPRO_TEST, kernel_dtype_of
 from reports.render import Section, Table
 from reports.shards import merge_some
 from reports.toolchain import toolchain_changes
@@ -74,10 +75,13 @@ def run_files(paths: list[str | Path]) -> list[Path]:
 
 def night_states(run: Run) -> dict[tuple[str, str], str]:
     """(kernel, dtype) -> its state that night (see the module's docstring), for those with a test that ran."""
-    failure_kinds: dict[str, list[Any]] = {}
+    failure_kinds: dict[str, list[Any]] = {}  # test -> what each of its wrong cases and broken properties was
     for c in run.data["cases"]:
         if c.get("outcome") == "failed":
             failure_kinds.setdefault(str(c.get("nodeid")), []).append(c.get("failure"))
+    for f in run.data["findings"]:  # a property that does not hold: intermittent where it held in some runs
+        if f.get("holds") is False and (m := REPRO_TEST.match(str(f.get("repro") or ""))):
+            failure_kinds.setdefault(m.group(1), []).append("intermittent" if f.get("intermittent") else None)
     out: dict[tuple[str, str], str] = {}
     for t in run.data["tests"]:
         kd = kernel_dtype_of(t["nodeid"])

@@ -160,3 +160,39 @@ def test_night_states_read_each_outcome(outcome):
     states = history.night_states(Run(Path("x.json"), data))
     assert states == {"xfailed": {("softmax", "fp16"): "known issue"}, "skipped": {},
                       "xpassed-strict": {("softmax", "fp16"): "failed"}}[outcome]
+
+
+def test_an_intermittent_property_is_an_intermittent_night():
+    from reports.loading import Run
+
+    data = make_run(kernels=KERNELS[:1])
+    nodeid = "suite/test_properties.py::test_properties[softmax-fp16]"
+    data["tests"].append({"nodeid": nodeid, "outcome": "failed", "duration_s": 0.1, "message": "m", "known_issue": None})
+    finding = next(f for f in data["findings"] if f["property"] == "deterministic")
+    finding.update(holds=False, message="differs", repro=f"pytest '{nodeid}' --backend=cuda '--repro=seed=0'")
+    assert history.night_states(Run(Path("x.json"), data)) == {("softmax", "fp16"): "failed"}
+    finding["intermittent"] = {"wrong": 3, "runs": 21}
+    assert history.night_states(Run(Path("x.json"), data)) == {("softmax", "fp16"): "intermittent"}
+
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "evidence" / "history"
+
+
+def test_the_worked_example_names_the_planted_regression_and_the_toolchain_change():
+    h = history.history([EXAMPLE / "nights"])
+    assert not h.left_out
+    (p,) = h.platforms
+    assert len(p["nights"]) == 6 and p["nights"][4]["run_id"] == "worked-night-5" and len(p["nights"][4]["files"]) == 2
+    rows = by_kernel(p)
+    planted = rows[("zz_nightly_add", "fp32")]
+    assert planted["state"] == "failed" and planted["since"]["night"] == 4 and planted["timeline"] == "PPPFFF"
+    (streak,) = planted["streaks"]
+    assert streak["first_bad"]["night"] == 4 and streak["nights"] == 3 and streak["ongoing"]
+    assert streak["toolchain_changes"] == [{"name": "triton", "base": "3.6.0", "candidate": "3.7.0"}]
+    flaky = rows[("zz_intermittent", "fp32")]
+    assert (flaky["timeline"], flaky["intermittent"], flaky["failed"], flaky["streaks"]) == ("PIPPPI", 2, 0, [])
+    assert all(rows[("vector_add", d)]["timeline"] == "PPPPPP" for d in ("fp32", "fp16", "bf16"))
+    assert h.as_json() == json.loads((EXAMPLE / "history.json").read_text()), \
+        "evidence/history/history.json is stale: python evidence/history/make.py"
+    md = (EXAMPLE / "history.md").read_text()
+    assert "first bad #4" in md and "triton 3.6.0 -> 3.7.0" in md

@@ -73,6 +73,34 @@ def _merge_memcheck(parts: list[Any]) -> Any:
     return out
 
 
+def _merge_coverage(records: list[Any]) -> list[Any]:
+    """One coverage record per kernel x dtype: a split test's parts on different shards each left the coverage of
+    their own cases. Counts add up, a path is unexercised only where no shard took it, and the paths found by search
+    are those any shard found so."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for rec in records:
+        if not isinstance(rec, dict):
+            continue
+        key = (str(rec.get("kernel")), str(rec.get("dtype")))
+        if key not in out:
+            out[key] = copy.deepcopy(rec)
+            continue
+        mine = out[key]
+        for field in ("configs", "paths", "configs_not_fitting"):
+            if field in rec or field in mine:
+                total = Counter(mine.get(field) or {})
+                total.update(rec.get(field) or {})
+                mine[field] = dict(total)
+        taken = {p for p, n in mine["paths"].items() if n}
+        mine["unexercised"] = sorted((set(mine["unexercised"]) & set(rec["unexercised"])) - taken)
+        if "covered_by_search" in rec or "covered_by_search" in mine:
+            mine["covered_by_search"] = sorted(set(mine.get("covered_by_search") or []) |
+                                               set(rec.get("covered_by_search") or []))
+        if "stopped_by" in rec:
+            mine.setdefault("stopped_by", rec["stopped_by"])
+    return list(out.values())
+
+
 def _sum_counters(parts: list[Any], keys: tuple[str, ...]) -> Any:
     dicts = [p for p in parts if isinstance(p, dict)]
     if not dicts:
@@ -103,6 +131,8 @@ def merge(key: tuple[str, str, str], shards: list[Run]) -> Run:
     data["finished"] = None if None in finished else max(finished)
     hosts = list(dict.fromkeys(str(r.env.get("hostname")) for r in shards))
     data["environment"]["hostname"] = ", ".join(hosts)
+    if "coverage" in data:
+        data["coverage"] = _merge_coverage(data["coverage"])
     data["memcheck"] = _merge_memcheck([r.data.get("memcheck") for r in shards])
     for name, keys in COUNTERS.items():
         if name in data:

@@ -203,3 +203,22 @@ def test_shards_of_other_archs_with_the_same_run_id_are_other_runs(tmp_path, cap
     capsys.readouterr()
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert len(summary["runs"]) == 2
+
+
+def test_a_split_tests_coverage_from_two_shards_is_one_record(tmp_path, capsys):
+    """matmul's parts on different shards each record their own cases' coverage: the merged run holds one record."""
+    from reports.loading import load_runs
+    from reports.shards import merge_shards
+
+    files = []
+    for index, (paths, unexercised) in enumerate((({"tail": 3, "full": 0}, ["full", "split_k"]),
+                                                  ({"tail": 1, "full": 2}, ["split_k"])), start=1):
+        data = json.loads(_shard(tmp_path, f"p{index}", index, 2).read_text())
+        data["coverage"] = [{"kernel": "matmul", "dtype": "bf16", "configs": {"{}": 2}, "paths": paths,
+                             "unexercised": unexercised, "covered_by_search": ["edge"] if index == 2 else []}]
+        files.append(write(tmp_path / f"p{index}.json", data))
+    (run,) = merge_shards(load_runs(files))
+    assert run.data["coverage"] == [{"kernel": "matmul", "dtype": "bf16", "configs": {"{}": 4},
+                                     "paths": {"tail": 4, "full": 2}, "unexercised": ["split_k"],
+                                     "covered_by_search": ["edge"]}]
+    assert [t["nodeid"].split("[")[1] for t in run.data["tests"]] == ["softmax-fp16]", "matmul-bf16]"]

@@ -49,10 +49,6 @@ class Night:
     def ref(self) -> dict[str, Any]:
         return {"night": self.index, "run_id": self.run.run_id, "started": self.run.data["started"]}
 
-    @property
-    def label(self) -> str:
-        return f"#{self.index} {self.run.data['started'][:16].replace('T', ' ')}"
-
 
 @dataclass
 class Row:

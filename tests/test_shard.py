@@ -100,10 +100,22 @@ def test_the_shared_run_id():
     assert options.shared_run_id(None, {"GITHUB_RUN_ID": "77"}) == "gh-77-1"
     fresh = {options.shared_run_id(None, {}) for _ in range(3)}
     assert len(fresh) == 3
-    assert options.parse_run_id(" nightly-5.1_a ") == "nightly-5.1_a" and options.parse_run_id("") is None
-    for bad in ("-x", "a/b", "x" * 129):
-        with pytest.raises(pytest.UsageError, match="--run-id="):
+    assert options.parse_run_id(" nightly-5.1_a ") == "nightly-5.1_a"
+    for bad in ("-x", "a/b", "x" * 129, ""):
+        with pytest.raises(pytest.UsageError, match="^--run-id="):
             options.parse_run_id(bad)
+
+
+def test_suite_run_id_is_the_default_and_checked_as_strictly(monkeypatch):
+    monkeypatch.delenv("SUITE_RUN_ID", raising=False)
+    assert options.parse_run_id(None) is None
+    monkeypatch.setenv("SUITE_RUN_ID", "night-9")
+    assert options.parse_run_id(None) == "night-9" and options.parse_run_id("given") == "given"
+    monkeypatch.setenv("SUITE_RUN_ID", "")
+    assert options.parse_run_id(None) is None
+    monkeypatch.setenv("SUITE_RUN_ID", "a b")
+    with pytest.raises(pytest.UsageError, match="^SUITE_RUN_ID=a b: must be 1-128"):
+        options.parse_run_id(None)
 
 
 # ---- shard runs and the reports --------------------------------------------------------------------------

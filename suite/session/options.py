@@ -86,7 +86,7 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--shard", default=None, metavar="I/N",
                     help="run only the I-th of N parts of the selected tests (1-based), balanced by their expected "
                          "durations: one arch's run over N runners (docs/gpu-runners.md)")
-    group.addoption("--run-id", default=os.environ.get("SUITE_RUN_ID"), metavar="ID",
+    group.addoption("--run-id", default=None, metavar="ID",
                     help="the run this run file belongs to, the same on every shard of it (env SUITE_RUN_ID; default: "
                          "GITHUB_RUN_ID-GITHUB_RUN_ATTEMPT on GitHub Actions, else a fresh one)")
 
@@ -197,14 +197,16 @@ def parse_shard(raw: str | None) -> tuple[int, int] | None:
     return index, count
 
 
-def parse_run_id(raw: str | None) -> str | None:
-    """``--run-id`` (or SUITE_RUN_ID) as given: letters, digits, '.', '_' and '-', at most 128."""
-    if raw is None or not raw.strip():
+def parse_run_id(raw: str | None, source: str = "--run-id") -> str | None:
+    """``--run-id``, else SUITE_RUN_ID, as given: letters, digits, '.', '_' and '-', at most 128."""
+    if raw is None and source == "--run-id":
+        raw, source = os.environ.get("SUITE_RUN_ID"), "SUITE_RUN_ID"
+    if raw is None or (source == "SUITE_RUN_ID" and not raw.strip()):
         return None
     value = raw.strip()
     if not RUN_ID.match(value):
-        raise usage("--run-id", raw, "must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit "
-                                     "(e.g. nightly-1234-1): the same on every shard of the run")
+        raise usage(source, raw, "must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit "
+                                 "(e.g. nightly-1234-1): the same on every shard of the run")
     return value
 
 

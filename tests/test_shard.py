@@ -234,3 +234,19 @@ def test_a_split_tests_coverage_from_two_shards_is_one_record(tmp_path, capsys):
                                      "paths": {"tail": 4, "full": 2}, "unexercised": ["split_k"],
                                      "covered_by_search": ["edge"]}]
     assert [t["nodeid"].split("[")[1] for t in run.data["tests"]] == ["softmax-fp16]", "matmul-bf16]"]
+
+
+def test_a_shard_dealt_no_test_leaves_an_empty_run_file_and_exits_0(run_suite, tmp_path, capsys):
+    """vector_add's three reference tests over four shards: the fourth gets none. Its run file still completes the
+    set (the reports would refuse the run without it), and a runner with nothing to do has not failed."""
+    res = run_suite("suite/test_kernels.py", "--kernels=vector_add", "--shard=4/4", "--run-id=r4", "-p", "no:randomly")
+    assert res.returncode == 0, res.output[-3000:]
+    data = res.run_data()
+    assert data["tests"] == [] and data["status"] == "complete"
+    assert data["shard"] == {"index": 4, "count": 4, "run_id": "r4"}
+    others = [_shard(tmp_path, f"o{i}", i, 4, run_id="r4", backend="interpret", arch="interpreter") for i in (1, 2, 3)]
+    assert main(["build", *map(str, others), str(res.run_files()[0]), "--out", str(tmp_path / "r")]) == 0
+    capsys.readouterr()
+    res = run_suite("suite/test_kernels.py", "--kernels=vector_add", "-k", "nothing_matches", "--run-id=r5",
+                    results_dir=tmp_path / "unsharded")
+    assert res.returncode == 5 and not res.run_files(), res.output[-3000:]  # unsharded: pytest's 'no tests ran'

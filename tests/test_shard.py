@@ -171,6 +171,7 @@ def test_a_report_from_two_shards_equals_the_one_from_the_whole_run(runs, tmp_pa
     assert _comparable(sharded) == _comparable(whole)
     assert len(sharded["runs"]) == len(whole["runs"]) == 1
     assert sharded["runs"][0]["run_id"] == "fleet-test"
+    assert sharded["runs"][0]["file"] == f"{runs['s1'][0].name}, {runs['s2'][0].name}"
     md = (tmp_path / "sharded" / "report.md").read_text()
     assert "## Correctness" in md
 

@@ -12,7 +12,7 @@ from reports.inventory import autotune_section, compile_section, known_issues_se
 from reports.loading import Run, RunFileError, json_safe, load_some, platform_label, platforms
 from reports.perf import perf_section
 from reports.render import Section, Table, html_page, markdown
-from reports.shards import merge_shards
+from reports.shards import merge_some
 from reports.verdict import verdict_section
 
 SUMMARY_FORMAT = "portability-report/1"
@@ -71,7 +71,8 @@ def build(paths: list[str], out_dir: str | Path, history: list[str] | None = Non
 
         refuse_inputs([out / n for n in names], history_mod.run_files(history))
     runs, bad = load_some(paths)
-    runs = merge_shards(runs)  # the N shard files of a run are one run
+    runs, bad_sets = merge_some(runs)  # the N shard files of a run are one run; a set a shard short is left out
+    bad = bad + bad_sets
     if not runs:
         raise bad[0] if len(bad) == 1 else RunFileError(f"none of the {len(bad)} run files is usable: " +
                                                         "; ".join(str(e) for e in bad))

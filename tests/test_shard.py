@@ -209,6 +209,18 @@ def test_a_shard_missing_or_repeated_is_refused_naming_it(tmp_path, capsys, comm
     assert not (tmp_path / "report").exists()
 
 
+def test_build_leaves_a_run_a_shard_short_out_and_reports_the_others(tmp_path, capsys):
+    """A runner that died before uploading must not cost the night its report: the incomplete run is left out and
+    named (exit 2, as for an unreadable file), the other runs are reported."""
+    other = write(tmp_path / "other.json", make_run(run_id="mi300x-night", platform=("AMD MI300X", "gfx942")))
+    assert main(["build", str(_shard(tmp_path, "a", 1, 2)), str(other), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "error: run night-7 (cuda sm_90): shard 2/2 missing (given: 1/2 (a.json))" in err
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert [r["run_id"] for r in summary["runs"]] == ["mi300x-night"]
+    assert "shard 2/2 missing" in (tmp_path / "r" / "report.md").read_text()
+
+
 def test_shards_of_other_archs_with_the_same_run_id_are_other_runs(tmp_path, capsys):
     files = [_shard(tmp_path, "h1", 1, 2), _shard(tmp_path, "h2", 2, 2),
              _shard(tmp_path, "m1", 1, 1, backend="rocm", arch="gfx942", device_name="MI300X")]

@@ -37,15 +37,23 @@ def shipped_ids() -> list[str]:
     return _collect()
 
 
+@pytest.fixture(scope="module")
+def nightly_ids() -> list[str]:
+    """The nightly profile collects its own parts (suite/test_costs.nightly.json)."""
+    return _collect("--hypothesis-profile=nightly")
+
+
 # ---- the split --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("profile", ["ci", "nightly"])
 @pytest.mark.parametrize("count", [2, 3, 4])
-def test_the_shipped_suite_splits_into_balanced_disjoint_shards(shipped_ids, count):
-    costs = schedule.load()
-    assert costs and len(shipped_ids) > 100
-    where = shard.assign(shipped_ids, costs, count)
-    assert set(where) == set(shipped_ids) and set(where.values()) == set(range(count))
+def test_the_shipped_suite_splits_into_balanced_disjoint_shards(request, profile, count):
+    ids = request.getfixturevalue("nightly_ids" if profile == "nightly" else "shipped_ids")
+    costs = schedule.load(profile=profile)
+    assert costs and len(ids) > 100
+    where = shard.assign(ids, costs, count)
+    assert set(where) == set(ids) and set(where.values()) == set(range(count))
     loads = shard.loads(where, costs, count)
     mean = sum(loads) / count
     assert all(abs(load - mean) <= 0.15 * mean for load in loads), (count, loads)
@@ -73,6 +81,13 @@ def test_the_plugin_deselects_what_is_not_in_the_shard(shipped_ids):
     where = shard.assign(shipped_ids, schedule.load(), 2)
     assert all(where[n] == 0 for n in halves[0]) and all(where[n] == 1 for n in halves[1])
     assert halves[0] == [n for n in shipped_ids if where[n] == 0]  # collection order kept
+
+
+def test_the_nightly_profile_splits_by_its_own_durations(nightly_ids):
+    first = _collect("--hypothesis-profile=nightly", "--shard=1/2")
+    where = shard.assign(nightly_ids, schedule.load(profile="nightly"), 2)
+    assert first == [n for n in nightly_ids if where[n] == 0]
+    assert first != [n for n in nightly_ids if shard.assign(nightly_ids, schedule.load(), 2)[n] == 0]
 
 
 # ---- the option ---------------------------------------------------------------------------------------------

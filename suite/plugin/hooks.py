@@ -360,7 +360,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if ctx.options.kernels:
         _deselect_other_kernels(config, ctx, items)
     if ctx.options.shard is not None:  # after every other selection: the shards split what the whole run would run
-        kept, dropped = shard.split(items, *ctx.options.shard, schedule.load())
+        kept, dropped = shard.split(items, *ctx.options.shard, schedule.load(profile=ctx.profile))
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = kept

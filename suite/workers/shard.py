@@ -1,12 +1,12 @@
 """One arch's run split over several runners: ``--shard=I/N`` runs the I-th of N parts of the selected tests.
 
-The parts are balanced by the tests' expected durations, the ones the scheduler orders by (``suite/test_costs.json``,
-suite/workers/schedule.py; a test it does not list counts as the median, and each part of a split test,
-``[matmul-fp32-part1of3]``, is a test of its own): greedy, longest first, each test to the part with the least
-expected time so far. Ties go by node id (a test) and by part number (a part), so every runner, and every xdist worker
-on it, computes the same split from the same collection, whatever order it collected in. What is not in this shard is
-deselected (pytest's ``pytest_deselected``), after ``-k``, ``-m`` and ``--kernels``: the shards of a run together
-hold exactly the tests the unsharded run would, each once.
+The parts are balanced by the tests' expected durations, the ones the scheduler orders by (suite/workers/schedule.py:
+``suite/test_costs.json``, the nightly profile's own, or SUITE_TEST_COSTS; a test they do not list counts as the
+median, and each part of a split test, ``[matmul-fp32-part1of3]``, is a test of its own): greedy, longest first, each
+test to the part with the least expected time so far. Ties go by node id (a test) and by part number (a part), so
+every runner, and every xdist worker on it, computes the same split from the same collection, whatever order it
+collected in. What is not in this shard is deselected (pytest's ``pytest_deselected``), after ``-k``, ``-m`` and
+``--kernels``: the shards of a run together hold exactly the tests the unsharded run would, each once.
 
 Each shard's run file says which shard it is and the run it belongs to (``"shard": {"index": I, "count": N,
 "run_id": ...}``); ``python -m reports build`` and ``compare`` merge the N files of one run back into one run.

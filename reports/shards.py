@@ -13,7 +13,7 @@ from reports.loading import Run, RunFileError
 
 LISTS = ("tests", "cases", "compiles", "benchmarks", "findings", "coverage", "incidents")
 COUNTERS = {"autotune": ("hits", "nearest", "misses", "stale", "tuning_benchmarks", "fallback"),
-            "gpu_share": ("workers", "oom_retried", "oom_retried_passed", "oom_held")}
+            "gpu_share": ("workers", "oom_retried", "oom_retried_passed", "oom_held", "too_large")}
 
 
 def shard_key(run: Run) -> tuple[str, str, str] | None:
@@ -110,8 +110,9 @@ def _sum_counters(parts: list[Any], keys: tuple[str, ...]) -> Any:
         values = [d[k] for d in dicts if isinstance(d.get(k), int) and not isinstance(d.get(k), bool)]
         if values:
             out[k] = sum(values)
-    if isinstance(out.get("entries"), list):
-        out["entries"] = [e for d in dicts for e in d.get("entries") or []]
+    for k, v in list(out.items()):  # lists (autotune's entries, the too-large cases): every shard's
+        if isinstance(v, list):
+            out[k] = [e for d in dicts for e in d.get(k) or []]
     return out
 
 

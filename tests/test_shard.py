@@ -289,3 +289,27 @@ def test_a_shard_dealt_no_test_leaves_an_empty_run_file_and_exits_0(run_suite, t
     res = run_suite("suite/test_kernels.py", "--kernels=vector_add", "-k", "nothing_matches", "--run-id=r5",
                     results_dir=tmp_path / "unsharded")
     assert res.returncode == 5 and not res.run_files(), res.output[-3000:]  # unsharded: pytest's 'no tests ran'
+
+
+def test_the_merged_run_sums_the_shards_counts(tmp_path):
+    from reports.loading import load_runs
+    from reports.shards import merge_shards
+
+    files = []
+    for index in (1, 2):
+        data = json.loads(_shard(tmp_path, f"c{index}", index, 2).read_text())
+        data["gpu_share"] = {"workers": 16, "oom_retried": index, "oom_retried_passed": 1, "oom_held": 0,
+                             "too_large": 1, "too_large_cases": [{"kernel": f"k{index}", "dtype": "fp32", "case": "c",
+                                                                  "footprint_gib": 90.0, "message": "m", "repro": ""}]}
+        data["memcheck"] = {"mode": "interpreter", "unchecked": {},
+                            "kernels": {f"k{index}": {"launches": 2, "memory_ops": 5},
+                                        "both": {"launches": 1, "memory_ops": 3}}}
+        files.append(write(tmp_path / f"c{index}.json", data))
+    (run,) = merge_shards(load_runs(files))
+    share = run.data["gpu_share"]
+    assert (share["workers"], share["oom_retried"], share["too_large"]) == (32, 3, 2)
+    assert [c["kernel"] for c in share["too_large_cases"]] == ["k1", "k2"]
+    assert run.data["memcheck"]["kernels"] == {"k1": {"launches": 2, "memory_ops": 5},
+                                               "k2": {"launches": 2, "memory_ops": 5},
+                                               "both": {"launches": 2, "memory_ops": 6}}
+    assert run.data["autotune"]["hits"] == 10 and len(run.data["autotune"]["entries"]) == 2

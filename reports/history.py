@@ -1,7 +1,9 @@
 """`python -m reports history`: what a series of nightly runs says per kernel x dtype x platform over time.
 
 A night is one run (the shard files of a sharded run merged: reports/shards.py), ordered by the run's start time;
-each platform (device and arch) has its own series, of which the last ``window`` nights are read. Per kernel x dtype,
+each platform (device and arch) and Hypothesis profile has its own series, of which the last ``window`` nights are
+read: the nightly workflow's three runs a night (correctness in the nightly profile, benchmarks in ci, the memory
+check in dev) are three series, each with one run a night, never one series with three runs a night. Per kernel x dtype,
 each night it ran is one state, from its tests (suite/test_*.py's ``[kernel-dtype]`` tests):
 
 - ``failed``: a test failed, other than intermittently (or a known issue's strict xfail passed);
@@ -44,7 +46,7 @@ LEGEND = ("Timeline, oldest night first: P passed, F failed, I intermittent fail
 class Night:
     index: int  # 1-based within the window
     run: Run
-    before: Run | None  # the platform's night before it (even one before the window)
+    before: Run | None  # the series' night before it (even one before the window)
 
     def ref(self) -> dict[str, Any]:
         return {"night": self.index, "run_id": self.run.run_id, "started": self.run.data["started"]}
@@ -154,7 +156,7 @@ def _run_toolchain(run: Run) -> dict[str, Any]:
 @dataclass
 class History:
     window: int
-    platforms: list[dict[str, Any]]  # per platform: label, nights, kernels (the JSON below)
+    platforms: list[dict[str, Any]]  # per series (platform and profile): label, profile, nights, kernels
     left_out: list[RunFileError]
     nights_seen: int  # all nights read, before the window
 
@@ -174,8 +176,8 @@ def history(paths: list[str | Path], window: int = DEFAULT_WINDOW) -> History:
         raise RunFileError(f"none of the {len(files)} run files is usable: " + "; ".join(map(str, bad + bad_sets)))
     runs = sorted(runs, key=lambda r: (r.data["started"], r.run_id))
     platforms = []
-    for platform in dict.fromkeys(r.platform for r in runs):
-        series = [r for r in runs if r.platform == platform]
+    for key in dict.fromkeys(_series_key(r) for r in runs):
+        series = [r for r in runs if _series_key(r) == key]
         first = max(0, len(series) - window)
         nights = [Night(i - first + 1, r, series[i - 1] if i > 0 else None) for i, r in enumerate(series) if i >= first]
         rows = rows_of(nights)
@@ -185,8 +187,17 @@ def history(paths: list[str | Path], window: int = DEFAULT_WINDOW) -> History:
                       for n in nights]
         kernels = sorted((_row_json(r, nights) for r in rows),
                          key=lambda k: (-RANK.get(k["state"], -1), -k["flips"], k["kernel"], k["dtype"]))
-        platforms.append({"platform": series[0].label, "nights": night_json, "kernels": kernels})
+        platforms.append({"platform": series[0].label, "hypothesis_profile": key[1], "nights": night_json,
+                          "kernels": kernels})
     return History(window, platforms, bad + bad_sets, len(runs))
+
+
+def _series_key(run: Run) -> tuple[tuple[str, str], str]:
+    return run.platform, str(run.env.get("hypothesis_profile"))
+
+
+def _series_text(p: dict[str, Any]) -> str:
+    return f"{p['platform']}, {p['hypothesis_profile']} profile"
 
 
 def _changes_text(changes: list[dict[str, str]]) -> str:
@@ -207,11 +218,12 @@ def _streak_text(s: dict[str, Any]) -> str:
 def section(h: History) -> Section:
     """The history as one report section (reports build --history, and history's own Markdown and HTML)."""
     nights = sum(len(p["nights"]) for p in h.platforms)
-    notes = [f"{nights} night(s) on {len(h.platforms)} platform(s), the last {h.window} of each platform's series; a "
-             "night is one run (a sharded run's files merged), in the order the runs started. " + LEGEND,
+    notes = [f"{nights} night(s) in {len(h.platforms)} series (a platform and Hypothesis profile each), the last "
+             f"{h.window} of each; a night is one run (a sharded run's files merged), in the order the runs started. "
+             + LEGEND,
              "A streak is consecutive nights that failed (nights not run or failing only intermittently neither extend "
              "nor end it; intermittent failures are counted apart); a flip is a change between passing and failing. "
-             "The toolchain is compared with the platform's night before."]
+             "The toolchain is compared with the series' night before."]
     tables = []
     for p in h.platforms:
         tables.append(Table(["kernel", "dtype", "state", "since", "timeline", "flips", "failed", "intermittent",
@@ -220,20 +232,20 @@ def section(h: History) -> Section:
                               ("window start " if k["since_window_start"] else "") + _night_text(k["since"]),
                               k["timeline"], k["flips"], k["failed"], k["intermittent"],
                               "; ".join(_streak_text(s) for s in k["streaks"]) or "-"] for k in p["kernels"]],
-                            f"Kernels on {p['platform']}", "no kernel x dtype test ran"))
+                            f"Kernels on {_series_text(p)}", "no kernel x dtype test ran"))
         tables.append(Table(["night", "run", "files", "status", "triton", "torch", "driver", "runtime",
                              "toolchain change vs the night before"],
                             [[_night_text(n), n["run_id"], ", ".join(n["files"]), n["status"],
                               n["toolchain"]["triton"], n["toolchain"]["torch"], n["toolchain"]["driver"] or "-",
                               n["toolchain"]["runtime"] or "-", _changes_text(n["toolchain_changes"])]
-                             for n in p["nights"]], f"Nights on {p['platform']}", folded=True))
+                             for n in p["nights"]], f"Nights on {_series_text(p)}", folded=True))
     if h.left_out:
         tables.append(Table(["run file left out: why"], [[str(e)] for e in h.left_out], "Left out"))
     return Section("Nightly history", notes, tables)
 
 
 def title(h: History) -> str:
-    return f"Nightly history: {', '.join(p['platform'] for p in h.platforms) or 'no platform'} (window {h.window})"
+    return f"Nightly history: {'; '.join(map(_series_text, h.platforms)) or 'no platform'} (window {h.window})"
 
 
 def write(h: History, out_dir: str | Path) -> list[Path]:

@@ -105,6 +105,26 @@ def test_platforms_are_separate_series(tmp_path):
     assert by_kernel(h.platforms[1])[("softmax", "fp16")]["timeline"] == "P"
 
 
+def test_each_hypothesis_profile_is_its_own_series(tmp_path):
+    """The nightly workflow's three runs a night (correctness, benchmarks, memory check: nightly, ci and dev
+    profiles) are three series of one run a night, not one series of three runs a night."""
+    files = []
+    for i in (1, 2):
+        for profile, softmax in (("nightly", "F"), ("ci", "P"), ("dev", "P")):
+            data = night(i, softmax, "P")
+            data["run_id"] = f"night-{i}-{profile}"
+            data["environment"]["hypothesis_profile"] = profile
+            files.append(write(tmp_path / f"run-{i}-{profile}.json", data))
+    h = history.history(files)
+    series = {p["hypothesis_profile"]: p for p in h.platforms}
+    assert sorted(series) == ["ci", "dev", "nightly"] and all(len(p["nights"]) == 2 for p in h.platforms)
+    timelines = {k: by_kernel(p)[("softmax", "fp16")]["timeline"] for k, p in series.items()}
+    assert timelines == {"nightly": "FF", "ci": "PP", "dev": "PP"}
+    assert all(by_kernel(p)[("softmax", "fp16")]["flips"] == 0 for p in h.platforms)
+    titles = [t.title for t in history.section(h).tables]
+    assert "Kernels on NVIDIA H100 80GB HBM3 (sm_90), nightly profile" in titles
+
+
 def test_a_sharded_night_missing_a_shard_is_left_out_with_why(tmp_path):
     d = series_dir(tmp_path)
     (d / "run-night-4-2.json").unlink()

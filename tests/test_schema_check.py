@@ -67,6 +67,11 @@ def _mutations() -> dict[str, tuple[dict, tuple]]:
         "bool is no integer": (mutate(lambda r: r["cases"][0].update(seed=True)), ("cases", 0, "seed")),
         "sample string": (mutate(lambda r: r["benchmarks"][0]["samples_ms"].append("fast")),
                           ("benchmarks", 0, "samples_ms", len(fake_samples(1.0, 0)))),
+        "shard index 0": (mutate(lambda r: r.update(shard={"index": 0, "count": 2, "run_id": "n1"})),
+                          ("shard", "index")),
+        "shard without run id": (mutate(lambda r: r.update(shard={"index": 1, "count": 2})), ("shard",)),
+        "shard count a string": (mutate(lambda r: r.update(shard={"index": 1, "count": "2", "run_id": "n1"})),
+                                 ("shard", "count")),
     }
 
 
@@ -75,6 +80,12 @@ def test_both_checkers_reject_a_broken_run_at_the_same_place(name):
     data, where = _mutations()[name]
     found = builtin_paths(data, SCHEMA)
     assert found == jsonschema_paths(data, SCHEMA) and where in found
+
+
+def test_a_shard_record_passes_both_checkers():
+    data = make_run()
+    data["shard"] = {"index": 2, "count": 3, "run_id": "gh-1234-1"}
+    assert not builtin_paths(data, SCHEMA) and not jsonschema_paths(data, SCHEMA)
 
 
 def _without_jsonschema(*argv: str) -> subprocess.CompletedProcess:

@@ -27,7 +27,7 @@ from suite.plugin import context, summary
 from suite.plugin.context import BACKEND, CONTEXT
 from suite.plugin.recorder import AUTOTUNE_PROPERTY, KNOWN_PROPERTY, MEMCHECK_PROPERTY, RunRecorder
 from suite.session import options
-from suite.workers import crash, gpu_share, parts, schedule, timing, warmup
+from suite.workers import crash, gpu_share, parts, schedule, shard, timing, warmup
 
 __all__ = ["BACKEND", "CONTEXT", "KNOWN_PROPERTY", "repro_prefix"]
 
@@ -66,6 +66,10 @@ def install(config: pytest.Config, ctx: context.SuiteContext) -> None:
     if ctx.run_file is not None:
         ctx.run_file.data["autotune"] = autotune_record(ctx)
         ctx.run_file.data["memcheck"] = {"mode": ctx.memcheck, "kernels": {}, "unchecked": {}}
+        if ctx.options.shard is not None or ctx.options.run_id is not None:  # one of N runners' files (shard.py)
+            index, count = ctx.options.shard or (1, 1)
+            ctx.run_file.data["shard"] = {"index": index, "count": count,
+                                          "run_id": options.shared_run_id(ctx.options.run_id)}
         ctx.run_file.data["gpu_share"] = {"workers": _workers(config), "oom_retried": 0, "oom_retried_passed": 0,
                                             "oom_held": 0, "too_large": 0, "too_large_cases": []}
         recorder = RunRecorder(ctx.run_file, ctx)
@@ -302,6 +306,9 @@ def header_lines(config: pytest.Config, ctx: context.SuiteContext) -> list[str]:
         lines.append(f"portability: {workers} xdist worker(s), each pinned ({pin.gpu_variable}) to one of "
                      f"{len(pin.gpus)} visible GPU(s): {', '.join(pin.gpus)}")
     lines += [f"portability: {n}" for n in ctx.notes]
+    if ctx.run_file and (sh := ctx.run_file.data.get("shard")):
+        lines.append(f"portability: shard {sh['index']}/{sh['count']} of run {sh['run_id']} (the others deselected)"
+                     if sh["count"] > 1 else f"portability: run id {sh['run_id']}")
     if ctx.run_file:
         lines.append(f"portability: results -> {ctx.run_file.path}")
     return lines
@@ -352,6 +359,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     if ctx.options.kernels:
         _deselect_other_kernels(config, ctx, items)
+    if ctx.options.shard is not None:  # after every other selection: the shards split what the whole run would run
+        kept, dropped = shard.split(items, *ctx.options.shard, schedule.load(profile=ctx.profile))
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = kept
     parts.note_selection(config, items)
     if ctx.backend.name != "interpret":
         schedule.order(items, schedule.load(profile=ctx.profile))  # longest first, so that no long test starts last (xdist)

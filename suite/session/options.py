@@ -13,6 +13,7 @@ import fnmatch
 import json
 import math
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,6 +83,12 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--hypothesis-db", default=os.environ.get("SUITE_HYPOTHESIS_DB"), metavar="DIR",
                     help="Hypothesis example database shared across runs (env SUITE_HYPOTHESIS_DB): failing "
                          "examples are saved there and replayed first; used by the dev and nightly profiles")
+    group.addoption("--shard", default=None, metavar="I/N",
+                    help="run only the I-th of N parts of the selected tests (1-based), balanced by their expected "
+                         "durations: one arch's run over N runners (docs/gpu-runners.md)")
+    group.addoption("--run-id", default=None, metavar="ID",
+                    help="the run this run file belongs to, the same on every shard of it (env SUITE_RUN_ID; default: "
+                         "GITHUB_RUN_ID-GITHUB_RUN_ATTEMPT on GitHub Actions, else a fresh one)")
 
 
 @dataclass(frozen=True)
@@ -105,6 +112,8 @@ class Options:
     memcheck: bool = False
     no_memcheck: bool = False
     compile_targets: str | None = None  # all, own, or None: the backend's default
+    shard: tuple[int, int] | None = None  # (I, N), one-based, from --shard=I/N
+    run_id: str | None = None  # --run-id or SUITE_RUN_ID as given (shared_run_id derives one where not)
 
     def compile_targets_for(self, backend_name: str) -> str:
         return self.compile_targets or ("all" if backend_name == "interpret" else "own")
@@ -166,6 +175,54 @@ def _count(option: str, raw: str, least: int, what: str) -> int:
     if value < least:
         raise usage(option, raw, f"must be a whole number >= {least} ({what})")
     return value
+
+
+SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def parse_shard(raw: str | None) -> tuple[int, int] | None:
+    """(I, N) from ``--shard=I/N``: 1 <= I <= N."""
+    if raw is None:
+        return None
+    m = SHARD.match(raw)
+    if m is None:
+        raise usage("--shard", raw, "not I/N; give this runner's part and the number of parts, 1-based, e.g. "
+                                    "--shard=2/3")
+    index, count = int(m.group(1)), int(m.group(2))
+    if count < 1:
+        raise usage("--shard", raw, "the number of parts N must be at least 1 (e.g. --shard=1/2)")
+    if not 1 <= index <= count:
+        raise usage("--shard", raw, f"the part I must be from 1 to {count} (1-based: --shard=1/{count} is the first)")
+    return index, count
+
+
+def parse_run_id(raw: str | None, source: str = "--run-id") -> str | None:
+    """``--run-id``, else SUITE_RUN_ID, as given: letters, digits, '.', '_' and '-', at most 128."""
+    if raw is None and source == "--run-id":
+        raw, source = os.environ.get("SUITE_RUN_ID"), "SUITE_RUN_ID"
+    if raw is None or (source == "SUITE_RUN_ID" and not raw.strip()):
+        return None
+    value = raw.strip()
+    if not RUN_ID.match(value):
+        raise usage(source, raw, "must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit "
+                                 "(e.g. nightly-1234-1): the same on every shard of the run")
+    return value
+
+
+def shared_run_id(given: str | None, environ: dict[str, str] | None = None) -> str:
+    """The run id all shards of a run share: ``given`` (--run-id, SUITE_RUN_ID); else, on GitHub Actions,
+    ``gh-<GITHUB_RUN_ID>-<GITHUB_RUN_ATTEMPT>`` (every job of one workflow run has the same); else a fresh one (so
+    shards run by hand need --run-id to be merged)."""
+    if given:
+        return given
+    env = os.environ if environ is None else environ
+    run, attempt = env.get("GITHUB_RUN_ID", "").strip(), env.get("GITHUB_RUN_ATTEMPT", "").strip()
+    if run.isdigit():
+        return f"gh-{run}-{attempt if attempt.isdigit() else '1'}"
+    import uuid
+
+    return uuid.uuid4().hex
 
 
 def intermittent_runs() -> int:
@@ -318,7 +375,8 @@ def read(config: pytest.Config, controller: bool) -> Options:
                                                       "--kernels='softmax,matmul*'"),
         known_issues=Path(known), retune=retune, autotune_dir=Path(autotune_dir) if autotune_dir else None,
         case_timeout=timeout, case_timeout_given=given, hypothesis_db=Path(db) if db else None, repro_runs=repro_runs,
-        memcheck=bool(get("--memcheck")), no_memcheck=bool(get("--no-memcheck")), compile_targets=targets)
+        memcheck=bool(get("--memcheck")), no_memcheck=bool(get("--no-memcheck")), compile_targets=targets,
+        shard=parse_shard(get("--shard")), run_id=parse_run_id(get("--run-id")))
 
 
 def check_against_registry(options: Options, specs: list[Any]) -> None:

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import ROOT
 from tests.report_helpers import cli
 
 KERNEL = '''
@@ -123,3 +125,18 @@ def test_a_module_that_exits_at_import_is_a_usage_error(run_suite, tmp_path, exi
     res = run_mine(run_suite, module, tmp_path / "runs")
     assert res.returncode == 4 and "INTERNALERROR" not in res.output, res.output[-3000:]
     assert f"--kernel-module={module}: the module exits at import ({shown}, at {module}:3)" in res.output, res.output
+
+
+# --- item 19: a kernel module that changes directory ------------------------------------------------------------
+
+
+def test_a_module_that_changes_directory_keeps_the_run_file_where_asked(run_suite, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    module = kernel_module(tmp_path / "src", imports=f"import os; os.chdir({str(elsewhere)!r})")
+    results = Path(os.path.relpath(tmp_path / "runs", ROOT))  # relative to where the suite runs
+    res = run_mine(run_suite, module, results)
+    assert res.returncode == 0, res.output[-3000:]
+    files = sorted((tmp_path / "runs").glob("run-*.json"))
+    assert len(files) == 1 and json.loads(files[0].read_text())["status"] == "complete", res.output[-3000:]
+    assert not (elsewhere / results).exists() and f"result file (complete): {files[0]}" in res.output

@@ -311,14 +311,21 @@ def read(config: pytest.Config, controller: bool) -> Options:
     if get("--memcheck") and get("--no-memcheck"):
         raise pytest.UsageError("--memcheck and --no-memcheck: give one (--memcheck checks a GPU run under the vendor's "
                                 "checker; --no-memcheck turns the interpreter's check off)")
+    # Absolute now, before any kernel module imports: one that changes directory as it imports must not move the run
+    # file, the known issues or the caches somewhere else.
     return Options(
-        backend=get("--backend"), results_dir=Path(results_dir), write_results=write_results, repro=repro,
+        backend=get("--backend"), results_dir=_absolute(results_dir), write_results=write_results, repro=repro,
         config=parse_config(get("--config")), kernel_modules=modules,
         kernels=_names("--kernels", get("--kernels"), "comma-separated kernel names or patterns, e.g. "
                                                       "--kernels='softmax,matmul*'"),
-        known_issues=Path(known), retune=retune, autotune_dir=Path(autotune_dir) if autotune_dir else None,
-        case_timeout=timeout, case_timeout_given=given, hypothesis_db=Path(db) if db else None, repro_runs=repro_runs,
+        known_issues=_absolute(known), retune=retune, autotune_dir=_absolute(autotune_dir) if autotune_dir else None,
+        case_timeout=timeout, case_timeout_given=given, hypothesis_db=_absolute(db) if db else None, repro_runs=repro_runs,
         memcheck=bool(get("--memcheck")), no_memcheck=bool(get("--no-memcheck")), compile_targets=targets)
+
+
+def _absolute(path: str) -> Path:
+    """The path from the directory the run started in (links kept as given: the run file's path says what was asked)."""
+    return Path(os.path.abspath(path))
 
 
 def check_against_registry(options: Options, specs: list[Any]) -> None:

@@ -8,6 +8,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -140,3 +144,111 @@ def test_a_module_that_changes_directory_keeps_the_run_file_where_asked(run_suit
     files = sorted((tmp_path / "runs").glob("run-*.json"))
     assert len(files) == 1 and json.loads(files[0].read_text())["status"] == "complete", res.output[-3000:]
     assert not (elsewhere / results).exists() and f"result file (complete): {files[0]}" in res.output
+
+
+# --- the trailing items: mistakes in the surroundings ------------------------------------------------------------
+
+SLOW_SECOND = """
+import dataclasses
+import time
+from kernels.registry import register
+from kernels.vector_add import SPEC
+register(dataclasses.replace(SPEC, name="zz_a"))
+def slow_reference(inp, case):
+    time.sleep(120)
+    return SPEC.reference(inp, case)
+register(dataclasses.replace(SPEC, name="zz_b", reference=slow_reference))
+"""
+
+
+def test_sigterm_ends_the_run_as_interrupted(tmp_path):
+    """SIGTERM used to leave the run file "incomplete", as if the run had died."""
+    (tmp_path / "slow.py").write_text(SLOW_SECOND)
+    results = tmp_path / "runs"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--backend=interpret",
+                             "suite/test_kernels.py", f"--kernel-module={tmp_path / 'slow.py'}", "--kernels=zz_a,zz_b",
+                             "-k", "fp32", f"--results-dir={results}"], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # zz_a's test is in the file: zz_b's slow reference is running
+            files = list(results.glob("run-*.json"))
+            if files and json.loads(files[0].read_text() or "{}").get("tests"):
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError("the first test never reached the run file")
+        time.sleep(1)
+        proc.send_signal(signal.SIGTERM)
+        output, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    data = json.loads(files[0].read_text())
+    assert data["status"] == "interrupted" and proc.returncode == 2, output[-3000:]
+    assert [t["outcome"] for t in data["tests"]] == ["passed"], data["tests"]
+    assert "result file (interrupted)" in output, output[-3000:]
+
+
+@pytest.mark.parametrize(("variable", "value", "words"), [
+    ("SUITE_COMPILE_MATRIX", "fulll", "SUITE_COMPILE_MATRIX must be 'ci' or 'full', got 'fulll'"),
+    ("SUITE_BENCH_PLANT", "softmax=lots", "SUITE_BENCH_PLANT='softmax=lots': expected KERNEL=FRACTION"),
+    ("SUITE_BENCH_PLANT", "sofmax=0.25", "no kernel 'sofmax'"),
+    ("SUITE_WORKERS_PER_GPU", "abc", "SUITE_WORKERS_PER_GPU=abc: must be a whole number >= 1"),
+])
+def test_a_typo_in_a_suite_variable_stops_the_run_with_exit_4(run_suite, variable, value, words):
+    """A typo in SUITE_COMPILE_MATRIX or SUITE_BENCH_PLANT used to fail every test that read it (the run went on);
+    SUITE_WORKERS_PER_GPU=abc gave an INTERNALERROR."""
+    res = run_suite("suite/test_kernels.py", "--kernels=vector_add", "-k", "fp32", env={variable: value})
+    assert res.returncode == 4 and "INTERNALERROR" not in res.output, res.output[-3000:]
+    assert words in res.output and "passed" not in res.output and not res.run_files(), res.output[-3000:]
+
+
+def test_a_repro_case_larger_than_the_spec_draws_is_a_usage_error(run_suite):
+    """Used to run, and record the memory error of a 10^10-element tensor as a wrong result."""
+    res = run_suite("suite/test_kernels.py", "--kernels=vector_add", "-k", "fp32",
+                    "--repro=N=10000000000;layout=contiguous;values=normal;seed=0")
+    assert res.returncode == 4, res.output[-3000:]
+    assert ("N=10000000000 is above the largest size the spec draws, 67108864 (the largest of its interpret_max, "
+            "gpu_max and nightly_max)") in res.output, res.output[-3000:]
+    res = run_suite("suite/test_kernels.py", "--kernels=vector_add", "-k", "fp32",
+                    "--repro=N=6000;layout=contiguous;values=normal;seed=0")  # past interpret_max: a GPU's case
+    assert res.returncode == 0 and "1 passed" in res.output, res.output[-3000:]
+
+
+def test_a_deleted_working_directory_is_one_line(tmp_path):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    env = {**{k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}, "PYTHONPATH": str(ROOT)}
+    res = subprocess.run(["sh", "-c", f'cd "{gone}" && rmdir "{gone}" && exec "{sys.executable}" -m suite --no-results'],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 4 and "Traceback" not in res.stderr, res.stderr[-3000:]
+    assert res.stderr.strip().splitlines() == [
+        "error: the current directory no longer exists (it was deleted or moved after the shell entered it); cd to a "
+        "directory that exists and run again"]
+
+
+def test_a_full_disk_says_the_run_file_was_not_written_and_fails(run_suite, tmp_path):
+    """It used to print "result file (complete)" and then that the file was not up to date."""
+    from tests.test_results_writes import FULL_DISK
+
+    (tmp_path / "full_disk.py").write_text(FULL_DISK)
+    res = run_suite("suite/test_kernels.py", "--kernels=vector_add", "-p", "full_disk",
+                    env={"PYTHONPATH": str(tmp_path)})
+    assert res.returncode == 1 and "3 passed" in res.output, res.output[-3000:]
+    assert "result file (complete)" not in res.output and "result file (" not in res.output, res.output[-3000:]
+    last = [line for line in res.output.splitlines() if line.startswith("result file")]
+    assert len(last) == 1 and last[0].startswith("result file NOT up to date: cannot write the run file "), last
+    assert "No space left on device; it holds 1 of the 3 tests that ran" in last[0]
+
+
+def test_a_dangling_link_as_results_dir_is_named(run_suite, tmp_path):
+    """It used to say "File exists"."""
+    link = tmp_path / "runs-link"
+    link.symlink_to(tmp_path / "no-such-dir")
+    res = run_suite("suite/test_kernels.py", "--kernels=vector_add", "-k", "fp32", results_dir=link)
+    assert res.returncode == 4 and "File exists" not in res.output, res.output[-3000:]
+    assert (f"--results-dir={link}: it is a dangling symbolic link (to {tmp_path / 'no-such-dir'}, which does not "
+            "exist): create the directory it names, or give another") in res.output, res.output[-3000:]
+    res = run_suite("suite/test_kernels.py", "--kernels=vector_add", "-k", "fp32", results_dir=link / "sub")
+    assert res.returncode == 4 and f"--results-dir={link / 'sub'}: {link} is a dangling symbolic link" in res.output

@@ -136,7 +136,22 @@ def _load_kernels(opts: options.Options) -> tuple[list, list[dict]]:
         raise pytest.UsageError(str(exc)) from None
     specs = registry.all_specs()
     options.check_against_registry(opts, specs)
+    _check_tool_variables(specs)
     return specs, modules
+
+
+def _check_tool_variables(specs: list) -> None:
+    """SUITE_COMPILE_MATRIX and SUITE_BENCH_PLANT, read by the compile matrix and the benchmarks: a typo is a usage
+    error now (it used to fail every test that read it)."""
+    import os
+
+    from suite.tools import bench, compile_matrix
+
+    try:
+        compile_matrix.mode()
+        bench.parse_plant(os.environ.get(bench.PLANT_VARIABLE), [s.name for s in specs])
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def build(config: pytest.Config) -> SuiteContext:

@@ -177,6 +177,19 @@ def intermittent_runs() -> int:
                                                      "tell a deterministic failure from an intermittent one")
 
 
+WORKERS_PER_GPU_ENV = "SUITE_WORKERS_PER_GPU"
+
+
+def workers_per_gpu() -> int:
+    """How many xdist workers share this process's GPU (SUITE_WORKERS_PER_GPU, set by the controller for its
+    workers; 1 where unset)."""
+    raw = os.environ.get(WORKERS_PER_GPU_ENV)
+    if raw is None or not raw.strip():
+        return 1
+    return _count(WORKERS_PER_GPU_ENV, raw, 1, "how many xdist workers share each GPU; the suite sets it for its "
+                                              "own workers: unset it")
+
+
 def drain_wait_s() -> float:
     """How long a case that runs alone waits for the other workers' memory (SUITE_DRAIN_WAIT_S, default 60 s)."""
     raw = os.environ.get("SUITE_DRAIN_WAIT_S")
@@ -214,6 +227,10 @@ def writable_directory(option: str, path: Path) -> None:
     usable_path(option, str(path))
     if path.exists() and not path.is_dir():
         raise usage(option, path, "exists and is not a directory")
+    if dangling := next((p for p in (path, *path.parents) if p.is_symlink() and not p.exists()), None):
+        raise usage(option, path, f"{'it' if dangling == path else dangling} is a dangling symbolic link (to "
+                                  f"{os.readlink(dangling)}, which does not exist): create the directory it names, "
+                                  f"or give another")
     try:
         path.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".suite-probe-", dir=path)
@@ -300,6 +317,7 @@ def read(config: pytest.Config, controller: bool) -> Options:
         raise usage("--repro-runs", repro_runs, "needs --repro, the case to run (as printed in a reproduction line)")
     intermittent_runs()
     drain_wait_s()
+    workers_per_gpu()
     if (shrink := os.environ.get("SUITE_SHRINK_SECONDS")) is not None:
         try:
             ok = math.isfinite(float(shrink)) and float(shrink) >= 0

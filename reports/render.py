@@ -67,8 +67,9 @@ def shape_text(shape: dict[str, Any]) -> str:
 _HTML_START = re.compile(r"<(?=[A-Za-z/!?])|&(?=[A-Za-z#])")
 # What in a run file's string would become Markdown rather than text: a backslash (it would escape what follows),
 # the bracket that closes a link's or image's text ("](", "][") or starts a reference definition ("]:"), and the bare
-# URLs GitHub turns into links. Brackets alone ("test[softmax-fp16]") stay as they are.
-_MD_INLINE = re.compile(r"(?P<char>\\|\](?=[(\[:]))|(?<=[A-Za-z0-9])(?P<scheme>:)(?=//)|(?<![A-Za-z0-9])www(?P<dot>\.)")
+# URLs and e-mail addresses GitHub turns into links. Brackets alone ("test[softmax-fp16]") stay as they are.
+_MD_INLINE = re.compile(r"(?P<char>\\|\](?=[(\[:])|(?<=[\w.+-])@(?=[\w-]))|(?<=[A-Za-z0-9])(?P<scheme>:)(?=//)"
+                        r"|(?<![A-Za-z0-9])www(?P<dot>\.)")
 # What at the start of a paragraph would open another block: a heading, quote, list, rule, fence or table.
 _MD_BLOCK_START = re.compile(r"^(?:(?P<mark>[#>+\-=~`|])|(?P<em>[*_])(?!(?P=em))|(?P<n>\d{1,9})(?P<end>[.)]))")
 

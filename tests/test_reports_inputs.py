@@ -131,7 +131,8 @@ def test_compare_markdown_escapes_run_file_strings(tmp_path, capsys):
     ("# heading", "\\# heading"), ("> quote", "\\> quote"), ("- item", "\\- item"), ("1. item", "1\\. item"),
     ("```", "\\```"), ("**bold** stays", "**bold** stays"), ("p < 0.01 -> ok", "p < 0.01 -> ok"),
     ("a\nb", "a b"), ("x[softmax-fp16] stays", "x[softmax-fp16] stays"), ("[a]: http://x", "[a\\]: http\\://x"),
-    ("back\\slash", "back\\\\slash"),
+    ("back\\slash", "back\\\\slash"), ("mail me@evil.example", "mail me\\@evil.example"),
+    ("ftp://host/x", "ftp\\://host/x"), ("www.evil.example", "www\\.evil.example"),
 ])
 def test_paragraph_escaping(text, shown):
     assert md_paragraph(text) == shown

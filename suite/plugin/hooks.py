@@ -70,6 +70,12 @@ def stop_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, _terminated)
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """SIGTERM's default back, for a process that goes on after pytest.main (the handler is this run's)."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is _terminated:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def install(config: pytest.Config, ctx: context.SuiteContext) -> None:
     """The built context into the stash, and what hangs on it: the run-file recorder, the summary, the process's
     GPU sharing and the compile hooks."""

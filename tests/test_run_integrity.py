@@ -139,11 +139,14 @@ def test_a_module_that_changes_directory_keeps_the_run_file_where_asked(run_suit
     elsewhere.mkdir()
     module = kernel_module(tmp_path / "src", imports=f"import os; os.chdir({str(elsewhere)!r})")
     results = Path(os.path.relpath(tmp_path / "runs", ROOT))  # relative to where the suite runs
-    res = run_mine(run_suite, module, results)
+    res = run_mine(run_suite, Path(os.path.relpath(module, ROOT)), results)
     assert res.returncode == 0, res.output[-3000:]
     files = sorted((tmp_path / "runs").glob("run-*.json"))
-    assert len(files) == 1 and json.loads(files[0].read_text())["status"] == "complete", res.output[-3000:]
+    data = json.loads(files[0].read_text()) if len(files) == 1 else {}
+    assert data.get("status") == "complete", res.output[-3000:]
     assert not (elsewhere / results).exists() and f"result file (complete): {files[0]}" in res.output
+    [record] = data["kernel_modules"]  # the module's own file, not one of that name in the directory it moved to
+    assert record["file"] == str(module) and record["sha256"] == hashlib.sha256(module.read_bytes()).hexdigest()
 
 
 # --- the trailing items: mistakes in the surroundings ------------------------------------------------------------

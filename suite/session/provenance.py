@@ -58,8 +58,7 @@ def _own(name: str) -> bool:
 
 def libraries(new_modules: set[str]) -> list[dict[str, Any]]:
     """The records of the libraries among ``new_modules`` (names that appeared in ``sys.modules``)."""
-    tops = sorted({n.partition(".")[0] for n in new_modules} - {n for n in new_modules if _own(n)})
-    tops = [t for t in tops if not _own(t) and t in sys.modules]
+    tops = [t for t in sorted({n.partition(".")[0] for n in new_modules}) if not _own(t) and t in sys.modules]
     if not tops:
         return []
     providers = importlib.metadata.packages_distributions()
@@ -79,8 +78,9 @@ def record_import(target: str, load: Callable[[], None]) -> dict[str, Any]:
     """Run ``load`` (the import of kernel module ``target``) and say what it was: its file's sha256 and the libraries
     its import brought in."""
     before = set(sys.modules)
+    file = module_file(target) if target.endswith(".py") else None  # before a module that changes directory runs
     load()
-    file = module_file(target)
+    file = file or module_file(target)
     return {"module": target, "file": str(file) if file else None, "sha256": sha256(file) if file else None,
             "libraries": libraries(set(sys.modules) - before)}
 

@@ -57,11 +57,12 @@ def load_builtin() -> None:
         _guarded(name, lambda name=name: importlib.import_module(name))
 
 
-def load_module(target: str) -> None:
-    """Import a user's kernel module by dotted name or by path to a ``.py`` file. KernelModuleError (one line,
-    naming the module and what is wrong) when it does not import or a spec in it is wrong."""
+def load_module(target: str, base: str | None = None) -> None:
+    """Import a user's kernel module by dotted name or by path to a ``.py`` file (a relative one from ``base``, else
+    from the current directory). KernelModuleError (one line, naming the module and what is wrong) when it does not
+    import or a spec in it is wrong."""
     option = f"--kernel-module={target}"
-    path = Path(target)
+    path = Path(base or "", target)
     if target.endswith(".py"):
         if not path.is_file():
             raise KernelModuleError(f"{option}: no such file")

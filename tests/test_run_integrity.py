@@ -139,14 +139,17 @@ def test_a_module_that_changes_directory_keeps_the_run_file_where_asked(run_suit
     elsewhere.mkdir()
     module = kernel_module(tmp_path / "src", imports=f"import os; os.chdir({str(elsewhere)!r})")
     results = Path(os.path.relpath(tmp_path / "runs", ROOT))  # relative to where the suite runs
-    res = run_mine(run_suite, Path(os.path.relpath(module, ROOT)), results)
+    second = kernel_module(tmp_path / "src", name="two", stem="second")  # named after the one that moves
+    res = run_mine(run_suite, Path(os.path.relpath(module, ROOT)), results,
+                   f"--kernel-module={os.path.relpath(second, ROOT)}")
     assert res.returncode == 0, res.output[-3000:]
     files = sorted((tmp_path / "runs").glob("run-*.json"))
     data = json.loads(files[0].read_text()) if len(files) == 1 else {}
     assert data.get("status") == "complete", res.output[-3000:]
     assert not (elsewhere / results).exists() and f"result file (complete): {files[0]}" in res.output
-    [record] = data["kernel_modules"]  # the module's own file, not one of that name in the directory it moved to
-    assert record["file"] == str(module) and record["sha256"] == hashlib.sha256(module.read_bytes()).hexdigest()
+    first, other = data["kernel_modules"]  # the modules' own files, not ones of that name in the directory it moved to
+    assert first["file"] == str(module) and first["sha256"] == hashlib.sha256(module.read_bytes()).hexdigest()
+    assert other["file"] == str(second) and other["sha256"] == hashlib.sha256(second.read_bytes()).hexdigest()
 
 
 # --- the trailing items: mistakes in the surroundings ------------------------------------------------------------

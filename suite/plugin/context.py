@@ -128,10 +128,12 @@ def _load_kernels(opts: options.Options) -> tuple[list, list[dict]]:
     from kernels import registry
 
     modules = []
+    start = opts.started_in  # a module that changes directory as it imports moves no other module's path
     try:
         registry.load_builtin()
         for target in opts.kernel_modules:
-            modules.append(provenance.record_import(target, lambda target=target: registry.load_module(target)))
+            load = lambda target=target: registry.load_module(target, start)  # noqa: E731
+            modules.append(provenance.record_import(target, load, start))
     except registry.KernelModuleError as exc:
         raise pytest.UsageError(str(exc)) from None
     specs = registry.all_specs()

@@ -105,6 +105,7 @@ class Options:
     memcheck: bool = False
     no_memcheck: bool = False
     compile_targets: str | None = None  # all, own, or None: the backend's default
+    started_in: str | None = None  # the directory the run started in: relative --kernel-module paths are from there
 
     def compile_targets_for(self, backend_name: str) -> str:
         return self.compile_targets or ("all" if backend_name == "interpret" else "own")
@@ -338,7 +339,8 @@ def read(config: pytest.Config, controller: bool) -> Options:
                                                       "--kernels='softmax,matmul*'"),
         known_issues=_absolute(known), retune=retune, autotune_dir=_absolute(autotune_dir) if autotune_dir else None,
         case_timeout=timeout, case_timeout_given=given, hypothesis_db=_absolute(db) if db else None, repro_runs=repro_runs,
-        memcheck=bool(get("--memcheck")), no_memcheck=bool(get("--no-memcheck")), compile_targets=targets)
+        memcheck=bool(get("--memcheck")), no_memcheck=bool(get("--no-memcheck")), compile_targets=targets,
+        started_in=os.getcwd())
 
 
 def _absolute(path: str) -> Path:

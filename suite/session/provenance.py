@@ -30,10 +30,11 @@ def sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def module_file(target: str) -> Path | None:
-    """The file of a ``--kernel-module`` value: the path given, or where the dotted name was imported from."""
+def module_file(target: str, base: str | None = None) -> Path | None:
+    """The file of a ``--kernel-module`` value: the path given (a relative one from ``base``), or where the dotted
+    name was imported from."""
     if target.endswith(".py"):
-        return Path(target).resolve()
+        return Path(base or "", target).resolve()
     module = sys.modules.get(target)
     origin = getattr(module, "__file__", None)
     if origin is None:
@@ -74,11 +75,11 @@ def libraries(new_modules: set[str]) -> list[dict[str, Any]]:
     return out
 
 
-def record_import(target: str, load: Callable[[], None]) -> dict[str, Any]:
-    """Run ``load`` (the import of kernel module ``target``) and say what it was: its file's sha256 and the libraries
-    its import brought in."""
+def record_import(target: str, load: Callable[[], None], base: str | None = None) -> dict[str, Any]:
+    """Run ``load`` (the import of kernel module ``target``, a relative path from ``base``) and say what it was: its
+    file's sha256 and the libraries its import brought in."""
     before = set(sys.modules)
-    file = module_file(target) if target.endswith(".py") else None  # before a module that changes directory runs
+    file = module_file(target, base) if target.endswith(".py") else None
     load()
     file = file or module_file(target)
     return {"module": target, "file": str(file) if file else None, "sha256": sha256(file) if file else None,

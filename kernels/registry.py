@@ -104,10 +104,14 @@ def _require_registered(option: str, before: set[str]) -> None:
 
 @contextlib.contextmanager
 def _beside(path: Path) -> Iterator[None]:
-    """The module's directory first on sys.path while it imports, as Python does for a script: a helper file beside
-    it imports."""
+    """The module's directory on sys.path while it imports, as Python does for a script, so that a helper file beside
+    it imports; last, not first as for a script: a module named after the library it wraps (examples/liger_kernel.py
+    imports liger_kernel) would otherwise import itself."""
     directory = str(path.resolve().parent)
-    sys.path.insert(0, directory)
+    if directory in sys.path:
+        yield
+        return
+    sys.path.append(directory)
     try:
         yield
     finally:

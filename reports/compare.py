@@ -380,6 +380,8 @@ def compare(base: Run, cand: Run, p_value: float = 0.01, threshold: float = 0.05
     elif recorded_floor:
         floor = noise.recorded(base, cand)
     cmp.toolchain = toolchain.toolchain_changes(base, cand)
+    if code := toolchain.code_changes(base, cand):
+        cmp.warnings.append("the runs tested different code: " + "; ".join(code))
     cmp.compiles, cmp.compared["compiles"] = toolchain.compile_changes(base, cand)
     cmp.floor = floor.describe() if floor else "none (the threshold alone)"
     cmp.planted = _planted(cand) + [f"{p} in the base run" for p in _planted(base)]

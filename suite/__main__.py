@@ -35,10 +35,19 @@ def pytest_args(argv: list[str], cwd: str | None = None) -> list[str]:
     return args + list(argv) + ([] if names_tests else [str(SUITE_DIR)])
 
 
+USAGE_ERROR = 4  # pytest's exit code for a usage error
+
+
 def main(argv: list[str] | None = None) -> int:
+    try:
+        cwd = os.getcwd()
+    except FileNotFoundError:  # pytest would end in a traceback from its own start-up
+        print("error: the current directory no longer exists (it was deleted or moved after the shell entered it); "
+              "cd to a directory that exists and run again", file=sys.stderr)
+        return USAGE_ERROR
     import pytest
 
-    return int(pytest.main(pytest_args(sys.argv[1:] if argv is None else argv)))
+    return int(pytest.main(pytest_args(sys.argv[1:] if argv is None else argv, cwd)))
 
 
 if __name__ == "__main__":

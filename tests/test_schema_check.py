@@ -72,7 +72,24 @@ def _mutations() -> dict[str, tuple[dict, tuple]]:
         "shard without run id": (mutate(lambda r: r.update(shard={"index": 1, "count": 2})), ("shard",)),
         "shard count a string": (mutate(lambda r: r.update(shard={"index": 1, "count": "2", "run_id": "n1"})),
                                  ("shard", "count")),
+        "kernel module's library": (mutate(lambda r: r.update(kernel_modules=[{**KERNEL_MODULE, "libraries": [
+            {**KERNEL_MODULE["libraries"][0], "version": 18}]}])), ("kernel_modules", 0, "libraries", 0, "version")),
+        "kernel module without hash": (mutate(lambda r: r.update(kernel_modules=[
+            {k: v for k, v in KERNEL_MODULE.items() if k != "sha256"}])), ("kernel_modules", 0)),
     }
+
+
+# What suite/session/provenance.py records of a --kernel-module (issue 39, item 16).
+KERNEL_MODULE = {"module": "my_kernels.py", "file": "/src/my_kernels.py", "sha256": "ab" * 32,
+                 "libraries": [{"module": "torchao", "distribution": "torchao", "version": "0.18.0",
+                                "path": "/venv/lib/site-packages/torchao"},
+                               {"module": "helper", "distribution": None, "version": None, "path": "/src/helper.py"}]}
+
+
+def test_a_run_with_kernel_module_records_passes_both_checkers():
+    run = make_run()
+    run["kernel_modules"] = [KERNEL_MODULE]
+    assert not builtin_paths(run, SCHEMA) and not jsonschema_paths(run, SCHEMA)
 
 
 @pytest.mark.parametrize("name", list(_mutations()))

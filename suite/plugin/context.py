@@ -29,7 +29,7 @@ from suite.checks import autotune, interpreter, launches
 from suite.checks.strategies import LARGE_SHAPE_PROFILES, VALIDATION_SEED
 from suite.session import backend as backend_mod
 from suite.session import known_issues as known_mod
-from suite.session import options, results
+from suite.session import options, provenance, results
 from suite.session.stash import BACKEND, CONTEXT, DEFERRED, PINNING
 from suite.workers import crash
 
@@ -123,18 +123,37 @@ def _hypothesis_database(opts: options.Options, profile: str) -> str | None:
     return f"hypothesis database: {path} (failing examples are saved there and replayed first)"
 
 
-def _load_kernels(opts: options.Options) -> list:
+def _load_kernels(opts: options.Options) -> tuple[list, list[dict]]:
+    """The registered specs, and what each --kernel-module was (its file's hash, the libraries it imported)."""
     from kernels import registry
 
+    modules = []
+    start = opts.started_in  # a module that changes directory as it imports moves no other module's path
     try:
         registry.load_builtin()
         for target in opts.kernel_modules:
-            registry.load_module(target)
+            load = lambda target=target: registry.load_module(target, start)  # noqa: E731
+            modules.append(provenance.record_import(target, load, start))
     except registry.KernelModuleError as exc:
         raise pytest.UsageError(str(exc)) from None
     specs = registry.all_specs()
     options.check_against_registry(opts, specs)
-    return specs
+    _check_tool_variables(specs)
+    return specs, modules
+
+
+def _check_tool_variables(specs: list) -> None:
+    """SUITE_COMPILE_MATRIX and SUITE_BENCH_PLANT, read by the compile matrix and the benchmarks: a typo is a usage
+    error now (it used to fail every test that read it)."""
+    import os
+
+    from suite.tools import bench, compile_matrix
+
+    try:
+        compile_matrix.mode()
+        bench.parse_plant(os.environ.get(bench.PLANT_VARIABLE), [s.name for s in specs])
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def build(config: pytest.Config) -> SuiteContext:
@@ -162,7 +181,7 @@ def build(config: pytest.Config) -> SuiteContext:
         interpreter.install()
     launches.install()
     memcheck_mode = _memcheck(config, opts, backend, controller)
-    specs = _load_kernels(opts)  # only now: after TRITON_INTERPRET is settled
+    specs, kernel_modules = _load_kernels(opts)  # only now: after TRITON_INTERPRET is settled
     from kernels import inputs
 
     inputs.set_draw_device(backend.device)  # cases' inputs are drawn where they run (the same numbers everywhere)
@@ -200,8 +219,10 @@ def build(config: pytest.Config) -> SuiteContext:
         run_file = results.RunFile(opts.results_dir, results.new_run_id(backend.name, backend.arch), env,
                                    results.command_line())
         run_file.data["known_issues"] = [k.as_record() for k in known]
+        run_file.data["kernel_modules"] = kernel_modules
     ctx = SuiteContext(options=opts, backend=backend, profile=profile, known=known, run_file=run_file, cache=cache,
                        memcheck=memcheck_mode, fallback_cache=fallback)
+    ctx.notes += [provenance.describe(m) for m in kernel_modules]
     if db_note:
         ctx.notes.append(db_note)
     if cache is not None and cache.status == "unreadable":

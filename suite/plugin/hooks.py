@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from typing import Any
 
@@ -46,10 +48,32 @@ def pytest_configure(config: pytest.Config) -> None:
     compat.fixed_constants()  # the same draws whatever this process imported before a test (suite/compat.py)
     if not context.is_worker(config):
         crash.process().announce = crash.announce_past_capture(config)
+        stop_on_sigterm()
     if context.defers(config):  # an xdist controller: its workers start first (suite/plugin/context.py)
         context.begin_deferred(config)
         return
     install(config, context.build(config))
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a CI job cancelled, `kill`, `timeout`): the run ends as Ctrl-C ends it, its run file "interrupted"
+    with what finished, instead of dying with the file "incomplete"."""
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise Terminated(f"stopped by signal {signal.Signals(signum).name}")
+
+
+def stop_on_sigterm() -> None:
+    """The controller's SIGTERM handler (the main thread only can set one; a process that set its own keeps it)."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminated)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """SIGTERM's default back, for a process that goes on after pytest.main (the handler is this run's)."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is _terminated:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def install(config: pytest.Config, ctx: context.SuiteContext) -> None:
@@ -415,7 +439,8 @@ class SummaryPrinter:
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus: int, config: pytest.Config) -> None:
         run_file = self.ctx.run_file
+        unwritten = summary.write_error_line(run_file) if run_file is not None else None
         if run_file is not None and run_file.started:
-            summary.write_summary(terminalreporter, run_file.data, run_file.path)
-        if run_file is not None and (line := summary.write_error_line(run_file)):
-            terminalreporter.write_line(line, red=True)
+            summary.write_summary(terminalreporter, run_file.data, run_file.path, unwritten)
+        elif unwritten:
+            terminalreporter.write_line(unwritten, red=True)

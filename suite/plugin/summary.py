@@ -12,8 +12,9 @@ from typing import Any
 from suite.workers import parts
 
 
-def write_summary(tr, data: dict, path: Path) -> None:
-    """The portability summary at the end of a run, from the run file's data."""
+def write_summary(tr, data: dict, path: Path, unwritten: str | None = None) -> None:
+    """The portability summary at the end of a run, from the run file's data; ``unwritten``: the line that says the
+    file could not be written, instead of its status (which the file on disk does not hold)."""
     from tabulate import tabulate
 
     rows = case_summary_rows(data["cases"], data["tests"])
@@ -92,7 +93,10 @@ def write_summary(tr, data: dict, path: Path) -> None:
         tr.write_line(f"... and {len(failing) - 20} more failing cases in the result file")
     if line := timing_lines(data):
         tr.write_line(line)
-    tr.write_line(f"result file ({data['status']}): {path}")
+    if unwritten:
+        tr.write_line(unwritten, red=True)
+    else:
+        tr.write_line(f"result file ({data['status']}): {path}")
 
 
 def rate_note(record: dict) -> str:
@@ -117,6 +121,8 @@ def write_error_line(run_file: Any) -> str | None:
     """The summary's last line where the run file could not be written at the end: what it holds instead."""
     if run_file.write_error is None:
         return None
+    if not run_file.started:
+        return f"result file NOT written: {run_file.write_error}"
     return (f"result file NOT up to date: {run_file.write_error}; it holds {run_file.tests_written} of the "
             f"{len(run_file.data['tests'])} tests that ran, as written before")
 

@@ -114,6 +114,7 @@ class Options:
     compile_targets: str | None = None  # all, own, or None: the backend's default
     shard: tuple[int, int] | None = None  # (I, N), one-based, from --shard=I/N
     run_id: str | None = None  # --run-id or SUITE_RUN_ID as given (shared_run_id derives one where not)
+    started_in: str | None = None  # the directory the run started in: relative --kernel-module paths are from there
 
     def compile_targets_for(self, backend_name: str) -> str:
         return self.compile_targets or ("all" if backend_name == "interpret" else "own")
@@ -234,6 +235,19 @@ def intermittent_runs() -> int:
                                                      "tell a deterministic failure from an intermittent one")
 
 
+WORKERS_PER_GPU_ENV = "SUITE_WORKERS_PER_GPU"
+
+
+def workers_per_gpu() -> int:
+    """How many xdist workers share this process's GPU (SUITE_WORKERS_PER_GPU, set by the controller for its
+    workers; 1 where unset)."""
+    raw = os.environ.get(WORKERS_PER_GPU_ENV)
+    if raw is None or not raw.strip():
+        return 1
+    return _count(WORKERS_PER_GPU_ENV, raw, 1, "how many xdist workers share each GPU; the suite sets it for its "
+                                              "own workers: unset it")
+
+
 def drain_wait_s() -> float:
     """How long a case that runs alone waits for the other workers' memory (SUITE_DRAIN_WAIT_S, default 60 s)."""
     raw = os.environ.get("SUITE_DRAIN_WAIT_S")
@@ -271,6 +285,10 @@ def writable_directory(option: str, path: Path) -> None:
     usable_path(option, str(path))
     if path.exists() and not path.is_dir():
         raise usage(option, path, "exists and is not a directory")
+    if dangling := next((p for p in (path, *path.parents) if p.is_symlink() and not p.exists()), None):
+        raise usage(option, path, f"{'it' if dangling == path else dangling} is a dangling symbolic link (to "
+                                  f"{os.readlink(dangling)}, which does not exist): create the directory it names, "
+                                  f"or give another")
     try:
         path.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".suite-probe-", dir=path)
@@ -357,6 +375,7 @@ def read(config: pytest.Config, controller: bool) -> Options:
         raise usage("--repro-runs", repro_runs, "needs --repro, the case to run (as printed in a reproduction line)")
     intermittent_runs()
     drain_wait_s()
+    workers_per_gpu()
     if (shrink := os.environ.get("SUITE_SHRINK_SECONDS")) is not None:
         try:
             ok = math.isfinite(float(shrink)) and float(shrink) >= 0
@@ -368,15 +387,22 @@ def read(config: pytest.Config, controller: bool) -> Options:
     if get("--memcheck") and get("--no-memcheck"):
         raise pytest.UsageError("--memcheck and --no-memcheck: give one (--memcheck checks a GPU run under the vendor's "
                                 "checker; --no-memcheck turns the interpreter's check off)")
+    # Absolute now, before any kernel module imports: one that changes directory as it imports must not move the run
+    # file, the known issues or the caches somewhere else.
     return Options(
-        backend=get("--backend"), results_dir=Path(results_dir), write_results=write_results, repro=repro,
+        backend=get("--backend"), results_dir=_absolute(results_dir), write_results=write_results, repro=repro,
         config=parse_config(get("--config")), kernel_modules=modules,
         kernels=_names("--kernels", get("--kernels"), "comma-separated kernel names or patterns, e.g. "
                                                       "--kernels='softmax,matmul*'"),
-        known_issues=Path(known), retune=retune, autotune_dir=Path(autotune_dir) if autotune_dir else None,
-        case_timeout=timeout, case_timeout_given=given, hypothesis_db=Path(db) if db else None, repro_runs=repro_runs,
+        known_issues=_absolute(known), retune=retune, autotune_dir=_absolute(autotune_dir) if autotune_dir else None,
+        case_timeout=timeout, case_timeout_given=given, hypothesis_db=_absolute(db) if db else None, repro_runs=repro_runs,
         memcheck=bool(get("--memcheck")), no_memcheck=bool(get("--no-memcheck")), compile_targets=targets,
-        shard=parse_shard(get("--shard")), run_id=parse_run_id(get("--run-id")))
+        shard=parse_shard(get("--shard")), run_id=parse_run_id(get("--run-id")), started_in=os.getcwd())
+
+
+def _absolute(path: str) -> Path:
+    """The path from the directory the run started in (links kept as given: the run file's path says what was asked)."""
+    return Path(os.path.abspath(path))
 
 
 def check_against_registry(options: Options, specs: list[Any]) -> None:

@@ -79,7 +79,7 @@ class Share:
 
     def setup(self, device: str) -> None:
         """Open this GPU's lock (a worker on a CUDA/ROCm device, with other workers on the same GPU)."""
-        self.workers = max(1, int(os.environ.get(SHARE_ENV, "1") or 1))
+        self.workers = options.workers_per_gpu()
         if not device.startswith("cuda") or self.fd is not None:
             return
         import torch

@@ -129,9 +129,13 @@ class RunRecorder:
         if not counts or record is None:
             return
         for key, n in counts.items():
-            if isinstance(n, list):  # the too-large cases, listed up to a cap (the count covers them all)
+            if isinstance(n, list):  # the too-large cases, each listed once, up to a cap (the count covers them all)
                 listed = record.setdefault(key, [])
-                listed.extend(n[:max(0, gpu_share.TOO_LARGE_LISTED - len(listed))])
+                seen = {(c["kernel"], c["dtype"], c["case"]) for c in listed}
+                for c in n:
+                    if (c["kernel"], c["dtype"], c["case"]) not in seen and len(listed) < gpu_share.TOO_LARGE_LISTED:
+                        seen.add((c["kernel"], c["dtype"], c["case"]))
+                        listed.append(c)
             else:
                 record[key] = record.get(key, 0) + n
 

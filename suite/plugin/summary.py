@@ -75,7 +75,7 @@ def write_summary(tr, data: dict, path: Path, unwritten: str | None = None) -> N
                       f"this GPU" + (f"; {held} not run (out of memory although they fit the GPU: other processes "
                                      f"held its memory; not the kernels')" if held else ""))
         for c in share.get("too_large_cases", [])[:5]:
-            tr.write_line(f"  too large: {c['kernel']}[{c['dtype']}] {c['case'][:160]} (footprint at least "
+            tr.write_line(f"  too large: {c['case'][:160]} (footprint at least "
                           f"{c['footprint_gib']} GiB)")
     for inc in data.get("incidents", []):
         tr.write_line(f"INCIDENT {inc['kind']} in {inc['nodeid']} (worker {inc['worker']}): "

@@ -77,6 +77,10 @@ def write_summary(tr, data: dict, path: Path, unwritten: str | None = None) -> N
         for c in share.get("too_large_cases", [])[:5]:
             tr.write_line(f"  too large: {c['case'][:160]} (footprint at least "
                           f"{c['footprint_gib']} GiB)")
+    if left := data.get("unfinished"):
+        tr.write_line(f"stopped while running {len(left)} test(s): "
+                      + ", ".join(f"{t['nodeid']} (for {t['running_s']:.0f} s on {t['worker']})" for t in left[:8])
+                      + (f", and {len(left) - 8} more" if len(left) > 8 else ""))
     for inc in data.get("incidents", []):
         tr.write_line(f"INCIDENT {inc['kind']} in {inc['nodeid']} (worker {inc['worker']}): "
                       f"{inc['message'].splitlines()[0][:300]}")

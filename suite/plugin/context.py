@@ -86,7 +86,8 @@ def defers(config: pytest.Config) -> bool:
     """This process is an xdist controller that can start its workers before it builds its context: it knows
     without torch which GPUs to pin them to. ``--retune`` (it tunes before the workers start, and they read the
     new cache) and ``--memcheck`` (the controller re-executes itself under the vendor's checker) build first."""
-    if is_worker(config) or not xdist_on(config) or config.getoption("--retune") or config.getoption("--memcheck"):
+    if is_worker(config) or not xdist_on(config) or config.getoption("--retune") or config.getoption("--memcheck") \
+            or config.getoption("--retune-check"):
         return False
     return backend_mod.probe(config.getoption("--backend")) is not None
 
@@ -203,12 +204,13 @@ def build(config: pytest.Config) -> SuiteContext:
         cache, fallback = autotune.open_caches(backend, opts.autotune_dir)
         autotune.activate(autotune.Lookup(backend, cache, fallback))
         autotune.count_do_bench()
-    if opts.retune and controller:
+    if (opts.retune or opts.retune_check) and controller:
+        flag = "--retune" if opts.retune else "--retune-check"
         if backend.name == "interpret":
-            raise pytest.UsageError("--retune times configs on a GPU; the CPU interpreter's timings mean nothing "
+            raise pytest.UsageError(f"{flag} times configs on a GPU; the CPU interpreter's timings mean nothing "
                                     "(use --backend=cuda or --backend=rocm on a GPU runner)")
         if cache.status == "unreadable":
-            raise pytest.UsageError(f"--retune: {cache.error}. The file is left as it is: move it away (or fix it), "
+            raise pytest.UsageError(f"{flag}: {cache.error}. The file is left as it is: move it away (or fix it), "
                                     f"then retune")
     run_file = None
     if controller and opts.write_results:

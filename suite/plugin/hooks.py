@@ -16,8 +16,10 @@ import json
 import os
 import signal
 import sys
+import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -114,7 +116,7 @@ def pytest_sessionstart(session: pytest.Session):
     ctx = config.stash.get(CONTEXT, None)
     if ctx is not None:
         ctx.session = session
-        if not context.is_worker(config) and ctx.options.retune:
+        if not context.is_worker(config) and (ctx.options.retune or ctx.options.retune_check):
             _retune(config, ctx)
     result = yield
     if config.stash.get(context.DEFERRED, False) and CONTEXT not in config.stash:
@@ -238,10 +240,12 @@ def _retune(config: pytest.Config, ctx: context.SuiteContext) -> None:
     from tabulate import tabulate
 
     from kernels import registry
+    from reports import gate
     from suite.tools import bench, compile_matrix
 
     backend = ctx.backend
-    names = ctx.options.retune
+    check = not ctx.options.retune  # --retune-check: time into a scratch copy, judge the shipped winners
+    names = ctx.options.retune or ctx.options.retune_check
     specs = [s for s in registry.all_specs() if names == ("*",) or s.name in names]
     tr = config.pluginmanager.get_plugin("terminalreporter")
     write = tr.write_line if tr else print
@@ -256,11 +260,27 @@ def _retune(config: pytest.Config, ctx: context.SuiteContext) -> None:
         return next((r for r in records if r["status"] == "failed"), None) or next(
             (r for r in records if r.get("spills")), records[0])
 
-    write(f"autotune: retuning {len(specs)} kernel(s) for {backend.arch} ({backend.sm_count} SMs/CUs) "
-          f"into {ctx.cache.path}")
-    ctx.retuned = autotune.retune(specs, backend, ctx.cache, time_config=bench.ConfigTimer(backend),
+    into = ctx.cache
+    if check:  # a copy in the results directory (or a temporary one): the shipped cache is never written
+        where = ctx.options.results_dir if ctx.run_file is not None else Path(tempfile.mkdtemp(prefix="retune-check-"))
+        into = autotune.Cache(Path(where) / f"retune-check-{ctx.cache.path.name}", ctx.cache.arch, ctx.cache.profile,
+                              dict(ctx.cache.entries), dict(ctx.cache.tuning_runs), "ok")
+    write(f"autotune: {'checking the cached winners of' if check else 'retuning'} {len(specs)} kernel(s) for "
+          f"{backend.arch} ({backend.sm_count} SMs/CUs) " + (f"against {ctx.cache.path} (timings in {into.path}; "
+                                                              f"nothing written into the cache)" if check
+                                                              else f"into {ctx.cache.path}"))
+    ctx.retuned = autotune.retune(specs, backend, into, time_config=bench.ConfigTimer(backend),
                                   compile_record=compile_record, progress=write)
     write(tabulate(autotune.retune_rows(ctx.retuned), headers=autotune.RETUNE_HEADERS, tablefmt="github"))
+    if check:
+        records = autotune.gate_records(ctx.cache, ctx.retuned)
+        losing = [g for g in records if g["loses"]]
+        write(f"autotune check: {len(records)} cached winner(s) timed against every config; {len(losing)} now lose"
+              + "".join(f"\n  {gate.text(g)}" for g in losing))
+        if ctx.run_file is not None:
+            ctx.run_file.data["autotune"]["check"] = {"cache": str(ctx.cache.path), "margin": gate.MARGIN,
+                                                       "entries": records}
+        return
     if ctx.run_file is not None:
         record = ctx.run_file.data["autotune"]
         record["cache_entries"] = len(ctx.cache.entries)

@@ -64,6 +64,11 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--retune", nargs="?", const="*", default=None, metavar="KERNELS",
                     help="before the tests, time every valid config of these kernels (comma-separated; all when "
                          "no value is given) on the benchmark shapes and rewrite this arch's autotune cache")
+    group.addoption("--retune-check", nargs="?", const="*", default=None, metavar="KERNELS",
+                    help="before the tests, time every valid config of these kernels (all when no value is given) on "
+                         "the benchmark shapes, write nothing into the shipped caches, and record in the run file "
+                         "each cached winner that now loses to another config (the toolchain gate: `python -m reports "
+                         "compare` flags them)")
     group.addoption("--autotune-dir", default=None, metavar="DIR",
                     help="directory of the per-arch autotune caches (default hardware_profiles/autotune; "
                          "env SUITE_AUTOTUNE_DIR)")
@@ -113,6 +118,7 @@ class Options:
     no_memcheck: bool = False
     compile_targets: str | None = None  # all, own, or None: the backend's default
     shard: tuple[int, int] | None = None  # (I, N), one-based, from --shard=I/N
+    retune_check: tuple[str, ...] | None = None  # --retune-check: ("*",) for all
     run_id: str | None = None  # --run-id or SUITE_RUN_ID as given (shared_run_id derives one where not)
     started_in: str | None = None  # the directory the run started in: relative --kernel-module paths are from there
 
@@ -349,6 +355,11 @@ def read(config: pytest.Config, controller: bool) -> Options:
     known = _non_empty("--known-issues", get("--known-issues"), "a known-issue JSON file")
     usable_path("--known-issues", known)
     retune = _names("--retune", get("--retune"), "kernel names, or --retune alone for every kernel")
+    retune_check = _names("--retune-check", get("--retune-check"),
+                          "kernel names, or --retune-check alone for every kernel")
+    if retune and retune_check:
+        raise usage("--retune-check", ",".join(retune_check), "cannot be used with --retune (one rewrites the cache, "
+                                                              "the other checks it and writes nothing): give one")
     autotune_dir = _non_empty("--autotune-dir", get("--autotune-dir"), "a directory of per-arch autotune caches")
     if autotune_dir is not None:
         usable_path("--autotune-dir", autotune_dir)
@@ -397,7 +408,8 @@ def read(config: pytest.Config, controller: bool) -> Options:
         known_issues=_absolute(known), retune=retune, autotune_dir=_absolute(autotune_dir) if autotune_dir else None,
         case_timeout=timeout, case_timeout_given=given, hypothesis_db=_absolute(db) if db else None, repro_runs=repro_runs,
         memcheck=bool(get("--memcheck")), no_memcheck=bool(get("--no-memcheck")), compile_targets=targets,
-        shard=parse_shard(get("--shard")), run_id=parse_run_id(get("--run-id")), started_in=os.getcwd())
+        shard=parse_shard(get("--shard")), run_id=parse_run_id(get("--run-id")), started_in=os.getcwd(),
+        retune_check=retune_check)
 
 
 def _absolute(path: str) -> Path:
@@ -413,9 +425,10 @@ def check_against_registry(options: Options, specs: list[Any]) -> None:
         if not fnmatch.filter(names, pattern):
             raise usage("--kernels", ",".join(options.kernels), f"{pattern!r} matches no registered kernel; "
                                                                 f"registered: {registered}")
-    for name in options.retune or ():
-        if name != "*" and name not in names:
-            raise usage("--retune", ",".join(options.retune), f"no kernel named {name!r}; registered: {registered}")
+    for option, given in (("--retune", options.retune), ("--retune-check", options.retune_check)):
+        for name in given or ():
+            if name != "*" and name not in names:
+                raise usage(option, ",".join(given), f"no kernel named {name!r}; registered: {registered}")
 
 
 def config_problem(spec: Any, config: dict[str, Any]) -> str | None:

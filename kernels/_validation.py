@@ -73,7 +73,7 @@ def check_spec(spec: Any) -> None:
     for name in ("make_inputs", "make_outputs", "run", "reference", "flops", "min_bytes"):
         if not callable(getattr(spec, name)):
             raise fail(name, f"must be callable, got {type(getattr(spec, name)).__name__}")
-    for name in ("torch_baseline", "tune_bucket", "compile_signature"):
+    for name in ("torch_baseline", "tune_bucket", "compile_signature", "torch_fallback"):
         value = getattr(spec, name)
         if value is not None and not callable(value):
             raise fail(name, f"must be callable or None, got {type(value).__name__}")

@@ -20,6 +20,9 @@ from suite.session.results import json_number
 from suite.workers import crash, gpu_share, timing
 
 INT_POISON = -94  # fits every integer dtype, int8 masks included
+# A bool holds one byte that kernels write as 0 or 1; filled through a byte view with neither, an element never
+# written is told apart from both values (-94 cast to bool is True, a value a mask kernel writes).
+BOOL_POISON = 0x5A
 # Every float output starts as a NaN with a payload no arithmetic produces (canonical NaNs have none), so an
 # element the kernel never wrote is told apart from a NaN it wrote, also where the reference is NaN. The fp8
 # formats with one or two NaN codes (e4m3fn, the FNUZ pair) have no such room: see unwritten().
@@ -34,6 +37,8 @@ def poison(outputs: dict[str, torch.Tensor]) -> None:
         bits = _POISON_BITS.get(t.dtype)
         if bits is not None:
             t.view(_INT_VIEW[t.element_size()]).fill_(bits)
+        elif t.dtype == torch.bool:
+            t.view(torch.uint8).fill_(BOOL_POISON)
         elif t.dtype.is_floating_point:
             t.fill_(float("nan"))
         else:
@@ -49,6 +54,8 @@ def unwritten(t: torch.Tensor) -> torch.Tensor:
     bits = _POISON_BITS.get(t.dtype)
     if bits is not None:
         return t.view(_INT_VIEW[t.element_size()]) == bits
+    if t.dtype == torch.bool:
+        return t.view(torch.uint8) == BOOL_POISON
     if t.dtype.is_floating_point:
         return torch.isnan(t)
     return t == INT_POISON
@@ -250,6 +257,23 @@ def launch(spec: KernelSpec, inputs: dict, outputs: dict, config: dict) -> launc
     return seen
 
 
+def launched_nothing(spec: KernelSpec, case: Case, config: dict, outputs: dict[str, torch.Tensor],
+                     seen: launches.Launches) -> str | None:
+    """Why a run that launched no @triton.jit function cannot pass, or None: outputs with elements that the launcher
+    filled another way (torch for small inputs, say) test the launcher's fallback, never the kernel, unless the spec
+    declares that path (``torch_fallback``). A case with no output element has nothing to launch for."""
+    if seen.kernels or not any(t.numel() for t in outputs.values()):
+        return None
+    if spec.torch_fallback is not None and spec.torch_fallback(case, config):
+        return None
+    declared = ("its torch_fallback does not cover this case" if spec.torch_fallback is not None
+                else "the spec declares no torch_fallback")
+    return (f"the run launched no @triton.jit function, yet its outputs have elements: the launcher computed them "
+            f"another way (a torch path for small inputs?), so the kernel was never tested on this case, and "
+            f"{declared}. Launch the kernel for every case, or declare the path: KernelSpec(torch_fallback=lambda "
+            f"case, config: ...) true exactly where the launcher skips the kernel")
+
+
 def unreached_outputs(spec: KernelSpec, outputs: dict[str, torch.Tensor], seen: launches.Launches) -> str | None:
     """Why the run's outputs cannot be checked: an output that no kernel launch received (the launcher allocated its
     own and copied it in), or None. A run that launched nothing is the memory check's to report (unchecked)."""
@@ -429,6 +453,8 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
         raise _Stop(stopped) from None
     if found := memcheck.sanitizer_report():
         raise _Stop(result(False, math.inf, error=found, failure="memory"))
+    if problem := launched_nothing(spec, case, config, outputs, seen):
+        raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure="spec"))
     if problem := unreached_outputs(spec, outputs, seen):
         raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure="spec"))
     out_of_bounds = guard_violations(guards)
@@ -506,6 +532,8 @@ def _never_written(spec: KernelSpec, inputs: dict, case: Case, config: dict, nam
     if name in spec.initial_outputs:
         return torch.zeros_like(out, dtype=torch.bool)
     mask = unwritten(out)
+    if out.dtype == torch.bool:  # a bool reference is 0 or 1, never the poison's byte
+        return mask
     if not out.dtype.is_floating_point:  # an integer the reference itself expects to be INT_POISON was written
         return mask & (ref.to(out.device) != INT_POISON)
     if has_distinct_poison(out.dtype) or not bool((mask & torch.isnan(ref.to(out.device))).any()):

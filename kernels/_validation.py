@@ -217,6 +217,22 @@ def _is_safety(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and value >= 0
 
 
+# The accumulator's unit roundoff (suite/checks/tolerance.py holds the same): a safety factor whose bound at a
+# reduction length of 1 is already half of |reference| would pass a result off by 50% (docs/checks.md, Tolerances).
+_ACCUMULATOR_U = {"fp32": 2.0**-24, "fp16": 2.0**-11, "fp64": 2.0**-53}
+LOOSEST_FRACTION = 0.5
+
+
+def _too_loose(safety: float, accumulator: str) -> str | None:
+    floor = safety * _ACCUMULATOR_U.get(accumulator, 0.0)
+    if floor < LOOSEST_FRACTION:
+        return None
+    return (f"{safety!r} lets a result off by {LOOSEST_FRACTION:.0%} pass: even at a reduction length of 1 the bound "
+            f"is safety * u_acc = {floor:.3g}x |reference| ({accumulator} accumulator), and it must stay below "
+            f"{LOOSEST_FRACTION:g}x; the rule's other terms need a factor of a few (4, the default; 16 for a rounding "
+            f"it does not count)")
+
+
 def _check_tolerance(tolerance: Any, field: str, fail: Callable[[str, str], SpecError],
                      dtypes: tuple[str, ...] = ()) -> None:
     if not isinstance(tolerance, Tolerance):
@@ -228,12 +244,16 @@ def _check_tolerance(tolerance: Any, field: str, fail: Callable[[str, str], Spec
     if not _is_safety(tolerance.safety):
         raise fail(field, f"safety must be a finite number >= 0 (0: exact up to the dtype's smallest step), "
                           f"got {tolerance.safety!r}")
+    if tolerance.accumulator in _ACCUMULATOR_U and (problem := _too_loose(tolerance.safety, tolerance.accumulator)):
+        raise fail(field, f"safety {problem}")
     per_dtype = _mapping(tolerance.dtype_safety, f"{field}.dtype_safety", fail, "dtype -> safety, e.g. {'bf16': 16.0}")
     for dtype, safety in per_dtype.items():
         if dtype not in dtypes:
             raise fail(field, f"dtype_safety names {dtype!r}, which is not one of the spec's dtypes {list(dtypes)}")
         if not _is_safety(safety):
             raise fail(field, f"dtype_safety[{dtype!r}] must be a finite number >= 0, got {safety!r}")
+        if tolerance.accumulator in _ACCUMULATOR_U and (problem := _too_loose(safety, tolerance.accumulator)):
+            raise fail(field, f"dtype_safety[{dtype!r}] {problem}")
     if tolerance.accumulator not in ("fp32", "fp16", "fp64"):
         raise fail(field, f"accumulator must be 'fp32', 'fp16' or 'fp64', got {tolerance.accumulator!r}")
     if not isinstance(tolerance.uses_dot, bool):

@@ -5,15 +5,24 @@
   (``torch_fallback``).
 - bool outputs: the poison (-94) is True as a bool, so a right mask kernel failed on its guard regions ("written
   before output") and a True element never written passed where the output has no guard region.
+- Absurd tolerances (a safety of 1e12, a reduction length of 10**30, a magnitude of 1e30) let a relu that returns
+  1.5x its answer pass: a bound that would pass a result off by 50% at the output's largest |reference| is a broken
+  spec, refused when the spec is made where the safety factor alone says so, else on the first case.
 
 The kernels are in tests/fixtures/false_passes.py.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
 import torch
 
+from kernels.spec import SpecError, Tolerance
+from kernels.vector_add import SPEC as VECTOR_ADD
 from suite.checks.harness import guard, guard_violations, poison, unwritten
+from suite.checks.tolerance import loose_bound
 
 FALSE_PASSES = "--kernel-module=tests/fixtures/false_passes.py"
 FAST_SHRINK = {"SUITE_SHRINK_SECONDS": "3"}
@@ -56,3 +65,47 @@ def test_the_bool_poison_is_a_byte_that_is_neither_value():
     out["out"][:4] = torch.tensor([True, False, True, False])
     assert unwritten(out["out"]).tolist() == [False] * 4 + [True] * 4
     assert out["out"][:4].tolist() == [True, False, True, False] and not guard_violations(guards)
+
+
+def test_a_tolerance_that_passes_a_result_off_by_half_is_a_broken_spec(run_suite):
+    run = run_suite("suite/test_kernels.py", FALSE_PASSES, "--kernels=relu_x15,relu_x15_long_reduction,"
+                    "relu_x15_huge_magnitude", "-n", "0", env=FAST_SHRINK)
+    assert run.returncode == 1, run.output[-3000:]
+    tests = _tests(run)
+    assert all(t["outcome"] == "failed" for t in tests.values()) and len(tests) == 3, tests
+    failed = {c["kernel"]: c for c in run.run_data()["cases"] if c["outcome"] == "failed"}
+    assert "failure" not in failed["relu_x15"], failed["relu_x15"]  # a wrong value under a sane tolerance
+    assert failed["relu_x15"]["message"].startswith("out: error "), failed["relu_x15"]
+    for name, words in (("relu_x15_long_reduction", "reduction length 1e+30"),
+                        ("relu_x15_huge_magnitude", "magnitude 1e+30")):
+        case = failed[name]
+        assert case["failure"] == "spec", case
+        assert case["message"].startswith(f"broken spec: kernel spec {name!r}: field 'tolerance' (its safety, "
+                                          f"reduction, magnitude) is too loose for output 'out': the bound at the "
+                                          f"output's largest |reference|"), case["message"]
+        assert words in case["message"] and "a result off by 50% there would pass" in case["message"], case["message"]
+    assert "BROKEN SPEC relu_x15_long_reduction[fp32]" in run.output
+
+
+@pytest.mark.parametrize("tolerance, field", [
+    (Tolerance(safety=1e12), "safety 1000000000000.0 lets a result off by 50% pass"),
+    (Tolerance(dtype_safety={"fp32": 1e12}), "dtype_safety['fp32'] 1000000000000.0 lets a result off by 50% pass"),
+    (Tolerance(accumulator="fp16", safety=1024.0), "safety 1024.0 lets a result off by 50% pass"),
+])
+def test_a_safety_factor_that_passes_a_result_off_by_half_is_refused_when_the_spec_is_made(tolerance, field):
+    with pytest.raises(SpecError) as err:
+        dataclasses.replace(VECTOR_ADD, name="loose_add", tolerance=tolerance)
+    assert "kernel spec 'loose_add': field 'tolerance': " + field in str(err.value), str(err.value)
+    with pytest.raises(SpecError, match=r"field \"output_tolerances\['out'\]\""):
+        dataclasses.replace(VECTOR_ADD, name="loose_add", output_tolerances={"out": tolerance})
+
+
+def test_the_loose_bound_rule_at_the_largest_reference():
+    ref = torch.tensor([0.5, -2.0, 1.0], dtype=torch.float64)
+    assert loose_bound(ref, None, torch.float32, 1, safety=4.0) is None
+    assert loose_bound(ref, None, torch.float32, 10**11, safety=4.0) is None  # 4 * sqrt(1e11) * 2**-24 = 0.075
+    assert "(2 at (1,))" in loose_bound(ref, None, torch.float32, 10**13, safety=4.0)  # 0.75 of |reference|
+    assert loose_bound(ref, torch.full_like(ref, 1e6), torch.float32, 1, safety=4.0) is None
+    assert loose_bound(ref, torch.full_like(ref, 1e30), torch.float32, 1, safety=4.0) is not None
+    assert loose_bound(torch.zeros(3, dtype=torch.float64), None, torch.float32, 10**30, safety=4.0) is None
+    assert loose_bound(ref, None, torch.int32, 10**30, safety=4.0) is None  # integers compare exactly

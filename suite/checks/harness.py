@@ -14,7 +14,7 @@ import torch
 
 from kernels.spec import Case, KernelSpec, Tolerance
 from suite.checks import autotune, interpreter, launches, memcheck
-from suite.checks.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output
+from suite.checks.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output, loose_bound
 from suite.session import options
 from suite.session.results import json_number
 from suite.workers import crash, gpu_share, timing
@@ -490,6 +490,8 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
             f"It must leave them as built: a float64 input's .double() is the input itself, so an in-place "
             f"operation on it (mul_, +=, copy_) writes the input; compute out of place or on a .clone()")))
     ref, mags = state["ref"], state["mags"]
+    if problem := loose_tolerance(spec, case, backend, outputs, ref, mags):
+        raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure="spec"))
     with timing.phase("check"):
         return _check_outputs(spec, case, backend, config, inputs, outputs, ref, mags)
 
@@ -506,6 +508,22 @@ def _check_outputs(spec: KernelSpec, case: Case, backend: Any, config: dict, inp
                                    unwritten=_never_written(spec, inputs, case, config, name, outputs[name],
                                                             ref[name])))
     return checks
+
+
+def loose_tolerance(spec: KernelSpec, case: Case, backend: Any, outputs: dict, ref: dict, mags: dict) -> str | None:
+    """Why a tolerance of the spec would pass a wrong answer on this case (suite/checks/tolerance.py: loose_bound),
+    naming the spec, the field and the output; or None."""
+    for name in spec.outputs:
+        tol = spec.tolerance_for(name)
+        operand_u = operand_roundoff(tol, backend) if case.dtype == "fp32" else 0.0
+        problem = loose_bound(ref[name], mags.get(name), outputs[name].dtype, tol.reduction(case),
+                              safety=tol.safety_for(case.dtype), operand_u=operand_u, accumulator=tol.accumulator)
+        if problem:
+            field = f"output_tolerances[{name!r}]" if name in spec.output_tolerances else "tolerance"
+            safety = f"dtype_safety[{case.dtype!r}]" if case.dtype in tol.dtype_safety else "safety"
+            return (f"kernel spec {spec.name!r}: field {field!r} (its {safety}, reduction, magnitude) is too loose "
+                    f"for output {name!r}: {problem} (docs/checks.md, Tolerances)")
+    return None
 
 
 def magnitudes(spec: KernelSpec, inputs: dict, ref: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -109,3 +109,48 @@ def test_the_loose_bound_rule_at_the_largest_reference():
     assert loose_bound(ref, torch.full_like(ref, 1e30), torch.float32, 1, safety=4.0) is not None
     assert loose_bound(torch.zeros(3, dtype=torch.float64), None, torch.float32, 10**30, safety=4.0) is None
     assert loose_bound(ref, None, torch.int32, 10**30, safety=4.0) is None  # integers compare exactly
+
+
+SWAP = "--kernel-module=tests/fixtures/checker_swap.py"
+PLANTED = "--kernel-module=tests/fixtures/planted_bugs.py"
+
+
+def test_a_kernel_module_that_replaces_the_suites_checker_is_refused(run_suite):
+    """checker_swap.py assigns suite.checks.harness.check_output a check that passes everything: its own x - y and
+    planted_bugs.py's softmax both passed."""
+    run = run_suite("suite/test_kernels.py", SWAP, PLANTED, "--kernels=swapped_add,planted_softmax_max_identity_zero")
+    assert run.returncode == 4, run.output[-3000:]
+    assert ("--kernel-module=tests/fixtures/checker_swap.py: importing it changed the suite's own checking code: "
+            "suite.checks.harness.check_output (replaced, by a function of tests/fixtures/checker_swap.py)") \
+        in run.output, run.output[-3000:]
+
+
+def test_a_checker_replaced_while_the_run_goes_on_fails_the_test(run_suite):
+    run = run_suite("suite/test_kernels.py", SWAP, "--kernels=swapped_add", "-n", "0", env={"SWAP_AT_RUN": "1"})
+    assert run.returncode == 1, run.output[-3000:]
+    [test] = run.run_data()["tests"]
+    assert test["outcome"] == "failed", test
+    assert "the suite's own checking code was changed while the run went on: suite.checks.harness.check_output " \
+           "(replaced, by a function of tests/fixtures/checker_swap.py)" in run.output, run.output[-3000:]
+
+
+def test_the_snapshot_sees_replaced_functions_changed_code_and_changed_constants():
+    from suite.checks import harness, tampering, tolerance
+
+    snapshot = tampering.Snapshot()
+    assert snapshot.changes() == []
+    saved = (tolerance.check_output, harness.GUARD_ELEMENTS, tolerance.bound.__code__)
+    try:
+        harness.GUARD_ELEMENTS = 0
+        tolerance.UNIT_ROUNDOFF[torch.float32] = 1.0
+        tolerance.bound.__code__ = (lambda *a, **k: 1.0).__code__
+        harness.InputSnapshot.changes = lambda self, allowed=(): []
+        assert snapshot.changes() == ["suite.checks.harness.GUARD_ELEMENTS (replaced)",
+                                      "suite.checks.harness.InputSnapshot (replaced)",
+                                      "suite.checks.tolerance.UNIT_ROUNDOFF (its contents changed)",
+                                      "suite.checks.tolerance.bound (replaced)"]
+    finally:
+        tolerance.check_output, harness.GUARD_ELEMENTS, tolerance.bound.__code__ = saved
+        tolerance.UNIT_ROUNDOFF[torch.float32] = 2.0**-24
+        del harness.InputSnapshot.changes
+    assert "suite.checks.harness.InputSnapshot (replaced)" in snapshot.changes()  # the method is gone, not restored

@@ -268,7 +268,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             item.user_properties.append((gpu_share.SHARE_PROPERTY, retried))
         if (ctx := item.config.stash.get(CONTEXT, None)) is not None:
             gpu_share.end_of_test(ctx.backend.device)  # what it cached goes back to the GPU's other workers
-    return (yield)
+    report = yield
+    snapshot = item.config.stash.get(context.CHECKS_SNAPSHOT, None)
+    runs_kernels = {"kernel_dtype", "kernel_spec"} & set(getattr(item, "fixturenames", ()))  # kernel modules' code
+    if call.when == "call" and runs_kernels and snapshot is not None and (changed := snapshot.changes()):
+        report.outcome = "failed"  # whatever the test saw, it was judged by code a kernel module changed
+        report.longrepr = (f"the suite's own checking code was changed while the run went on: {', '.join(changed)}; "
+                           f"no verdict of this run can be trusted: find the kernel module that assigns it")
+    return report
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -40,7 +40,9 @@ from liger_kernel.ops import rms_norm as liger_rms  # noqa: E402
 from liger_kernel.ops import swiglu as liger_swiglu  # noqa: E402
 from liger_kernel.ops.utils import calculate_settings  # noqa: E402
 
-ROWS = Dim("M", interpret_max=8, gpu_max=4096, nightly_max=16384, blocks=(16,))
+ROWS = Dim("M", interpret_max=8, gpu_max=4096, nightly_max=16384, blocks=(1,))  # a program per row
+# RMSNorm's block kernel takes 16 rows a program: M reaches past one such block on the interpreter too.
+RMS_ROWS = Dim("M", interpret_max=20, gpu_max=4096, nightly_max=16384, blocks=(16,))
 
 
 # The warps Liger launches a 4096-wide row with (calculate_settings), which the compile matrix compiles; on the
@@ -111,7 +113,7 @@ def _rms_signature(kernel: str):
 register(KernelSpec(
     name="liger_rms_norm",
     description="Liger RMSNorm forward (Llama casting, offset 0): y = x * rstd * w, rstd = 1 / sqrt(mean(x^2) + eps)",
-    dims=(ROWS, Dim("N", interpret_max=600, gpu_max=8192, nightly_max=32768, blocks=(256,))),
+    dims=(RMS_ROWS, Dim("N", interpret_max=600, gpu_max=8192, nightly_max=32768, blocks=(256,))),
     dtypes=("fp32", "fp16", "bf16"),
     value_classes=("normal", "large", "negative"),
     make_inputs=_rms_inputs,

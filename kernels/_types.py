@@ -112,6 +112,10 @@ class Dim:
     ``blocks`` are the kernel's block sizes along this dimension: the suite biases
     draws toward 1, block-1, block, block+1 and a few blocks. ``choices`` fixes the
     dimension to a set (e.g. head dims 64 and 128); a dimension with choices needs no maxima.
+
+    The largest size must reach past one block, or every case runs a one-program grid along the dim and hides a
+    program index that is never scaled (checked when the spec is made, see kernels/_validation.py). ``one_block``
+    says why a dim may stay within one block (a row one program holds whole, by design); None: it may not.
     """
 
     name: str
@@ -121,6 +125,7 @@ class Dim:
     blocks: tuple[int, ...] = ()
     choices: tuple[int, ...] = ()
     min: int = 1
+    one_block: str | None = None
 
 
 @dataclass(frozen=True)

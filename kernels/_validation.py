@@ -92,6 +92,7 @@ def check_spec(spec: Any) -> None:
     if unknown := [v for v in nonfinite if v not in values]:
         raise fail("nonfinite_reference", f"{unknown} are not among value_classes {list(values)}")
     _check_configs(spec, fail)
+    _check_one_block(spec, fail)
     for i, shape in enumerate(_tuple(spec.benchmark_shapes, "benchmark_shapes", fail)):
         problems = _shape_problems(shape, dim_names, spec.dims, positive=True)
         if problems:
@@ -349,6 +350,34 @@ def _check_configs(spec: Any, fail: Callable[[str, str], SpecError]) -> None:
     for family, configs in spec.configs.items():
         for i, config in enumerate(_tuple(configs, f"configs[{family!r}]", fail)):
             _check_config(config, f"configs[{family!r}][{i}]", fail)
+
+
+def _check_one_block(spec: Any, fail: Callable[[str, str], SpecError]) -> None:
+    """Each dim's largest size reaches past a block along it, else every case is a one-program grid there: on the
+    interpreter past the block of the interpreter's default config (a ``BLOCK_<dim>`` key; else the dim's smallest
+    declared block, its blocks mixing the interpreter's with the GPUs'); on a GPU past the dim's largest declared
+    block and the GPU default configs' ``BLOCK_<dim>``. ``Dim.one_block`` gives the reason a dim may not."""
+    interpret = spec.default_config.get("interpret", spec.default_config.get("nvidia", {}))
+    for dim in spec.dims:
+        if dim.choices or dim.one_block is not None:
+            if dim.one_block is not None and (not isinstance(dim.one_block, str) or not dim.one_block.strip()):
+                raise fail("dims", f"dim {dim.name!r}: one_block must say why the dim may stay within one block, "
+                                   f"got {dim.one_block!r}")
+            continue
+        key = f"BLOCK_{dim.name}"
+        blocks = tuple(dim.blocks)
+        on_interpreter = interpret.get(key) if _is_int(interpret.get(key)) else min(blocks, default=None)
+        on_gpu = [b for b in (*blocks, *(spec.default_config.get(f, {}).get(key) for f in ("nvidia", "amd")))
+                  if _is_int(b)]
+        largest_gpu = max(dim.gpu_max, dim.nightly_max or 0)
+        for where, size, block in (("interpret_max", dim.interpret_max, on_interpreter),
+                                   ("gpu_max" if not dim.nightly_max else "gpu_max and nightly_max", largest_gpu,
+                                    max(on_gpu, default=None))):
+            if block is not None and size <= block:
+                raise fail("dims", f"dim {dim.name!r}: {where}={size} never reaches past one block of {block}, so "
+                                   f"every case runs one program along it and a program index that is never scaled "
+                                   f"passes; raise {where.split()[0]} past {block}, or give Dim(one_block='why') "
+                                   f"where one block along it is the design")
 
 
 def _check_config(config: Any, field: str, fail: Callable[[str, str], SpecError]) -> None:

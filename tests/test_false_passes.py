@@ -19,7 +19,7 @@ import dataclasses
 import pytest
 import torch
 
-from kernels.spec import SpecError, Tolerance
+from kernels.spec import Dim, SpecError, Tolerance
 from kernels.vector_add import SPEC as VECTOR_ADD
 from suite.checks.harness import guard, guard_violations, poison, unwritten
 from suite.checks.tolerance import loose_bound
@@ -154,3 +154,28 @@ def test_the_snapshot_sees_replaced_functions_changed_code_and_changed_constants
         tolerance.UNIT_ROUNDOFF[torch.float32] = 2.0**-24
         del harness.InputSnapshot.changes
     assert "suite.checks.harness.InputSnapshot (replaced)" in snapshot.changes()  # the method is gone, not restored
+
+
+def test_a_dim_that_never_reaches_past_one_block_is_refused_when_the_spec_is_made():
+    """Every N within one block of 128: a grid of one program, where vector_add_unscaled_offset's unscaled program
+    index passes."""
+    with pytest.raises(SpecError) as err:
+        dataclasses.replace(VECTOR_ADD, name="one_block_add", dims=(Dim("N", interpret_max=100, gpu_max=1 << 20,
+                                                                        blocks=(128, 1024)),))
+    assert ("kernel spec 'one_block_add': field 'dims': dim 'N': interpret_max=100 never reaches past one block of "
+            "128, so every case runs one program along it") in str(err.value), str(err.value)
+    with pytest.raises(SpecError, match="dim 'N': gpu_max=1000 never reaches past one block of 1024"):
+        dataclasses.replace(VECTOR_ADD, dims=(Dim("N", interpret_max=5000, gpu_max=1000, blocks=(128, 1024)),))
+    # A config's block along the dim (BLOCK_<dim>): the interpreter's default config, and the GPUs' defaults.
+    with pytest.raises(SpecError, match="dim 'N': interpret_max=300 never reaches past one block of 512"):
+        dataclasses.replace(VECTOR_ADD, dims=(Dim("N", interpret_max=300, gpu_max=1 << 20, blocks=(128,)),),
+                            default_config={"interpret": {"BLOCK_N": 512}}, configs={})
+    with pytest.raises(SpecError, match="dim 'N': gpu_max and nightly_max=8192 never reaches past one block of 8192"):
+        dataclasses.replace(VECTOR_ADD, dims=(Dim("N", interpret_max=300, gpu_max=4096, nightly_max=8192),),
+                            default_config={"nvidia": {"BLOCK_N": 8192}, "interpret": {"BLOCK_N": 64}}, configs={})
+    # Where one block along the dim is the design, the spec says why.
+    spec = dataclasses.replace(VECTOR_ADD, dims=(Dim("N", interpret_max=100, gpu_max=1 << 20, blocks=(128,),
+                                                     one_block="a row one program holds whole"),))
+    assert spec.dims[0].one_block
+    with pytest.raises(SpecError, match="one_block must say why"):
+        dataclasses.replace(VECTOR_ADD, dims=(Dim("N", interpret_max=100, gpu_max=1 << 20, one_block=" "),))

@@ -284,8 +284,10 @@ class JitKernel:
 class KnownIssue:
     """An expected failure of this kernel, declared in its module. It joins the entries of the known-issue file
     (``--known-issues``) and matches the same way: ``backend``, ``arch``, ``dtype`` and ``test`` are globs,
-    ``triton`` a version specifier ('' for every version). Strict: a matching test that passes fails the run
-    (XPASS) until the entry is removed, so a fixed bug never hides."""
+    ``triton`` a version specifier ('' for every version). ``failure_pattern``: what fails, a regular expression searched for
+    in a failing case's message (a test's failure message, for a property or a benchmark); a failure it does not
+    match fails the run, and cases keep running past the ones it covers ('': any failure, discouraged). Strict: a
+    matching test that passes fails the run (XPASS) until the entry is removed, so a fixed bug never hides."""
 
     id: str
     reason: str
@@ -295,6 +297,7 @@ class KnownIssue:
     triton: str = ""
     dtype: str = "*"
     test: str = "test_matches_reference"
+    failure_pattern: str = ""
 
 
 def cdiv(a: int, b: int) -> int:

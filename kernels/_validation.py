@@ -304,6 +304,17 @@ def triton_specifier_problem(text: Any) -> str | None:
     return None
 
 
+def pattern_problem(text: Any) -> str | None:
+    """Why ``text`` is not a known issue's failure pattern (a regular expression; '' for any failure), or None."""
+    if not isinstance(text, str):
+        return f"must be a string (a regular expression over the failure message), got {text!r}"
+    try:
+        re.compile(text)
+    except re.error as exc:
+        return f"is not a regular expression: {text!r} ({exc})"
+    return None
+
+
 def _check_known_issues(issues: Any, dtypes: tuple[str, ...], fail: Callable[[str, str], SpecError]) -> None:
     import fnmatch
 
@@ -313,7 +324,7 @@ def _check_known_issues(issues: Any, dtypes: tuple[str, ...], fail: Callable[[st
             raise fail("known_issues", f"[{i}] must be KnownIssue(id=..., reason=..., link=...), got "
                                        f"{type(issue).__name__}")
         where = f"[{i}] ({issue.id!r})"
-        for name in ("id", "reason", "link", "backend", "arch", "triton", "dtype", "test"):
+        for name in ("id", "reason", "link", "backend", "arch", "triton", "dtype", "test", "failure_pattern"):
             if not isinstance(getattr(issue, name), str):
                 raise fail("known_issues", f"{where}: {name} must be a string, got {getattr(issue, name)!r}")
         for name in ("id", "reason", "test"):
@@ -326,6 +337,8 @@ def _check_known_issues(issues: Any, dtypes: tuple[str, ...], fail: Callable[[st
                                        f"(a name or a glob such as '*')")
         if problem := triton_specifier_problem(issue.triton):
             raise fail("known_issues", f"{where}: triton {problem}")
+        if problem := pattern_problem(issue.failure_pattern):
+            raise fail("known_issues", f"{where}: failure_pattern {problem}")
         if not fnmatch.filter(KNOWN_ISSUE_TESTS, issue.test):
             raise fail("known_issues", f"{where}: test {issue.test!r} matches none of the tests a known issue can "
                                        f"mark: {', '.join(KNOWN_ISSUE_TESTS)} (those run per kernel and dtype)")

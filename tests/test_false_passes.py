@@ -15,6 +15,7 @@ The kernels are in tests/fixtures/false_passes.py.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 import torch
@@ -76,15 +77,22 @@ def test_a_tolerance_that_passes_a_result_off_by_half_is_a_broken_spec(run_suite
     failed = {c["kernel"]: c for c in run.run_data()["cases"] if c["outcome"] == "failed"}
     assert "failure" not in failed["relu_x15"], failed["relu_x15"]  # a wrong value under a sane tolerance
     assert failed["relu_x15"]["message"].startswith("out: error "), failed["relu_x15"]
-    for name, words in (("relu_x15_long_reduction", "reduction length 1e+30"),
-                        ("relu_x15_huge_magnitude", "magnitude 1e+30")):
-        case = failed[name]
-        assert case["failure"] == "spec", case
-        assert case["message"].startswith(f"broken spec: kernel spec {name!r}: field 'tolerance' (its safety, "
-                                          f"reduction, magnitude) is too loose for output 'out': the bound at the "
-                                          f"output's largest |reference|"), case["message"]
-        assert words in case["message"] and "a result off by 50% there would pass" in case["message"], case["message"]
+    # The safety and the reduction length alone: a broken spec on the first case.
+    case = failed["relu_x15_long_reduction"]
+    assert case["failure"] == "spec", case
+    assert case["message"].startswith("broken spec: kernel spec 'relu_x15_long_reduction': field 'tolerance' (its "
+                                      "safety, reduction, magnitude) is too loose for output 'out': the bound at the "
+                                      "output's largest |reference|"), case["message"]
+    assert "reduction length 1e+30" in case["message"] and "a result off by 50% there would pass" in case["message"]
     assert "BROKEN SPEC relu_x15_long_reduction[fp32]" in run.output
+    # A magnitude may be loose in an ill-conditioned case (a layernorm row of one element); loose in every case, the
+    # test fails as a broken spec.
+    assert "relu_x15_huge_magnitude" not in failed
+    message = tests["relu_x15_huge_magnitude"]["message"]
+    assert re.match(r"broken spec: in every one of the \d+ case\(s\) the tolerance would pass a result off by 50%, so "
+                    r"the cases prove nothing; the first: relu_x15_huge_magnitude\[fp32\] ", message), message
+    assert "field 'tolerance' (its safety, reduction, magnitude) is too loose for output 'out'" in message
+    assert "magnitude 1e+30" in message, message
 
 
 @pytest.mark.parametrize("tolerance, field", [
@@ -107,8 +115,8 @@ def test_the_loose_bound_rule_at_the_largest_reference():
     assert "(2 at (1,))" in loose_bound(ref, None, torch.float32, 10**13, safety=4.0)  # 0.75 of |reference|
     assert loose_bound(ref, torch.full_like(ref, 1e6), torch.float32, 1, safety=4.0) is None
     assert loose_bound(ref, torch.full_like(ref, 1e30), torch.float32, 1, safety=4.0) is not None
-    assert loose_bound(torch.zeros(3, dtype=torch.float64), None, torch.float32, 10**30, safety=4.0) is None
-    assert loose_bound(ref, None, torch.int32, 10**30, safety=4.0) is None  # integers compare exactly
+    assert loose_bound(torch.zeros(3, dtype=torch.float64), None, torch.float32, 10**30, safety=4.0) == ""  # unjudged
+    assert loose_bound(ref, None, torch.int32, 10**30, safety=4.0) == ""  # integers compare exactly
 
 
 SWAP = "--kernel-module=tests/fixtures/checker_swap.py"

@@ -71,16 +71,17 @@ def bound(ref: torch.Tensor, mag: torch.Tensor, out_dtype: torch.dtype, reductio
 def loose_bound(ref: torch.Tensor, mag: torch.Tensor | None, out_dtype: torch.dtype, reduction_length: int, *,
                 safety: float, operand_u: float = 0.0, accumulator: str = "fp32") -> str | None:
     """Why this tolerance would pass a wrong answer (an element off by LOOSEST_FRACTION of its reference, at the
-    output's largest finite |reference|), or None. The absolute floor is left out: it is the dtype's own. A
-    magnitude that is not finite counts as 0, as in check_output."""
+    output's largest finite |reference|), None where it would not, or "" where there is nothing to judge (an integer
+    or empty output, a reference of zeros). The absolute floor is left out: it is the dtype's own. A magnitude that
+    is not finite counts as 0, as in check_output."""
     if not out_dtype.is_floating_point or ref.numel() == 0:
-        return None
+        return ""
     ref64 = ref.detach().to(torch.float64)
     size = torch.where(torch.isfinite(ref64), ref64.abs(), torch.zeros_like(ref64))
     idx = _first(size == size.max())
     scale = float(size[idx])
     if scale == 0.0:
-        return None
+        return ""
     if mag is None:
         term = scale
     else:

@@ -456,8 +456,6 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
         raise _Stop(stopped) from None
     if found := memcheck.sanitizer_report():
         raise _Stop(result(False, math.inf, error=found, failure="memory"))
-    if problem := launched_nothing(spec, case, config, outputs, seen):
-        raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure="spec"))
     if problem := unreached_outputs(spec, outputs, seen):
         raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure="spec"))
     out_of_bounds = guard_violations(guards)
@@ -493,6 +491,9 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
             f"It must leave them as built: a float64 input's .double() is the input itself, so an in-place "
             f"operation on it (mul_, +=, copy_) writes the input; compute out of place or on a .clone()")))
     ref, mags = state["ref"], state["mags"]
+    # After the reference's own checks: a spec whose reference is wrong says so first.
+    if problem := launched_nothing(spec, case, config, outputs, seen):
+        raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure="spec"))
     if problem := loose_tolerance(spec, case, backend, outputs, ref, {}):
         raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure="spec"))
     if mags and not state.get("loose"):

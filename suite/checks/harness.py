@@ -278,7 +278,7 @@ def launched_nothing(spec: KernelSpec, case: Case, config: dict, outputs: dict[s
 
 def unreached_outputs(spec: KernelSpec, outputs: dict[str, torch.Tensor], seen: launches.Launches) -> str | None:
     """Why the run's outputs cannot be checked: an output that no kernel launch received (the launcher allocated its
-    own and copied it in), or None. A run that launched nothing is the memory check's to report (unchecked)."""
+    own and copied it in), or None. A run that launched nothing is launched_nothing's to report."""
     if not seen.kernels:
         return None
     missed = [name for name in spec.outputs if outputs[name].numel() and not seen.reached(outputs[name])]

@@ -66,8 +66,6 @@ def bound(ref: torch.Tensor, mag: torch.Tensor, out_dtype: torch.dtype, reductio
     return safety * ((operand_u + math.sqrt(k) * u_acc) * mag.abs() + u_out * ref.abs()) + tiny
 
 
-
-
 def loose_bound(ref: torch.Tensor, mag: torch.Tensor | None, out_dtype: torch.dtype, reduction_length: int, *,
                 safety: float, operand_u: float = 0.0, accumulator: str = "fp32") -> str | None:
     """Why this tolerance would pass a wrong answer (an element off by LOOSEST_FRACTION of its reference, at the

@@ -132,6 +132,10 @@ class KernelSpec:
     jit_fns: tuple[JitKernel, ...] = ()
     # Expected failures of this kernel, shipped with its module (see KnownIssue).
     known_issues: tuple[KnownIssue, ...] = ()
+    # The cases (and configs) for which the launcher launches no @triton.jit function and computes the outputs
+    # another way (torch for small inputs, say): (case, config) -> bool, mirroring the launcher's test. A case with
+    # output elements whose run launched nothing fails unless this says so (the kernel was never tested on it).
+    torch_fallback: Callable[[Case, Mapping[str, Any]], bool] | None = None
 
     def __post_init__(self) -> None:
         if not self.configs and not self.default_config:

@@ -30,10 +30,10 @@ from suite.checks.strategies import LARGE_SHAPE_PROFILES, VALIDATION_SEED
 from suite.session import backend as backend_mod
 from suite.session import known_issues as known_mod
 from suite.session import options, provenance, results
-from suite.session.stash import BACKEND, CONTEXT, DEFERRED, PINNING
+from suite.session.stash import BACKEND, CHECKS_SNAPSHOT, CONTEXT, DEFERRED, PINNING
 from suite.workers import crash
 
-__all__ = ["BACKEND", "CONTEXT", "DEFERRED", "PINNING"]  # the stash's keys, also importable from here
+__all__ = ["BACKEND", "CHECKS_SNAPSHOT", "CONTEXT", "DEFERRED", "PINNING"]  # the stash's keys, also importable from here
 
 DEFAULT_PROFILE = "ci"
 
@@ -124,19 +124,24 @@ def _hypothesis_database(opts: options.Options, profile: str) -> str | None:
     return f"hypothesis database: {path} (failing examples are saved there and replayed first)"
 
 
-def _load_kernels(opts: options.Options) -> tuple[list, list[dict]]:
+def _load_kernels(opts: options.Options, config: pytest.Config) -> tuple[list, list[dict]]:
     """The registered specs, and what each --kernel-module was (its file's hash, the libraries it imported)."""
     from kernels import registry
+    from suite.checks import tampering
 
     modules = []
     start = opts.started_in  # a module that changes directory as it imports moves no other module's path
+    before = tampering.Snapshot()  # a kernel module that changes the suite's checks is refused (tampering.py)
     try:
         registry.load_builtin()
+        _refuse_tampering(before, "a kernel module under kernels/")
         for target in opts.kernel_modules:
             load = lambda target=target: registry.load_module(target, start)  # noqa: E731
             modules.append(provenance.record_import(target, load, start))
+            _refuse_tampering(before, f"--kernel-module={target}")
     except registry.KernelModuleError as exc:
         raise pytest.UsageError(str(exc)) from None
+    config.stash[CHECKS_SNAPSHOT] = before
     specs = registry.all_specs()
     options.check_against_registry(opts, specs)
     _check_tool_variables(specs)
@@ -155,6 +160,13 @@ def _check_tool_variables(specs: list) -> None:
         bench.parse_plant(os.environ.get(bench.PLANT_VARIABLE), [s.name for s in specs])
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
+
+
+def _refuse_tampering(before, module: str) -> None:
+    if changed := before.changes():
+        raise pytest.UsageError(f"{module}: importing it changed the suite's own checking code: {', '.join(changed)}. "
+                                f"A kernel module must not replace or change what checks it (every verdict of the run "
+                                f"would be the module's); remove the assignment")
 
 
 def build(config: pytest.Config) -> SuiteContext:
@@ -182,7 +194,7 @@ def build(config: pytest.Config) -> SuiteContext:
         interpreter.install()
     launches.install()
     memcheck_mode = _memcheck(config, opts, backend, controller)
-    specs, kernel_modules = _load_kernels(opts)  # only now: after TRITON_INTERPRET is settled
+    specs, kernel_modules = _load_kernels(opts, config)  # only now: after TRITON_INTERPRET is settled
     from kernels import inputs
 
     inputs.set_draw_device(backend.device)  # cases' inputs are drawn where they run (the same numbers everywhere)

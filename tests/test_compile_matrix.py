@@ -61,7 +61,7 @@ UNIT_STRIDES = dataclasses.replace(matmul.SPEC, name="matmul_unit_strides", comp
 # Tiny config spaces so plan() can be checked exactly.
 SMALL = dataclasses.replace(
     matmul.SPEC, name="matmul_small_space", dtypes=("fp32", "fp16", "bf16", "fp8e4nv"),
-    default_config={"nvidia": {**NV_DEFAULT}},
+    default_config={"nvidia": {**NV_DEFAULT}, "interpret": matmul.SPEC.default_config["interpret"]},
     configs={"nvidia": tuple({**NV_DEFAULT, "BLOCK_N": n} for n in (128, 16, 32, 64, 256))})
 
 

@@ -148,6 +148,7 @@ def test_the_snapshot_sees_replaced_functions_changed_code_and_changed_constants
     snapshot = tampering.Snapshot()
     assert snapshot.changes() == []
     saved = (tolerance.check_output, harness.GUARD_ELEMENTS, tolerance.bound.__code__)
+    method = harness.InputSnapshot.__dict__["changes"]
     try:
         harness.GUARD_ELEMENTS = 0
         tolerance.UNIT_ROUNDOFF[torch.float32] = 1.0
@@ -160,8 +161,8 @@ def test_the_snapshot_sees_replaced_functions_changed_code_and_changed_constants
     finally:
         tolerance.check_output, harness.GUARD_ELEMENTS, tolerance.bound.__code__ = saved
         tolerance.UNIT_ROUNDOFF[torch.float32] = 2.0**-24
-        del harness.InputSnapshot.changes
-    assert "suite.checks.harness.InputSnapshot (replaced)" in snapshot.changes()  # the method is gone, not restored
+        harness.InputSnapshot.changes = method  # put back: the same function again is no change
+    assert snapshot.changes() == []
 
 
 def test_a_dim_that_never_reaches_past_one_block_is_refused_when_the_spec_is_made():

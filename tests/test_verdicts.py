@@ -80,7 +80,7 @@ def test_poison_left_in_an_output_fails_even_where_the_reference_is_nan(run_suit
 
 DEFAULTS = {"--backend": "auto", "--results-dir": "runs", "--no-results": False, "--repro": None, "--repro-runs": None,
             "--config": None, "--kernel-module": [], "--kernels": None, "--known-issues": "suite/known_issues.json",
-            "--retune": None, "--autotune-dir": None, "--case-timeout": None, "--hypothesis-db": None,
+            "--retune": None, "--retune-check": None, "--autotune-dir": None, "--case-timeout": None, "--hypothesis-db": None,
             "--memcheck": False, "--no-memcheck": False, "--compile-targets": None, "--shard": None, "--run-id": None}
 
 

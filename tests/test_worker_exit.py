@@ -10,14 +10,16 @@ def _plugin(tmp_path, keep_finalization: bool):
     """A plugin for the suite's workers: an atexit handler that leaves a file (it runs only if the worker goes
     through Python's finalization); ``keep_finalization`` turns WorkerExit's exit into a no-op (the planted bug:
     workers that linger)."""
+    # The plant is made as the plugin loads, before the suite notes its own code (suite/checks/tampering.py): made
+    # later, the suite would refuse the run as tampered with, which is not what this test is about.
     (tmp_path / "exit_probe.py").write_text(
         "import atexit, os\n"
+        + ("import suite.plugin.hooks\nsuite.plugin.hooks.WorkerExit.exit = staticmethod(lambda code: None)\n"
+           if keep_finalization else "") +
         "def pytest_configure(config):\n"
         "    if hasattr(config, 'workerinput'):\n"
         f"        atexit.register(lambda: open(os.path.join({str(tmp_path)!r}, 'finalized-' + "
-        "config.workerinput['workerid']), 'w').close())\n"
-        + ("        import suite.plugin.hooks\n        suite.plugin.hooks.WorkerExit.exit = staticmethod(lambda code: None)\n"
-           if keep_finalization else ""))
+        "config.workerinput['workerid']), 'w').close())\n")
     return {"PYTHONPATH": str(tmp_path)}
 
 

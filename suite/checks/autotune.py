@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reports import gate  # the toolchain gate's rule (standard library only)
 from suite.session import results, stash
 from suite.workers import crash
 
@@ -510,6 +509,7 @@ def gate_records(shipped: Cache, timed: Iterable[Mapping[str, Any]]) -> list[dic
     """For each freshly timed entry (``retune`` into a copy) whose key the shipped cache holds: the cached config's
     time and the fastest config's, the loss (cached / fastest) and whether it loses (reports/gate.py). A cached
     config that no longer runs (it fails or is pruned now) loses."""
+    from reports import gate  # the rule (standard library only; imported here: a copy of the suite may lack reports/)
     out = []
     for e in timed:
         key = entry_key(e["kernel"], e["dtype"], e["bucket"])

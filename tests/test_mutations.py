@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-COPIED = ("conftest.py", "pyproject.toml", "suite", "kernels", "hardware_profiles", "reports/schema")
+COPIED = ("conftest.py", "pyproject.toml", "suite", "kernels", "hardware_profiles", "reports")
 
 MUTATIONS = {
     "vector_add: load mask dropped": (

@@ -23,7 +23,16 @@ from suite.checks.strategies import case_strategy
 from suite.plugin.context import CONTEXT
 from suite.plugin.recorder import KNOWN_PROPERTY
 from suite.session import options
-from suite.test_kernels import Rate, ShrinkBudget, flaky_summary, intermittent_text, repro_case, repro_line, shrink_seconds
+from suite.test_kernels import (
+    Rate,
+    ShrinkBudget,
+    dim_floor,
+    flaky_summary,
+    intermittent_text,
+    repro_case,
+    repro_line,
+    shrink_seconds,
+)
 from suite.workers import crash, gpu_share, timing
 
 FINDINGS = "suite_finding_records"
@@ -190,7 +199,7 @@ def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
         for name, claimed, _ in checks_for(spec)}
     request.node.user_properties.append((FINDINGS, list(findings.values())))
 
-    shrink = ShrinkBudget(shrink_seconds(ctx.profile))
+    shrink = ShrinkBudget(shrink_seconds(ctx.profile), dim_floor(spec, batch_least=2))  # check() raises a batch to 2
     failures: list[Failure] = []  # every failure of a claimed property, or a case that broke, in order
     sticky: list[tuple[Case, str]] = []  # the intermittent case once found, and its failure: it alone fails from then on
     reruns = options.intermittent_runs()
@@ -228,7 +237,7 @@ def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
                 shrink.started = time.monotonic()
             if f.rate.intermittent:
                 verdict(f, f.rate)
-        pytest.fail(f"{f.body()}\nreproduce with: {f.line}{shrink.note()}", pytrace=False)
+        pytest.fail(f"{f.body()}\nreproduce with: {f.line}{shrink.note(f.line)}", pytrace=False)
 
     def check(case: Case) -> None:
         if spec.batch_dim and case.shape.get(spec.batch_dim, 0) < 2:

@@ -28,7 +28,7 @@ def test_the_last_lines_of_a_run_are_its_whole_verdict(run_suite):
                          "test_properties: planted_vector_add_dropped_mask[fp32]",
                          "each failure is above with its message and 'reproduce with:' line"], text
     assert "passed 1 test: test_matches_reference: dropout[bf16]" in norm, text
-    assert "known interpreter-bf16-truncating-cast: dropout[bf16] (test_properties) failed as expected" in body, text
+    assert "known interpreter-bf16-truncating-cast: dropout[bf16] (test_properties)" in norm, text
     assert "not run 4 tests, the dtype is not supported on interpreter (interpreter profile): " \
            "fp8_codes[fp8e5,fp8e5b16]" in body, text
     assert f"result file: {run.run_files()[0]}" in body, text
@@ -115,6 +115,22 @@ def test_a_known_issues_worst_error_names_it_and_a_skipped_dtype_says_not_run():
                    "Skipped: fp8e5 is not supported on interpreter (interpreter profile)")]
     rows = summary.case_summary_rows(cases, tests)
     assert rows == [["fp8_codes", "fp8e5", "-", "-", "-", "not run"],
-                    ["matmul", "bf16", 0, 0, 1, "8.11e+11 (known issue interpreter-bf16-dot)"]]
+                    ["matmul", "bf16", 0, 0, 1, "8.11e+11 (known issue)"]]
     assert glance.not_run_lines(tests, "test_matches_reference") == [
         "not run: fp8_codes[fp8e5]: the dtype is not supported on interpreter (interpreter profile)"]
+
+
+def test_what_passed_gives_way_to_the_known_issues_and_the_reasons_not_run():
+    tests = [_test(f"suite/test_kernels.py::test_matches_reference[kernel_{i}-{d}]", "passed")
+             for i in range(30) for d in ("fp32", "fp16", "bf16")]
+    tests += [_test(f"suite/test_kernels.py::test_matches_reference[known_{i}-bf16]", "xfailed", known=f"issue-{i}")
+              for i in range(3)]
+    tests += [_test(f"suite/test_kernels.py::test_matches_reference[kernel_{i}-fp8e5]", "skipped",
+                    f"Skipped: fp8e5 is not supported on interpreter (reason {r})") for r in range(5) for i in range(30)]
+    lines = glance.verdict_lines({"tests": tests, "status": "complete"}, "r.json", 80)
+    text = "\n".join(lines)
+    assert len(lines) <= glance.MAX_TOTAL and all(len(line) <= 80 for line in lines), text
+    assert "  passed   90 tests, every test of 90 kernel x dtype pairs of 30 kernels" in lines, text
+    assert all(f"issue-{i}: known_{i}[bf16] (test_matches_reference)" in text for i in range(3)), text
+    assert text.count("30 tests, the dtype is not supported on interpreter (reason") >= 2, text
+    assert "more: the result file has them" in text, text

@@ -8,9 +8,9 @@ says the same whatever printed the details above it:
       failed   test_matches_reference: leaky_relu[bf16,fp32]
                each failure is above with its message and 'reproduce with:' line
       passed   11 tests: every test of leaky_relu[fp16]
-      known    interpreter-bf16-truncating-cast: dropout[bf16] (test_properties), failed as expected
-      not run  8 tests: fp8_codes[fp8e4b8,fp8e4nv,fp8e5,fp8e5b16]: dtype is not supported on interpreter (...)
-      result file (complete): runs/run-....json
+      known    interpreter-bf16-truncating-cast: dropout[bf16] (test_properties)
+      not run  8 tests, the dtype is not supported on interpreter (interpreter profile): fp8_codes[fp8e4b8,...]
+    result file: runs/run-....json
 """
 
 from __future__ import annotations
@@ -91,19 +91,23 @@ def fit_table(rows: list[list], headers: list[str], width: int) -> str:
             r[i] = _wrap(row[i], limits[i])
         limits[i] = widest(i, wrapped, heads)
         text = table()
-    if (excess := over(text)) > 0:  # words alone too wide (a long kernel name): the widest breaks after a '_'
-        i = max(range(columns), key=lambda j: limits[j])
+    broken: set[int] = set()
+    while (excess := over(text)) > 0 and len(broken) < columns:  # words alone too wide (a long name or issue id):
+        i = max((j for j in range(columns) if j not in broken), key=lambda j: limits[j])  # the widest breaks after _ or -
+        broken.add(i)
         for r in wrapped:
             r[i] = "\n".join(piece for line in r[i].splitlines()
                               for piece in _wrap_at_underscores(line, max(8, limits[i] - excess)))
+        limits[i] = widest(i, wrapped, heads)
         text = table()
     return text
 
 
 def _wrap_at_underscores(text: str, width: int) -> list[str]:
-    """``text`` in lines of at most ``width``, broken after a space or an underscore (a longer piece stays whole)."""
+    """``text`` in lines of at most ``width``, broken after a space, an underscore or a hyphen (a longer piece stays
+    whole)."""
     lines, line = [], ""
-    for piece in re.split(r"(?<=[_ ])", text):
+    for piece in re.split(r"(?<=[_ -])", text):
         if line and len((line + piece).rstrip()) > width:
             lines.append(line.rstrip())
             line = piece
@@ -232,29 +236,32 @@ def _natural(entries: list[str], width: int) -> int:
 
 
 def _entries(label: str, entries: list[str], width: int, most: int) -> list[str]:
-    """``entries`` under ``label``, each starting a line and wrapped, in at most ``most`` lines: an entry that
-    does not fit is cut at a word (' ...'), and those left out are counted."""
+    """``entries`` under ``label``, each starting a line and wrapped, in at most ``most`` lines. Where they do not all
+    fit whole, each takes at most two lines (cut at a word: ' ...'), and a last line counts those left out."""
     room = width - 2 - LABEL
-    lines: list[str] = []
-    for i, entry in enumerate(entries):
-        more = len(entries) - i - 1
-        left = most - len(lines) - (1 if more else 0)  # a line to count the entries left out
-        if left < 1:
-            lines.append(f"... and {more + 1} more: the result file has them")
-            break
-        wrapped = textwrap.wrap(entry, room, break_long_words=False, break_on_hyphens=False) or [""]
-        if len(wrapped) > left:
-            wrapped = wrapped[:left]
-            words = wrapped[-1].split(" ")
-            while len(words) > 1 and len(" ".join(words)) + 4 > room:
-                words.pop()
-            wrapped[-1] = " ".join(words) + " ..."
-            lines += wrapped
-            if more:
-                lines.append(f"... and {more} more: the result file has them")
-            break
-        lines += wrapped
+    wrapped = [textwrap.wrap(e, room, break_long_words=False, break_on_hyphens=False) or [""] for e in entries]
+    if sum(len(w) for w in wrapped) <= most:
+        lines = [line for w in wrapped for line in w]
+    else:
+        lines = []
+        reserve = 1 if most > 1 else 0  # the line that counts the entries left out
+        for i, w in enumerate(wrapped):
+            take = min(len(w), 2 if len(wrapped) > 1 else most, most - reserve - len(lines))
+            if i == len(wrapped) - 1:
+                take = min(len(w), most - len(lines))  # the last entry may use the counting line
+            if take < 1:
+                lines.append(f"... and {len(wrapped) - i} more: the result file has them")
+                break
+            lines += w[:take - 1] + [_cut(w[take - 1], room) if take < len(w) else w[take - 1]]
     return [f"  {(label if i == 0 else ''):<{LABEL}}{line}" for i, line in enumerate(lines)]
+
+
+def _cut(line: str, room: int) -> str:
+    """``line`` with ' ...' at its end, words dropped to make room."""
+    words = line.split(" ")
+    while len(words) > 1 and len(" ".join(words)) + 4 > room:
+        words.pop()
+    return " ".join(words) + " ..."
 
 
 def _tests(n: int) -> str:
@@ -316,13 +323,16 @@ def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH) -> list[
                     modules[_module(t["nodeid"])] += 1
                 named = ", ".join(f"{m} {n}" for m, n in sorted(modules.items(), key=lambda kv: (-kv[1], kv[0])))
             text += (f"; {len(rest)} more: " if clean else ": ") + named
+        pairs = {_split(t["nodeid"])[1:] for t in clean}
+        compact = _tests(len(passed)) + (f", every test of {len(pairs)} kernel x dtype pairs of "
+                                          f"{len({k for k, _ in pairs})} kernels" if clean else "")
         parts_.append(("passed", [text]))
     if known:
         by_issue: dict[str, list[dict]] = defaultdict(list)
         for t in known:
             by_issue[t["known_issue"]].append(t)
         parts_.append(("known", [f"{issue}: {subjects(ts)} ({', '.join(sorted({_split(t['nodeid'])[0] for t in ts}))})"
-                                 f" failed as expected" for issue, ts in sorted(by_issue.items())]))
+                                 for issue, ts in sorted(by_issue.items())]))
     if others:
         parts_.append(("xfailed", [f"{_tests(len(others))}: {subjects(others)}"]))
     if skipped:
@@ -331,9 +341,15 @@ def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH) -> list[
             by_reason[skip_reason(t)].append(t)
         parts_.append(("not run", [f"{_tests(len(ts))}, {reason}: {subjects(ts)}"
                                    for reason, ts in sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0]))]))
-    # Each part as long as it needs, the longest cut first until the whole fits MAX_TOTAL lines.
+    # Each part as long as it needs until the whole fits MAX_TOTAL lines: what passed gives way first (to a count),
+    # then the longest part.
     budget = [_natural(entries, width) for _, entries in parts_]
     room = MAX_TOTAL - len(head) - len(tail)
+    labels = [label for label, _ in parts_]
+    if sum(budget) > room and "passed" in labels:
+        i = labels.index("passed")
+        parts_[i] = ("passed", [compact])
+        budget[i] = _natural([compact], width)
     while sum(budget) > room and max(budget) > 1:
         budget[budget.index(max(budget))] -= 1
     body = [line for (label, entries), most in zip(parts_, budget, strict=True)

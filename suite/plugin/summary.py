@@ -143,8 +143,8 @@ def case_summary_rows(cases: list[dict], tests: list[dict]) -> list[list]:
     known = glance.known_issues_of(tests)
     for (kernel, dtype), row in sorted(table.items()):
         worst = "-" if row["worst"] is None else f"{row['worst']:.3g}"
-        if row["xfailed"] and (issue := known.get(("test_matches_reference", kernel, dtype))):
-            worst += f" (known issue {issue})"
+        if row["xfailed"] and ("test_matches_reference", kernel, dtype) in known:
+            worst += " (known issue)"  # named in the verdict
         rows.append([kernel, dtype, row["passed"], row["failed"], row["xfailed"], worst])
     for t in tests:
         if t["outcome"] == "skipped" and "::test_matches_reference[" in t["nodeid"]:

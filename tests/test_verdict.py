@@ -91,6 +91,9 @@ def test_tables_fit_the_terminal_without_breaking_a_word():
     table = glance.fit_table(findings, ["kernel", "dtype", "property findings"], 80)
     assert max(len(line) for line in table.splitlines()) <= 80, table
     assert all(f"property_number_{i}" in table for i in range(20)), table
+    stopped = [["broken_store_past_sliced_output", "fp32", "deterministic, batch_invariant: stopped"]]
+    table = glance.fit_table(stopped, ["kernel", "dtype", "property findings"], 80)
+    assert max(len(line) for line in table.splitlines()) <= 80 and "batch_invariant: stopped" in table, table
     rows[0][0] = "planted_vector_add_dropped_mask_with_a_long_name"  # words alone too wide: broken after a '_'
     table = glance.fit_table(rows, headers, 80)
     assert max(len(line) for line in table.splitlines()) <= 80, table
@@ -134,3 +137,12 @@ def test_what_passed_gives_way_to_the_known_issues_and_the_reasons_not_run():
     assert all(f"issue-{i}: known_{i}[bf16] (test_matches_reference)" in text for i in range(3)), text
     assert text.count("30 tests, the dtype is not supported on interpreter (reason") >= 2, text
     assert "more: the result file has them" in text, text
+
+
+def test_a_test_of_no_kernel_is_named_by_its_function():
+    tests = [_test("suite/test_hazards.py::test_inputs_are_the_same_on_every_device[normal]", "failed"),
+             _test("suite/test_hazards.py::test_a_grid_past_65535_programs_on_axis_0_runs_every_program", "failed"),
+             _test("suite/test_kernels.py::test_matches_reference[softmax-fp32]", "passed")]
+    lines = glance.verdict_lines({"tests": tests, "cases": [{"kernel": "softmax"}], "status": "complete"}, "r.json")
+    assert lines[1:3] == ["  failed   test_a_grid_past_65535_programs_on_axis_0_runs_every_program",
+                          "           test_inputs_are_the_same_on_every_device: [normal]"], lines

@@ -131,7 +131,24 @@ def spills_with_registers(headers: list[str], rows: list[list]) -> tuple[list[st
 
 
 def _wrap(text: str, width: int) -> str:
-    return "\n".join(textwrap.wrap(text, max(1, width), break_long_words=False, break_on_hyphens=False)) or text
+    """``text`` in lines of at most ``width``: a list ('a, b: NO, c') breaks between its items, so that an item
+    ('batch_invariant: stopped') stays on one line where it fits; an item too long breaks between words."""
+    width = max(1, width)
+    items = text.split(", ")
+    lines, line = [], ""
+    for i, item in enumerate(items):
+        piece = item + ("," if i < len(items) - 1 else "")
+        if len(piece) > width:
+            words = textwrap.wrap(f"{line} {piece}" if line else piece, width, break_long_words=False,
+                                  break_on_hyphens=False)
+            lines += words[:-1]
+            line = words[-1] if words else ""
+        elif not line or len(line) + 1 + len(piece) <= width:
+            line = f"{line} {piece}" if line else piece
+        else:
+            lines.append(line)
+            line = piece
+    return "\n".join([*lines, line] if line else lines) or text
 
 
 class FittedWriter:
@@ -179,16 +196,28 @@ def _split(nodeid: str) -> tuple[str, str | None, str | None]:
     return (func, kernel, rest) if dash else (func, param, None)
 
 
-def subjects(tests: list[dict]) -> str:
-    """'k1[a,b], k2, test_x' for these tests: per kernel, the dtypes or targets they ran with."""
+def subjects(tests: list[dict], kernels: set[str] | None = None, under: str | None = None) -> str:
+    """'k1[a,b], k2, test_x' for these tests: per kernel, the dtypes or targets they ran with. With ``kernels`` (the
+    run's kernel names), a test whose parameter is none of them is named by its function (``test_x[normal]``)."""
     by_kernel: dict[str, list[str]] = {}
     for t in tests:
         func, kernel, rest = _split(t["nodeid"])
         key = kernel or func
+        if kernels is not None and kernel and kernel not in kernels:
+            key, rest = func, kernel if rest is None else f"{kernel}-{rest}"
         seen = by_kernel.setdefault(key, [])
         if rest and rest not in seen:
             seen.append(rest)
-    return ", ".join(f"{k}[{','.join(sorted(v))}]" if v else k for k, v in sorted(by_kernel.items()))
+    return ", ".join((f"[{','.join(sorted(v))}]" if k == under else f"{k}[{','.join(sorted(v))}]") if v else k
+                     for k, v in sorted(by_kernel.items()) if v or k != under)
+
+
+def _per_function(tests: list[dict], kernels: set[str] | None) -> list[str]:
+    """'test_function: its subjects' per test function (the function alone where it has no parameter)."""
+    by_func: dict[str, list[dict]] = defaultdict(list)
+    for t in tests:
+        by_func[_split(t["nodeid"])[0]].append(t)
+    return [f"{func}: {named}" if (named := subjects(ts, kernels, func)) else func for func, ts in sorted(by_func.items())]
 
 
 def known_issues_of(tests: list[dict]) -> dict[tuple[str, str | None, str | None], str]:
@@ -277,6 +306,11 @@ def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH) -> list[
     name, what was not run and why, and the result file. At most MAX_TOTAL lines, none wider than ``width`` (a
     result file's path longer than the terminal excepted)."""
     tests = data.get("tests") or []
+    # The run's kernels: where a test's parameter is none of them (a hazard's), the test is named by its function.
+    kernels = {r["kernel"] for key in ("cases", "findings", "compiles", "coverage", "known_issues")
+               for r in data.get(key) or [] if isinstance(r, dict) and r.get("kernel")}
+    kernels |= {k for t in tests for f, k, r in [_split(t["nodeid"])] if k and (r or f in KERNEL_DTYPE_TESTS)}
+    kernels = kernels or None
     by_outcome: dict[str, list[dict]] = defaultdict(list)
     for t in tests:
         by_outcome[t["outcome"]].append(t)
@@ -301,22 +335,16 @@ def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH) -> list[
 
     parts_: list[tuple[str, list[str]]] = []  # (label, entries), in the order printed
     if failed:
-        by_func: dict[str, list[dict]] = defaultdict(list)
-        for t in failed:
-            by_func[_split(t["nodeid"])[0]].append(t)
-        parts_.append(("failed", [f"{func}: {subjects(ts)}" for func, ts in sorted(by_func.items())]))
+        parts_.append(("failed", _per_function(failed, kernels)))
         parts_.append(("", ["each failure is above with its message and 'reproduce with:' line"]))
     if passed:
         bad = {(k, r) for t in tests if t["outcome"] != "passed"
                for f, k, r in [_split(t["nodeid"])] if f in KERNEL_DTYPE_TESTS}
         clean = [t for t in passed if _split(t["nodeid"])[0] in KERNEL_DTYPE_TESTS
                  and _split(t["nodeid"])[1:] not in bad]
-        text = _tests(len(passed)) + (f": every test of {subjects(clean)}" if clean else "")
+        text = _tests(len(passed)) + (f": every test of {subjects(clean, kernels)}" if clean else "")
         if rest := [t for t in passed if t not in clean]:
-            by_func: dict[str, list[dict]] = defaultdict(list)
-            for t in rest:
-                by_func[_split(t["nodeid"])[0]].append(t)
-            named = "; ".join(f"{func}: {subjects(ts)}" for func, ts in sorted(by_func.items()))
+            named = "; ".join(_per_function(rest, kernels))
             if len(named) > 2 * (width - 2 - LABEL):  # too many to name: how many per test file
                 modules: dict[str, int] = defaultdict(int)
                 for t in rest:
@@ -331,15 +359,15 @@ def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH) -> list[
         by_issue: dict[str, list[dict]] = defaultdict(list)
         for t in known:
             by_issue[t["known_issue"]].append(t)
-        parts_.append(("known", [f"{issue}: {subjects(ts)} ({', '.join(sorted({_split(t['nodeid'])[0] for t in ts}))})"
+        parts_.append(("known", [f"{issue}: {subjects(ts, kernels)} ({', '.join(sorted({_split(t['nodeid'])[0] for t in ts}))})"
                                  for issue, ts in sorted(by_issue.items())]))
     if others:
-        parts_.append(("xfailed", [f"{_tests(len(others))}: {subjects(others)}"]))
+        parts_.append(("xfailed", [f"{_tests(len(others))}: {subjects(others, kernels)}"]))
     if skipped:
         by_reason: dict[str, list[dict]] = defaultdict(list)
         for t in skipped:
             by_reason[skip_reason(t)].append(t)
-        parts_.append(("not run", [f"{_tests(len(ts))}, {reason}: {subjects(ts)}"
+        parts_.append(("not run", [f"{_tests(len(ts))}, {reason}: {subjects(ts, kernels)}"
                                    for reason, ts in sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0]))]))
     # Each part as long as it needs until the whole fits MAX_TOTAL lines: what passed gives way first (to a count),
     # then the longest part.

@@ -146,3 +146,14 @@ def test_a_test_of_no_kernel_is_named_by_its_function():
     lines = glance.verdict_lines({"tests": tests, "cases": [{"kernel": "softmax"}], "status": "complete"}, "r.json")
     assert lines[1:3] == ["  failed   test_a_grid_past_65535_programs_on_axis_0_runs_every_program",
                           "           test_inputs_are_the_same_on_every_device: [normal]"], lines
+
+
+def test_the_reach_table_of_every_kernel_fits_eighty_columns():
+    """The main command's reach table was 82 columns wide: seven columns, a dtype list without spaces."""
+    rows = [["layernorm_backward", "fp32,fp16,bf16", 5, "7/7", "-", "-", "-"],
+            ["matmul", "bf16 (stopped: known issue),fp32,fp16", 5, "6/7", "descriptor", "-", "-"],
+            ["vector_add_int64", "fp32,fp16,bf16", 4, "2/2", "-", "-", "-"]]
+    headers = ["kernel", "dtypes", "configs run", "paths taken", "found by search", "not taken", "configs not fitting"]
+    table = glance.fit_table(rows, headers, 80)
+    assert max(len(line) for line in table.splitlines()) <= 80, table
+    assert "descriptor" in table and "(stopped:" in table, table

@@ -112,6 +112,10 @@ class Dim:
     ``blocks`` are the kernel's block sizes along this dimension: the suite biases
     draws toward 1, block-1, block, block+1 and a few blocks. ``choices`` fixes the
     dimension to a set (e.g. head dims 64 and 128); a dimension with choices needs no maxima.
+
+    The largest size must reach past one block, or every case runs a one-program grid along the dim and hides a
+    program index that is never scaled (checked when the spec is made, see kernels/_validation.py). ``one_block``
+    says why a dim may stay within one block (a row one program holds whole, by design); None: it may not.
     """
 
     name: str
@@ -121,6 +125,7 @@ class Dim:
     blocks: tuple[int, ...] = ()
     choices: tuple[int, ...] = ()
     min: int = 1
+    one_block: str | None = None
 
 
 @dataclass(frozen=True)
@@ -279,8 +284,10 @@ class JitKernel:
 class KnownIssue:
     """An expected failure of this kernel, declared in its module. It joins the entries of the known-issue file
     (``--known-issues``) and matches the same way: ``backend``, ``arch``, ``dtype`` and ``test`` are globs,
-    ``triton`` a version specifier ('' for every version). Strict: a matching test that passes fails the run
-    (XPASS) until the entry is removed, so a fixed bug never hides."""
+    ``triton`` a version specifier ('' for every version). ``failure_pattern``: what fails, a regular expression searched for
+    in a failing case's message (a test's failure message, for a property or a benchmark); a failure it does not
+    match fails the run, and cases keep running past the ones it covers ('': any failure, discouraged). Strict: a
+    matching test that passes fails the run (XPASS) until the entry is removed, so a fixed bug never hides."""
 
     id: str
     reason: str
@@ -290,6 +297,7 @@ class KnownIssue:
     triton: str = ""
     dtype: str = "*"
     test: str = "test_matches_reference"
+    failure_pattern: str = ""
 
 
 def cdiv(a: int, b: int) -> int:

@@ -73,7 +73,7 @@ def check_spec(spec: Any) -> None:
     for name in ("make_inputs", "make_outputs", "run", "reference", "flops", "min_bytes"):
         if not callable(getattr(spec, name)):
             raise fail(name, f"must be callable, got {type(getattr(spec, name)).__name__}")
-    for name in ("torch_baseline", "tune_bucket", "compile_signature"):
+    for name in ("torch_baseline", "tune_bucket", "compile_signature", "torch_fallback"):
         value = getattr(spec, name)
         if value is not None and not callable(value):
             raise fail(name, f"must be callable or None, got {type(value).__name__}")
@@ -92,6 +92,7 @@ def check_spec(spec: Any) -> None:
     if unknown := [v for v in nonfinite if v not in values]:
         raise fail("nonfinite_reference", f"{unknown} are not among value_classes {list(values)}")
     _check_configs(spec, fail)
+    _check_one_block(spec, fail)
     for i, shape in enumerate(_tuple(spec.benchmark_shapes, "benchmark_shapes", fail)):
         problems = _shape_problems(shape, dim_names, spec.dims, positive=True)
         if problems:
@@ -217,6 +218,22 @@ def _is_safety(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and value >= 0
 
 
+# The accumulator's unit roundoff (suite/checks/tolerance.py holds the same): a safety factor whose bound at a
+# reduction length of 1 is already half of |reference| would pass a result off by 50% (docs/checks.md, Tolerances).
+_ACCUMULATOR_U = {"fp32": 2.0**-24, "fp16": 2.0**-11, "fp64": 2.0**-53}
+LOOSEST_FRACTION = 0.5
+
+
+def _too_loose(safety: float, accumulator: str) -> str | None:
+    floor = safety * _ACCUMULATOR_U.get(accumulator, 0.0)
+    if floor < LOOSEST_FRACTION:
+        return None
+    return (f"{safety!r} lets a result off by {LOOSEST_FRACTION:.0%} pass: even at a reduction length of 1 the bound "
+            f"is safety * u_acc = {floor:.3g}x |reference| ({accumulator} accumulator), and it must stay below "
+            f"{LOOSEST_FRACTION:g}x; the rule's other terms need a factor of a few (4, the default; 16 for a rounding "
+            f"it does not count)")
+
+
 def _check_tolerance(tolerance: Any, field: str, fail: Callable[[str, str], SpecError],
                      dtypes: tuple[str, ...] = ()) -> None:
     if not isinstance(tolerance, Tolerance):
@@ -228,12 +245,16 @@ def _check_tolerance(tolerance: Any, field: str, fail: Callable[[str, str], Spec
     if not _is_safety(tolerance.safety):
         raise fail(field, f"safety must be a finite number >= 0 (0: exact up to the dtype's smallest step), "
                           f"got {tolerance.safety!r}")
+    if tolerance.accumulator in _ACCUMULATOR_U and (problem := _too_loose(tolerance.safety, tolerance.accumulator)):
+        raise fail(field, f"safety {problem}")
     per_dtype = _mapping(tolerance.dtype_safety, f"{field}.dtype_safety", fail, "dtype -> safety, e.g. {'bf16': 16.0}")
     for dtype, safety in per_dtype.items():
         if dtype not in dtypes:
             raise fail(field, f"dtype_safety names {dtype!r}, which is not one of the spec's dtypes {list(dtypes)}")
         if not _is_safety(safety):
             raise fail(field, f"dtype_safety[{dtype!r}] must be a finite number >= 0, got {safety!r}")
+        if tolerance.accumulator in _ACCUMULATOR_U and (problem := _too_loose(safety, tolerance.accumulator)):
+            raise fail(field, f"dtype_safety[{dtype!r}] {problem}")
     if tolerance.accumulator not in ("fp32", "fp16", "fp64"):
         raise fail(field, f"accumulator must be 'fp32', 'fp16' or 'fp64', got {tolerance.accumulator!r}")
     if not isinstance(tolerance.uses_dot, bool):
@@ -283,6 +304,17 @@ def triton_specifier_problem(text: Any) -> str | None:
     return None
 
 
+def pattern_problem(text: Any) -> str | None:
+    """Why ``text`` is not a known issue's failure pattern (a regular expression; '' for any failure), or None."""
+    if not isinstance(text, str):
+        return f"must be a string (a regular expression over the failure message), got {text!r}"
+    try:
+        re.compile(text)
+    except re.error as exc:
+        return f"is not a regular expression: {text!r} ({exc})"
+    return None
+
+
 def _check_known_issues(issues: Any, dtypes: tuple[str, ...], fail: Callable[[str, str], SpecError]) -> None:
     import fnmatch
 
@@ -292,7 +324,7 @@ def _check_known_issues(issues: Any, dtypes: tuple[str, ...], fail: Callable[[st
             raise fail("known_issues", f"[{i}] must be KnownIssue(id=..., reason=..., link=...), got "
                                        f"{type(issue).__name__}")
         where = f"[{i}] ({issue.id!r})"
-        for name in ("id", "reason", "link", "backend", "arch", "triton", "dtype", "test"):
+        for name in ("id", "reason", "link", "backend", "arch", "triton", "dtype", "test", "failure_pattern"):
             if not isinstance(getattr(issue, name), str):
                 raise fail("known_issues", f"{where}: {name} must be a string, got {getattr(issue, name)!r}")
         for name in ("id", "reason", "test"):
@@ -305,6 +337,8 @@ def _check_known_issues(issues: Any, dtypes: tuple[str, ...], fail: Callable[[st
                                        f"(a name or a glob such as '*')")
         if problem := triton_specifier_problem(issue.triton):
             raise fail("known_issues", f"{where}: triton {problem}")
+        if problem := pattern_problem(issue.failure_pattern):
+            raise fail("known_issues", f"{where}: failure_pattern {problem}")
         if not fnmatch.filter(KNOWN_ISSUE_TESTS, issue.test):
             raise fail("known_issues", f"{where}: test {issue.test!r} matches none of the tests a known issue can "
                                        f"mark: {', '.join(KNOWN_ISSUE_TESTS)} (those run per kernel and dtype)")
@@ -329,6 +363,34 @@ def _check_configs(spec: Any, fail: Callable[[str, str], SpecError]) -> None:
     for family, configs in spec.configs.items():
         for i, config in enumerate(_tuple(configs, f"configs[{family!r}]", fail)):
             _check_config(config, f"configs[{family!r}][{i}]", fail)
+
+
+def _check_one_block(spec: Any, fail: Callable[[str, str], SpecError]) -> None:
+    """Each dim's largest size reaches past a block along it, else every case is a one-program grid there: on the
+    interpreter past the block of the interpreter's default config (a ``BLOCK_<dim>`` key; else the dim's smallest
+    declared block, its blocks mixing the interpreter's with the GPUs'); on a GPU past the dim's largest declared
+    block and the GPU default configs' ``BLOCK_<dim>``. ``Dim.one_block`` gives the reason a dim may not."""
+    interpret = spec.default_config.get("interpret", spec.default_config.get("nvidia", {}))
+    for dim in spec.dims:
+        if dim.choices or dim.one_block is not None:
+            if dim.one_block is not None and (not isinstance(dim.one_block, str) or not dim.one_block.strip()):
+                raise fail("dims", f"dim {dim.name!r}: one_block must say why the dim may stay within one block, "
+                                   f"got {dim.one_block!r}")
+            continue
+        key = f"BLOCK_{dim.name}"
+        blocks = tuple(dim.blocks)
+        on_interpreter = interpret.get(key) if _is_int(interpret.get(key)) else min(blocks, default=None)
+        on_gpu = [b for b in (*blocks, *(spec.default_config.get(f, {}).get(key) for f in ("nvidia", "amd")))
+                  if _is_int(b)]
+        largest_gpu = max(dim.gpu_max, dim.nightly_max or 0)
+        for where, size, block in (("interpret_max", dim.interpret_max, on_interpreter),
+                                   ("gpu_max" if not dim.nightly_max else "gpu_max and nightly_max", largest_gpu,
+                                    max(on_gpu, default=None))):
+            if block is not None and size <= block:
+                raise fail("dims", f"dim {dim.name!r}: {where}={size} never reaches past one block of {block}, so "
+                                   f"every case runs one program along it and a program index that is never scaled "
+                                   f"passes; raise {where.split()[0]} past {block}, or give Dim(one_block='why') "
+                                   f"where one block along it is the design")
 
 
 def _check_config(config: Any, field: str, fail: Callable[[str, str], SpecError]) -> None:

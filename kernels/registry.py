@@ -7,11 +7,14 @@ A user's own kernels register the same way from a module named with
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
+import os
 import pkgutil
 import sys
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 
 from kernels._validation import SpecError, defining_module
@@ -54,11 +57,12 @@ def load_builtin() -> None:
         _guarded(name, lambda name=name: importlib.import_module(name))
 
 
-def load_module(target: str) -> None:
-    """Import a user's kernel module by dotted name or by path to a ``.py`` file. KernelModuleError (one line,
-    naming the module and what is wrong) when it does not import or a spec in it is wrong."""
+def load_module(target: str, base: str | None = None) -> None:
+    """Import a user's kernel module by dotted name or by path to a ``.py`` file (a relative one from ``base``, else
+    from the current directory). KernelModuleError (one line, naming the module and what is wrong) when it does not
+    import or a spec in it is wrong."""
     option = f"--kernel-module={target}"
-    path = Path(target)
+    path = Path(base or "", target)
     if target.endswith(".py"):
         if not path.is_file():
             raise KernelModuleError(f"{option}: no such file")
@@ -72,7 +76,8 @@ def load_module(target: str) -> None:
         module = importlib.util.module_from_spec(spec)
         sys.modules[mod_name] = module
         before = set(_REGISTRY)
-        _guarded(option, lambda: spec.loader.exec_module(module))
+        with _beside(path):
+            _guarded(option, lambda: spec.loader.exec_module(module))
         _require_registered(option, before)
         _LOADED.add(key)
         return
@@ -97,16 +102,68 @@ def _require_registered(option: str, before: set[str]) -> None:
                                 f"...)) at its top level (docs/adding-a-kernel.md)")
 
 
+@contextlib.contextmanager
+def _beside(path: Path) -> Iterator[None]:
+    """The module's directory on sys.path while it imports, as Python does for a script, so that a helper file beside
+    it imports; last, not first as for a script: a module named after the library it wraps (examples/liger_kernel.py
+    imports liger_kernel) would otherwise import itself."""
+    directory = str(path.resolve().parent)
+    if directory in sys.path:
+        yield
+        return
+    sys.path.append(directory)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(directory)
+
+
+class _ExitAtImport(BaseException):
+    """os._exit called by a module while it imports: raised instead, so that the run does not end there."""
+
+    def __init__(self, status: object) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+@contextlib.contextmanager
+def _no_exit() -> Iterator[None]:
+    """os._exit would end the process at once (no run file, and the exit status the module chose, 0 included):
+    while a module imports, it raises _ExitAtImport instead."""
+    real = os._exit
+
+    def refuse(status: object) -> None:
+        raise _ExitAtImport(status)
+
+    os._exit = refuse
+    try:
+        yield
+    finally:
+        os._exit = real
+
+
 def _guarded(what: str, load) -> None:
     try:
-        load()
+        with _no_exit():
+            load()
+    except (SystemExit, _ExitAtImport) as exc:
+        how = f"os._exit({exc.status!r})" if isinstance(exc, _ExitAtImport) else f"sys.exit({exc.code!r})"
+        raise KernelModuleError(f"{what}: the module exits at import ({how}{_where(exc)}); a kernel module defines and "
+                                f"registers kernels, it must not end the process") from None
     except SpecError as exc:
         raise KernelModuleError(f"{what}: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - any error while importing a module is the module's to fix
-        frames = traceback.extract_tb(exc.__traceback__)
-        user = [f for f in frames if "importlib" not in f.filename and "<frozen" not in f.filename]
-        at = f" (at {user[-1].filename}:{user[-1].lineno})" if user else ""
-        raise KernelModuleError(f"{what}: importing it raised {type(exc).__name__}: {exc}{at}") from None
+        at = _where(exc)
+        raise KernelModuleError(f"{what}: importing it raised {type(exc).__name__}: {exc}{at and f' ({at[2:]})'}") from None
+
+
+def _where(exc: BaseException) -> str:
+    """', at FILE:LINE': the last frame of the module's own code (not importlib's, nor this module's) in the traceback."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    user = [f for f in frames if "importlib" not in f.filename and "<frozen" not in f.filename
+            and f.filename != __file__]
+    return f", at {user[-1].filename}:{user[-1].lineno}" if user else ""
 
 
 def all_specs() -> list[KernelSpec]:

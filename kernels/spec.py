@@ -132,6 +132,10 @@ class KernelSpec:
     jit_fns: tuple[JitKernel, ...] = ()
     # Expected failures of this kernel, shipped with its module (see KnownIssue).
     known_issues: tuple[KnownIssue, ...] = ()
+    # The cases (and configs) for which the launcher launches no @triton.jit function and computes the outputs
+    # another way (torch for small inputs, say): (case, config) -> bool, mirroring the launcher's test. A case with
+    # output elements whose run launched nothing fails unless this says so (the kernel was never tested on it).
+    torch_fallback: Callable[[Case, Mapping[str, Any]], bool] | None = None
 
     def __post_init__(self) -> None:
         if not self.configs and not self.default_config:
@@ -159,9 +163,23 @@ class KernelSpec:
             return dict(self.default_config["nvidia"])
         return {}
 
+    def oversized(self, shape: Mapping[str, int]) -> list[str]:
+        """Each dim of ``shape`` larger than the spec ever draws (the largest of its interpret_max, gpu_max and
+        nightly_max): not a case the suite made, and one whose memory may not exist (a --repro typo, say)."""
+        out = []
+        for dim in self.dims:
+            bounds = [b for b in (dim.interpret_max, dim.gpu_max, dim.nightly_max) if b is not None]
+            value = shape.get(dim.name)
+            if not dim.choices and bounds and isinstance(value, int) and value > max(bounds):
+                out.append(f"{dim.name}={value} is above the largest size the spec draws, {max(bounds)} (the largest of "
+                           f"its interpret_max, gpu_max and nightly_max)")
+        return out
+
     def check_case(self, case: Case) -> None:
         """ValueError naming what does not fit when ``case`` is not a case of this kernel (a ``--repro``
         value copied from another kernel's reproduction line, say)."""
         problems = validation.case_problems(self, case.shape, case.layout, case.values)
+        if not problems and not any(dict(e.get("shape", {})) == dict(case.shape) for e in self.examples):
+            problems = self.oversized(case.shape)
         if problems:
             raise ValueError(f"not a case of kernel {self.name!r}: {'; '.join(problems)}")

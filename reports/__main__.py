@@ -1,9 +1,10 @@
 """Command line: `python -m reports build RUN.json ... --out DIR`, `python -m reports compare BASE CAND`,
-`python -m reports noise-floor RUN.json ... --out FILE` and `python -m reports replay DIR`.
+`python -m reports noise-floor RUN.json ... --out FILE`, `python -m reports replay DIR` and
+`python -m reports history DIR|RUN.json ...`.
 
 Exit codes: 0 fine; 1 the comparison found a regression (replay: an expectation failed); 2 bad input, a refused
-comparison or one with nothing to compare (the message names the file and what is wrong); build writes the report
-from the usable files and exits 2 when it left one out.
+comparison or one with nothing to compare (the message names the file and what is wrong); build and history write
+their output from the usable files and exit 2 when they left one out.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from reports import loading
 from reports.files import refuse_inputs, write_atomic
 from reports.loading import RunFileError, load_runs
+from reports.shards import merge_shards
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
 
@@ -35,6 +37,16 @@ def _p_value(text: str) -> float:
     value = _number(text)
     if not 0 < value <= 1:
         raise argparse.ArgumentTypeError(f"a p-value lies in (0, 1], got {text}")
+    return value
+
+
+def _window(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of nights: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"a window is at least 1 night, got {text}")
     return value
 
 
@@ -68,6 +80,9 @@ def parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="portability report from run files: report.md, report.html, summary.json")
     b.add_argument("runs", nargs="*", metavar="RUN.json")
     b.add_argument("--out", required=True, metavar="DIR", help="directory for the three files (created if missing)")
+    b.add_argument("--history", action="append", default=[], metavar="DIR|RUN.json",
+                   help="also a section with the nightly history of these earlier run files (repeatable; see history)")
+    b.add_argument("--window", type=_window, default=30, help="history: the last N nights per platform (default 30)")
     c = sub.add_parser("compare", help="regressions between a base run and a candidate run of the same test set")
     c.add_argument("runs", nargs="*", metavar="RUN.json", help="BASE.json CAND.json")
     c.add_argument("--p-value", type=_p_value, default=0.01, help="Mann-Whitney U significance level (default 0.01)")
@@ -85,6 +100,13 @@ def parser() -> argparse.ArgumentParser:
                                            "machine) for reports/noise/<arch>.json")
     n.add_argument("runs", nargs="*", metavar="RUN.json")
     n.add_argument("--out", required=True, metavar="FILE.json")
+    h = sub.add_parser("history", help="per kernel x dtype x platform over a series of nightly runs: state and since "
+                                       "when, flips, failing streaks with their toolchain changes, intermittent failures")
+    h.add_argument("runs", nargs="*", metavar="DIR|RUN.json",
+                   help="run files (.json or .json.gz), or directories of them (run-*.json*, recursively)")
+    h.add_argument("--window", type=_window, default=30, help="the last N nights of each platform (default 30)")
+    h.add_argument("--out", metavar="DIR", help="write history.md, history.html and history.json there")
+    h.add_argument("--json", action="store_true", help="print the history as JSON (for bots) instead of Markdown")
     r = sub.add_parser("replay", help="driver-validation evidence: compare every pair under DIR (aa-*/ and planted-*/) "
                                       "both ways and check the expected verdicts")
     r.add_argument("directory", metavar="DIR")
@@ -96,7 +118,7 @@ def parser() -> argparse.ArgumentParser:
 def _build(args: argparse.Namespace) -> int:
     from reports.build import build
 
-    files, bad = build(args.runs, args.out)
+    files, bad = build(args.runs, args.out, history=args.history, window=args.window)
     for exc in bad:
         print(f"error: {exc} (left out of the report)", file=sys.stderr)
     print("wrote " + ", ".join(str(f) for f in files))
@@ -107,11 +129,17 @@ def _compare(args: argparse.Namespace) -> int:
     from reports import noise
     from reports.compare import compare, compare_json, compare_markdown
 
-    if len(args.runs) != 2:
-        raise RunFileError(f"compare needs exactly two run files, BASE.json and CAND.json; got {len(args.runs)}")
+    if len(args.runs) < 2:
+        raise RunFileError(f"compare needs exactly two run files, BASE.json and CAND.json (a sharded run: every shard's "
+                           f"file); got {len(args.runs)}")
     if args.out:
         refuse_inputs([Path(args.out)], [*args.runs, *([args.noise_floor] if args.noise_floor else [])])
-    base, cand = load_runs(args.runs, by_start=False)
+    runs = merge_shards(load_runs(args.runs, by_start=False))
+    if len(runs) != 2:
+        raise RunFileError(f"compare needs exactly two runs, BASE and CAND; the {len(args.runs)} files given are "
+                           f"{len(runs)} runs ({', '.join(r.run_id for r in runs)}): a sharded run is the files "
+                           f"with one shard run id")
+    base, cand = runs
     floor = noise.load(args.noise_floor) if args.noise_floor else None
     cmp = compare(base, cand, args.p_value, args.threshold, args.allow_different_hardware, args.allow_different_tests,
                   floor, recorded_floor=not args.no_noise_floor)
@@ -162,7 +190,30 @@ def _replay(args: argparse.Namespace) -> int:
     return EXIT_OK if result.passed else EXIT_REGRESSION
 
 
-COMMANDS = {"build": _build, "compare": _compare, "noise-floor": _noise_floor, "replay": _replay}
+def _history(args: argparse.Namespace) -> int:
+    from reports import history
+
+    if not args.runs:
+        raise RunFileError("history needs run files: a directory of them, or RUN.json files")
+    found = history.run_files(args.runs)
+    if args.out:
+        refuse_inputs([Path(args.out) / n for n in ("history.md", "history.html", "history.json")], found)
+    h = history.history(args.runs, args.window)
+    if args.out:
+        print("wrote " + ", ".join(str(f) for f in history.write(h, args.out)), file=sys.stderr)
+    if args.json:
+        sys.stdout.write(json.dumps(h.as_json(), indent=1) + "\n")
+    else:
+        from reports.render import markdown
+
+        sys.stdout.write(markdown(history.title(h), [], [history.section(h)]))
+    for exc in h.left_out:
+        print(f"error: {exc} (left out of the history)", file=sys.stderr)
+    return EXIT_USAGE if h.left_out else EXIT_OK
+
+
+COMMANDS = {"build": _build, "compare": _compare, "noise-floor": _noise_floor, "replay": _replay,
+            "history": _history}
 
 
 def _json_wanted(argv: list[str]) -> bool:

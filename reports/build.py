@@ -12,6 +12,7 @@ from reports.inventory import autotune_section, compile_section, known_issues_se
 from reports.loading import Run, RunFileError, json_safe, load_some, platform_label, platforms
 from reports.perf import perf_section
 from reports.render import Section, Table, html_page, markdown
+from reports.shards import merge_some
 from reports.verdict import verdict_section
 
 SUMMARY_FORMAT = "portability-report/1"
@@ -57,17 +58,30 @@ def assemble(runs: list[Run], with_plots: bool = True,
     return title, warnings, sections, summary
 
 
-def build(paths: list[str], out_dir: str | Path) -> tuple[list[Path], list[RunFileError]]:
+def build(paths: list[str], out_dir: str | Path, history: list[str] | None = None,
+          window: int = 30) -> tuple[list[Path], list[RunFileError]]:
     """Build from every usable run file; returns the files written and the run files left out (with why). No
-    file is written when none is usable, or when an output would replace an input."""
+    file is written when none is usable, or when an output would replace an input. ``history``: earlier nights' run
+    files (or directories of them), added as a history section (reports/history.py)."""
     out = Path(out_dir)
     names = ("report.md", "report.html", "summary.json")
     refuse_inputs([out / n for n in names], paths)
+    if history:
+        from reports import history as history_mod
+
+        refuse_inputs([out / n for n in names], history_mod.run_files(history))
     runs, bad = load_some(paths)
+    runs, bad_sets = merge_some(runs)  # the N shard files of a run are one run; a set a shard short is left out
+    bad = bad + bad_sets
     if not runs:
         raise bad[0] if len(bad) == 1 else RunFileError(f"none of the {len(bad)} run files is usable: " +
                                                         "; ".join(str(e) for e in bad))
     title, warnings, sections, summary = assemble(runs, bad=bad)
+    if history:
+        past = history_mod.history(history, window)
+        sections.append(history_mod.section(past))
+        summary["history"] = past.as_json()
+        bad = bad + past.left_out
     texts = (markdown(title, warnings, sections), html_page(title, warnings, sections),
              json.dumps(json_safe(summary), indent=1, allow_nan=False) + "\n")
     for name, text in zip(names, texts, strict=True):

@@ -13,12 +13,13 @@ one in a test that already failed, is a regression."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from reports import changes, failures, noise, timing, toolchain
+from reports import changes, failures, gate, noise, timing, toolchain
 from reports.changes import pct
 from reports.correctness import one_line, outcome_text
 from reports.loading import Run, num
@@ -61,6 +62,10 @@ class Comparison:
     toolchain: list[dict[str, str]] = field(default_factory=list)  # components whose version changed
     compiles: list[dict[str, Any]] = field(default_factory=list)  # compile-matrix changes per kernel x target
     unusable: str | None = None  # why the comparison, as a whole, could not be made
+    # The toolchain gate: cached autotune winners that lose on the candidate (its --retune-check), and how many were
+    # checked (None: the candidate ran no check).
+    autotune_losses: list[dict[str, Any]] = field(default_factory=list)
+    autotune_checked: int | None = None
 
     @property
     def platform_slower(self) -> bool:
@@ -73,7 +78,7 @@ class Comparison:
     @property
     def failed(self) -> bool:
         return bool(self.correctness or self.regressions or self.unmeasured or self.platform_slower
-                    or self.compile_failures)
+                    or self.compile_failures or self.autotune_losses)
 
     @property
     def exit_code(self) -> int:
@@ -380,6 +385,8 @@ def compare(base: Run, cand: Run, p_value: float = 0.01, threshold: float = 0.05
     elif recorded_floor:
         floor = noise.recorded(base, cand)
     cmp.toolchain = toolchain.toolchain_changes(base, cand)
+    if code := toolchain.code_changes(base, cand):
+        cmp.warnings.append("the runs tested different code: " + "; ".join(code))
     cmp.compiles, cmp.compared["compiles"] = toolchain.compile_changes(base, cand)
     cmp.floor = floor.describe() if floor else "none (the threshold alone)"
     cmp.planted = _planted(cand) + [f"{p} in the base run" for p in _planted(base)]
@@ -388,6 +395,7 @@ def compare(base: Run, cand: Run, p_value: float = 0.01, threshold: float = 0.05
                             "; it tests this comparison and is not a real measurement")
     _correctness(base, cand, cmp, allow_tests)
     _speed(base, cand, cmp, p_value, threshold, floor, allow_tests)
+    _autotune_gate(cand, cmp)
     if cmp.missing and allow_tests:
         benchmarks = sum(1 for r in cmp.missing if r["kind"] == "benchmark")
         cmp.warnings.append(f"{len(cmp.missing) - benchmarks} test(s) or case(s) that passed in the base run "
@@ -403,6 +411,18 @@ def compare(base: Run, cand: Run, p_value: float = 0.01, threshold: float = 0.05
     if not base.data["benchmarks"] and not cand.data["benchmarks"]:
         cmp.warnings.append("neither run has benchmarks (run `pytest -m perf` on the GPU): speed was not compared")
     return cmp
+
+
+def _autotune_gate(cand: Run, cmp: Comparison) -> None:
+    """The candidate's --retune-check (suite/checks/autotune.py, gate_records): every cached winner that now loses to
+    another config by more than the timings' noise is a regression: the shipped cache no longer serves this
+    toolchain (retune it)."""
+    check = (cand.data.get("autotune") or {}).get("check")
+    if not isinstance(check, dict) or not isinstance(check.get("entries"), list):
+        return
+    entries = [e for e in check["entries"] if isinstance(e, dict)]
+    cmp.autotune_checked = len(entries)
+    cmp.autotune_losses = [e for e in entries if e.get("loses")]
 
 
 def _reasons(rows: list[dict[str, Any]]) -> str:
@@ -424,6 +444,9 @@ def verdict(cmp: Comparison) -> str:
     if cmp.regressions:
         kernels = ", ".join(dict.fromkeys(r["kernel"] for r in cmp.regressions))
         parts.append(f"{len(cmp.regressions)} speed regression(s) ({kernels})")
+    if cmp.autotune_losses:
+        parts.append(f"{len(cmp.autotune_losses)} cached autotune winner(s) lose on the candidate toolchain "
+                     f"({_named(gate.where(g) for g in cmp.autotune_losses)})")
     if cmp.unmeasured:
         parts.append(f"{len(cmp.unmeasured)} benchmark(s) missing or untimable "
                      f"({_named(_unmeasured_text(r) for r in cmp.unmeasured)})")
@@ -478,6 +501,14 @@ def _compile_line(cmp: Comparison) -> str:
             (", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items())) or "no change") + ".")
 
 
+def _gate_line(cmp: Comparison) -> str:
+    if cmp.autotune_checked is None:
+        return ("Autotune gate: the candidate ran no --retune-check (its cached winners were not timed against the "
+                "other configs).")
+    return (f"Autotune gate: {cmp.autotune_checked} cached winner(s) timed against every config on the candidate; "
+            f"{len(cmp.autotune_losses)} lose by more than {100 * gate.MARGIN:g}% and the timings' spread.")
+
+
 def summary_lines(cmp: Comparison, p_value: float, threshold: float) -> list[str]:
     compared = ", ".join(f"{n} {what}" for what, n in cmp.compared.items() if n) or "nothing"
     lines = [f"**{verdict(cmp)}**; {len(cmp.improvements)} speed improvement(s), {len(cmp.inconclusive)} "
@@ -486,6 +517,7 @@ def summary_lines(cmp: Comparison, p_value: float, threshold: float) -> list[str
                                          f"({_reasons(cmp.not_compared)})." if cmp.not_compared else ""),
              toolchain.toolchain_line(cmp.toolchain),
              _compile_line(cmp),
+             _gate_line(cmp),
              platform_line(cmp)]
     for method, n in sorted(cmp.methods.items()):
         rule = RULES[method].format(threshold=f"{100 * threshold:g}%", p=f"{p_value:g}")
@@ -531,6 +563,17 @@ def compare_markdown(base: Run, cand: Run, cmp: Comparison, p_value: float, thre
                 [Table(["kernel", "target", "change", "configs", "detail"],
                        [[r["kernel"], r["target"], r["change"], r["configs"], r["detail"]] for r in cmp.compiles],
                        empty="none")]),
+        Section("Autotune winners that lose on the candidate", [
+            "Each cached config timed again beside every other config of its kernel on the candidate toolchain "
+            "(`--retune-check`); listed where it is now slower than the fastest by more than "
+            f"{100 * gate.MARGIN:g}% and the two timings' interquartile ranges: retune that kernel."],
+                [Table(["kernel", "dtype", "shape", "cached config", "cached ms", "fastest config", "fastest ms",
+                        "loss"],
+                       [[g["kernel"], g["dtype"], ",".join(f"{k}={v}" for k, v in g["shape"].items()),
+                         json.dumps(g["cached_config"], sort_keys=True), fmt(g.get("cached_ms"), 4) if
+                         g.get("cached_ms") is not None else g.get("why"), json.dumps(g["best_config"], sort_keys=True),
+                         fmt(g["best_ms"], 4), f"{g['loss']:.2f}x" if g.get("loss") else "-"]
+                        for g in cmp.autotune_losses], empty="none")]),
         Section("Speed regressions", [SPEED_NOTE], [Table(SPEED_HEADERS, _speed_rows(cmp.regressions), empty="none")]),
         Section("Benchmarks missing or untimable", ["Timed in the base run; in the candidate missing, or timed as "
                                                     "zero, negative, NaN or inf, without samples or with unusable "
@@ -574,6 +617,7 @@ def compare_json(base: Run, cand: Run, cmp: Comparison, p_value: float, threshol
             "warnings": cmp.warnings, "planted": cmp.planted, "toolchain": cmp.toolchain,
             "toolchain_line": toolchain.toolchain_line(cmp.toolchain), "compile_changes": cmp.compiles,
             "correctness_regressions": cmp.correctness, "speed_regressions": clean(cmp.regressions),
+            "autotune_checked": cmp.autotune_checked, "autotune_losses": cmp.autotune_losses,
             "unmeasured_benchmarks": cmp.unmeasured,
             "speed_improvements": clean(cmp.improvements), "inconclusive": clean(cmp.inconclusive),
             "moved_with_torch": clean(cmp.shared), "unchanged": dict(cmp.unchanged),

@@ -20,10 +20,11 @@ def runs_section(runs: list[Run]) -> tuple[Section, list[dict[str, Any]]]:
         status = "INCOMPLETE" if r.incomplete else r.data["status"]
         rows.append([r.run_id, r.label, status, r.data["started"], e["driver"] or "-", e["torch"], e["triton"],
                      f"{e['hypothesis_profile']} (seed {fmt(e['hypothesis_seed'])})"])
-        details.append([r.run_id, r.path.name, e["backend"], e["device_name"], e["arch"], e["sm_count"],
+        files = ", ".join((r.data.get("shard") or {}).get("merged_from") or [r.path.name])  # a sharded run's files
+        details.append([r.run_id, files, e["backend"], e["device_name"], e["arch"], e["sm_count"],
                         e["driver"] or "-", e["runtime"] or "-", e["torch"], e["triton"], e["profile"] or "-",
                         e.get("python") or "-", e.get("hostname") or "-", r.data["finished"] or "-"])
-        summary.append({"run_id": r.run_id, "file": r.path.name, "platform": r.label, "status": r.data["status"],
+        summary.append({"run_id": r.run_id, "file": files, "platform": r.label, "status": r.data["status"],
                         "started": r.data["started"], "finished": r.data["finished"],
                         **{k: e.get(k) for k in ("backend", "device_name", "arch", "sm_count", "driver", "runtime",
                                                  "torch", "triton", "profile", "hypothesis_profile", "hypothesis_seed")}})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,9 @@ REPORT_NEEDS: dict[str, Any] = {
             "entries": {"type": "array"}}},
     },
 }
+
+
+MAX_RUN_FILE_BYTES = 512 * 2**20  # what one run file may hold, decompressed: a gzip bomb or /dev/zero stops here
 
 
 class RunFileError(Exception):
@@ -192,6 +196,24 @@ def _compact(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "benchmarks": compact}
 
 
+def _read_capped(p: Path) -> bytes:
+    """The file's bytes, gunzipped where it is gzip (committed evidence is stored so), never more than
+    MAX_RUN_FILE_BYTES of either: a gzip bomb or /dev/zero is refused after reading that much."""
+    cap = MAX_RUN_FILE_BYTES
+    with p.open("rb") as f:
+        gzipped = f.read(2) == b"\x1f\x8b"
+        f.seek(0)
+        try:
+            data = gzip.GzipFile(fileobj=f).read(cap + 1) if gzipped else f.read(cap + 1)
+        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            raise RunFileError(f"{p}: not a run file: corrupt or truncated gzip data "
+                               f"({exc or type(exc).__name__})") from None
+    if len(data) > cap:
+        raise RunFileError(f"{p}: not a run file: {'decompresses to ' if gzipped else ''}more than {cap // 2**20} MiB "
+                           "(reports.loading.MAX_RUN_FILE_BYTES); read no further")
+    return data
+
+
 def load_run(path: str | Path) -> Run:
     p = Path(path)
     if not p.exists():
@@ -199,14 +221,22 @@ def load_run(path: str | Path) -> Run:
     if p.is_dir():
         raise RunFileError(f"{p}: is a directory, not a run file")
     try:
-        raw = p.read_bytes()
-        if raw[:2] == b"\x1f\x8b":  # gzip (committed evidence is stored so): read through it
-            raw = gzip.decompress(raw)
-        text = raw.decode("utf-8")
+        text = _read_capped(p).decode("utf-8")
     except OSError as exc:
         raise RunFileError(f"{p}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    except (UnicodeDecodeError, EOFError):
+    except UnicodeDecodeError:
         raise RunFileError(f"{p}: not a run file: not UTF-8 text (nor gzip of it)") from None
+    except MemoryError:
+        raise RunFileError(f"{p}: not a run file: too large to read into this machine's memory") from None
+    try:
+        return _parse(p, text)
+    except RecursionError:
+        raise RunFileError(f"{p}: not a run file: its JSON is nested too deeply to read") from None
+    except MemoryError:
+        raise RunFileError(f"{p}: not a run file: too large to read into this machine's memory") from None
+
+
+def _parse(p: Path, text: str) -> Run:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -65,23 +65,41 @@ def shape_text(shape: dict[str, Any]) -> str:
 
 
 _HTML_START = re.compile(r"<(?=[A-Za-z/!?])|&(?=[A-Za-z#])")
+# What in a run file's string would become Markdown rather than text: a backslash (it would escape what follows),
+# the bracket that closes a link's or image's text ("](", "][") or starts a reference definition ("]:"), and the bare
+# URLs and e-mail addresses GitHub turns into links. Brackets alone ("test[softmax-fp16]") stay as they are.
+_MD_INLINE = re.compile(r"(?P<char>\\|\](?=[(\[:])|(?<=[\w.+-])@(?=[\w-]))|(?<=[A-Za-z0-9])(?P<scheme>:)(?=//)"
+                        r"|(?<![A-Za-z0-9])www(?P<dot>\.)")
+# What at the start of a paragraph would open another block: a heading, quote, list, rule, fence or table.
+_MD_BLOCK_START = re.compile(r"^(?:(?P<mark>[#>+\-=~`|])|(?P<em>[*_])(?!(?P=em))|(?P<n>\d{1,9})(?P<end>[.)]))")
 
 
 def md_text(x: Any) -> str:
-    """Text for Markdown: HTML in a result file's strings (a kernel named <script>) is shown, never rendered. Only
-    what could open a tag, comment or entity is escaped, so that 'p < 0.01' and '->' stay readable as text."""
-    return _HTML_START.sub(lambda m: "&lt;" if m.group() == "<" else "&amp;", fmt(x))
+    """Text for Markdown: a result file's strings (a kernel named <script>, a message that holds "[link](url)",
+    "![](http://image)" or a URL) are shown, never rendered, as the HTML page escapes them. Only what could open a
+    tag, entity or link is escaped, so that 'p < 0.01' and '->' stay readable as text; a note's own **bold** is
+    kept. Newlines become spaces: one string stays on its line."""
+    text = _HTML_START.sub(lambda m: "&lt;" if m.group() == "<" else "&amp;", fmt(x))
+    text = " ".join(text.splitlines()) if "\n" in text or "\r" in text else text
+    return _MD_INLINE.sub(lambda m: "\\" + m.group() if m.group("char") else
+                          m.group().replace(":", "\\:").replace(".", "\\."), text)
+
+
+def md_paragraph(x: Any) -> str:
+    """md_text for a paragraph of its own: a heading, quote, list, rule or fence it starts with is shown as text."""
+    return _MD_BLOCK_START.sub(lambda m: f"{m.group('n')}\\{m.group('end')}" if m.group("n") else "\\" + m.group(),
+                               md_text(x).lstrip(), count=1)
 
 
 def _md_cell(x: Any) -> str:
-    # A pipe or a newline from a result file would break the Markdown table.
-    return md_text(x).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+    # A pipe from a result file would break the Markdown table.
+    return md_text(x).replace("|", "\\|")
 
 
 def _md_section(s: Section) -> list[str]:
     out = [f"## {md_text(s.title)}", ""]
     for note in s.notes:
-        out += [md_text(note), ""]
+        out += [md_paragraph(note), ""]
     for t in s.tables:
         if t.title:
             out += [f"### {md_text(t.title)}", ""]

@@ -79,3 +79,52 @@ def compile_changes(base: Run, cand: Run) -> tuple[list[dict[str, Any]], int]:
              "detail": "; ".join(items[:SHOWN]) + (f"; and {len(items) - SHOWN} more" if len(items) > SHOWN else "")}
             for (k, t, kind), items in sorted(found.items())]
     return rows, compared
+
+
+def _module_key(record: dict[str, Any]) -> str:
+    """A --kernel-module the same in both runs: a dotted name as given, a file by its name (runs on two machines
+    give it from different directories)."""
+    module = record["module"]
+    return module.replace("\\", "/").rsplit("/", 1)[-1] if module.endswith(".py") else module
+
+
+def _library_change(module: str, b: dict[str, Any] | None, c: dict[str, Any] | None) -> str | None:
+    """'distribution torchao 0.18.0 -> 0.19.0', '... path A -> B', or one imported in one run only; None if alike."""
+    lib = c or b
+    what = f"distribution {lib['distribution']}" if lib["distribution"] else f"module {lib['module']} (no distribution)"
+    if b is None or c is None:
+        version = f" {lib['version']}" if lib["version"] else ""
+        return f"{what}{version} imported by {module} in the {'candidate' if b is None else 'base'} run only"
+    moved = []
+    if (b["distribution"], b["version"]) != (c["distribution"], c["version"]):
+        before = " ".join(x for x in (b["distribution"] if b["distribution"] != c["distribution"] else None,
+                                      b["version"]) if x) or "(no distribution)"
+        moved.append(f"{before} -> {c['version'] or '(no version)'}")
+    if b["path"] != c["path"]:
+        moved.append(f"path {b['path']} -> {c['path']}")
+    return f"{what} " + ", ".join(moved) + f" (imported by {module})" if moved else None
+
+
+def code_changes(base: Run, cand: Run) -> list[str]:
+    """How the code the two runs tested differs (the run file's kernel_modules: each --kernel-module's sha256 and the
+    libraries it imported): 'kernel module X changed: sha256 a -> b', 'distribution torchao 0.18.0 -> 0.19.0'. Empty
+    where they agree, or where neither run records it (older run files)."""
+    b_mods, c_mods = base.data.get("kernel_modules"), cand.data.get("kernel_modules")
+    if not b_mods and not c_mods:
+        return []
+    b_by, c_by = {_module_key(m): m for m in b_mods or []}, {_module_key(m): m for m in c_mods or []}
+    out = []
+    for key in sorted(b_by.keys() | c_by.keys()):
+        b, c = b_by.get(key), c_by.get(key)
+        if b is None or c is None:
+            recorded = "candidate" if b is None else "base"
+            other = base if b is None else cand
+            why = "" if "kernel_modules" in other.data else " (the other run file does not record its kernel modules)"
+            out.append(f"kernel module {key} in the {recorded} run only{why}")
+            continue
+        if b["sha256"] != c["sha256"]:
+            out.append(f"kernel module {key} changed: sha256 {(b['sha256'] or '?')[:12]} -> {(c['sha256'] or '?')[:12]}")
+        b_libs, c_libs = ({lib["module"]: lib for lib in m["libraries"]} for m in (b, c))
+        out += [line for name in sorted(b_libs.keys() | c_libs.keys())
+                if (line := _library_change(key, b_libs.get(name), c_libs.get(name)))]
+    return out

@@ -78,6 +78,9 @@ def on_import_path(cwd: str | None = None) -> None:
         sys.path.insert(0, cwd)
 
 
+USAGE_ERROR = 4  # pytest's exit code for a usage error
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if HELP_PYTEST in argv:
@@ -86,10 +89,16 @@ def main(argv: list[str] | None = None) -> int:
         prog = "python -m suite" if Path(sys.argv[0]).name == "__main__.py" else "triton-portability"
         print(suite_help(prog), end="")
         return 0
-    on_import_path()
+    try:
+        cwd = os.getcwd()
+    except FileNotFoundError:  # pytest would end in a traceback from its own start-up
+        print("error: the current directory no longer exists (it was deleted or moved after the shell entered it); "
+              "cd to a directory that exists and run again", file=sys.stderr)
+        return USAGE_ERROR
+    on_import_path(cwd)
     import pytest
 
-    return int(pytest.main(pytest_args(argv)))
+    return int(pytest.main(pytest_args(argv, cwd)))
 
 
 if __name__ == "__main__":

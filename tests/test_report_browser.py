@@ -118,3 +118,56 @@ def test_report_first_screen_in_a_browser(report):
         finally:
             chromium.close()
     assert not errors and not dialogs, errors + dialogs
+
+
+@pytest.fixture(scope="module")
+def history_report(tmp_path_factory) -> Path:
+    """Today's run, and the nights before it as a history (tests/test_history.py's series, a kernel named <script>
+    failing in the last night)."""
+    from tests.test_history import series_dir
+
+    tmp = tmp_path_factory.mktemp("history")
+    nights = series_dir(tmp)
+    (nights / "run-corrupt.json").unlink()
+    last = make_run(run_id="night-xss", started="2026-11-17T02:17:00+00:00", kernels=((XSS, "fp32"),))
+    last["tests"][0]["outcome"] = "failed"
+    write(nights / "run-night-xss.json", last)
+    out = tmp / "report"
+    assert main(["build", str(write(tmp / "today.json", make_run(started="2026-11-18T02:17:00+00:00"))),
+                 "--history", str(nights), "--out", str(out)]) == 0
+    return out / "report.html"
+
+
+def test_the_history_section_renders_in_a_browser(history_report):
+    sync_api, executable = chromium_or_skip()
+    errors = []
+    with sync_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=executable)
+        try:
+            page = chromium.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(history_report.as_uri())
+            page.wait_for_load_state("load")
+            page.locator('nav.toc a[href="#nightly-history"]').click()
+            section = page.locator("#nightly-history")
+            assert section.locator("h2").is_visible() and section.locator("h2").inner_text() == "Nightly history"
+            kernels = section.locator("table").first
+            assert kernels.is_visible()
+            rows = kernels.locator("tbody tr")
+            assert rows.count() == 3
+            first = rows.nth(0).inner_text()
+            assert XSS in first and "failed" in first and "-----F" in first  # ran on the last night only
+            softmax = rows.filter(has_text="softmax").inner_text()
+            assert "PPFFPF-" in softmax and "not run" in softmax  # not in the last night's run
+            assert "first bad #3 2026-11-13 02:17" in softmax and "triton 3.6.0 -> 3.7.0" in softmax
+            assert rows.nth(0).locator("td").nth(2).get_attribute("class") == "bad"  # failed, in red
+            nights = section.locator("details")
+            assert nights.count() == 1 and not nights.locator("table").is_visible()
+            nights.locator("summary").click()
+            assert nights.locator("tbody tr").count() == 7
+            assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH
+            assert page.evaluate("document.scripts.length") == 0
+        finally:
+            chromium.close()
+    assert not errors, errors

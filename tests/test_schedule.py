@@ -217,3 +217,59 @@ def test_a_test_requeued_by_a_crash_near_the_end_runs_on_the_fresh_worker(tmp_pa
     assert "INTERNALERROR" not in out, out
     assert proc.returncode == 1 and "1 failed, 3 passed" in proc.stdout, out
     assert sorted(p.name for p in tmp_path.glob("ran-*")) == ["ran-a", "ran-c", "ran-d"], out
+
+
+def _nightly_run(tmp_path, name: str, tests: dict[str, float], profile: str = "nightly", unfinished=None):
+    import gzip
+    import json
+
+    data = {"environment": {"backend": "cuda", "arch": "sm_90", "hypothesis_profile": profile},
+            "tests": [{"nodeid": n, "duration_s": s, "outcome": "passed"} for n, s in tests.items()],
+            "unfinished": [{"nodeid": n, "worker": "gw0", "began_s": 1.0, "running_s": s}
+                           for n, s in (unfinished or {}).items()]}
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(json.dumps(data).encode()))
+    return path
+
+
+def test_nightly_durations_come_from_several_run_files_and_lower_bounds(tmp_path) -> None:
+    """The nightly's durations file is written from several nightly run files (gzipped; a later file's duration wins,
+    a test's parts summed back) and --at-least floors for tests an interrupted run left running: those are split
+    into parts of about NIGHTLY_TARGET_PART_S and start first; an interrupted run's unfinished tests count so too.
+    A nightly run uses that file, a ci run the other."""
+    import json
+    import os
+
+    ref = "suite/test_kernels.py::test_matches_reference"
+    first = _nightly_run(tmp_path, "a.json.gz", {f"{ref}[a-fp32]": 50.0, f"{ref}[b-fp32-part1of2]": 100.0,
+                                                 f"{ref}[b-fp32-part2of2]": 110.0})
+    second = _nightly_run(tmp_path, "b.json.gz", {f"{ref}[a-fp32]": 70.0}, unfinished={f"{ref}[d-fp32]": 250.0})
+    out = tmp_path / "costs.json"
+    env = {**os.environ, "SUITE_TEST_COSTS": str(out)}
+    proc = subprocess.run([sys.executable, "-m", "suite.workers.schedule", "--at-least", f"{ref}[c-fp16]=300",
+                           str(first), str(second)], capture_output=True, text=True, env=env, timeout=60,
+                          cwd=schedule.DEFAULT_COSTS_PATH.parent.parent)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    assert data["parts"] == {f"{ref}[b-fp32]": 2, f"{ref}[c-fp16]": 3, f"{ref}[d-fp32]": 3}
+    assert data["tests"][f"{ref}[a-fp32]"] == 70.0 and data["tests"][f"{ref}[c-fp16-part1of3]"] == 100.0
+    mixed = subprocess.run([sys.executable, "-m", "suite.workers.schedule", str(first),
+                            str(_nightly_run(tmp_path, "ci.json.gz", {f"{ref}[a-fp32]": 1.0}, "ci"))],
+                           capture_output=True, text=True, env=env, timeout=60,
+                           cwd=schedule.DEFAULT_COSTS_PATH.parent.parent)
+    assert mixed.returncode == 2 and "different Hypothesis profiles" in mixed.stderr
+    bad = subprocess.run([sys.executable, "-m", "suite.workers.schedule", "--at-least", "x=soon", str(first)],
+                         capture_output=True, text=True, env=env, timeout=60,
+                         cwd=schedule.DEFAULT_COSTS_PATH.parent.parent)
+    assert bad.returncode == 2 and "expected NODEID=SECONDS" in bad.stderr
+
+
+def test_the_nightly_profile_reads_its_own_durations(monkeypatch) -> None:
+    monkeypatch.delenv(schedule.COSTS_ENV, raising=False)
+    assert schedule.NIGHTLY_COSTS_PATH.exists()
+    assert schedule.costs_path("nightly") == schedule.NIGHTLY_COSTS_PATH
+    assert schedule.costs_path("ci") == schedule.costs_path(None) == schedule.COSTS_PATH
+    nightly, ci = schedule.load(profile="nightly"), schedule.load(profile="ci")
+    assert nightly and ci and nightly != ci
+    ref = "suite/test_kernels.py::test_matches_reference"
+    assert schedule.load_parts(profile="nightly").get(f"{ref}[layernorm_backward-fp32]", 1) > 1

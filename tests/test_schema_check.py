@@ -67,7 +67,29 @@ def _mutations() -> dict[str, tuple[dict, tuple]]:
         "bool is no integer": (mutate(lambda r: r["cases"][0].update(seed=True)), ("cases", 0, "seed")),
         "sample string": (mutate(lambda r: r["benchmarks"][0]["samples_ms"].append("fast")),
                           ("benchmarks", 0, "samples_ms", len(fake_samples(1.0, 0)))),
+        "shard index 0": (mutate(lambda r: r.update(shard={"index": 0, "count": 2, "run_id": "n1"})),
+                          ("shard", "index")),
+        "shard without run id": (mutate(lambda r: r.update(shard={"index": 1, "count": 2})), ("shard",)),
+        "shard count a string": (mutate(lambda r: r.update(shard={"index": 1, "count": "2", "run_id": "n1"})),
+                                 ("shard", "count")),
+        "kernel module's library": (mutate(lambda r: r.update(kernel_modules=[{**KERNEL_MODULE, "libraries": [
+            {**KERNEL_MODULE["libraries"][0], "version": 18}]}])), ("kernel_modules", 0, "libraries", 0, "version")),
+        "kernel module without hash": (mutate(lambda r: r.update(kernel_modules=[
+            {k: v for k, v in KERNEL_MODULE.items() if k != "sha256"}])), ("kernel_modules", 0)),
     }
+
+
+# What suite/session/provenance.py records of a --kernel-module (issue 39, item 16).
+KERNEL_MODULE = {"module": "my_kernels.py", "file": "/src/my_kernels.py", "sha256": "ab" * 32,
+                 "libraries": [{"module": "torchao", "distribution": "torchao", "version": "0.18.0",
+                                "path": "/venv/lib/site-packages/torchao"},
+                               {"module": "helper", "distribution": None, "version": None, "path": "/src/helper.py"}]}
+
+
+def test_a_run_with_kernel_module_records_passes_both_checkers():
+    run = make_run()
+    run["kernel_modules"] = [KERNEL_MODULE]
+    assert not builtin_paths(run, SCHEMA) and not jsonschema_paths(run, SCHEMA)
 
 
 @pytest.mark.parametrize("name", list(_mutations()))
@@ -75,6 +97,12 @@ def test_both_checkers_reject_a_broken_run_at_the_same_place(name):
     data, where = _mutations()[name]
     found = builtin_paths(data, SCHEMA)
     assert found == jsonschema_paths(data, SCHEMA) and where in found
+
+
+def test_a_shard_record_passes_both_checkers():
+    data = make_run()
+    data["shard"] = {"index": 2, "count": 3, "run_id": "gh-1234-1"}
+    assert not builtin_paths(data, SCHEMA) and not jsonschema_paths(data, SCHEMA)
 
 
 def _without_jsonschema(*argv: str) -> subprocess.CompletedProcess:

@@ -115,5 +115,5 @@ def test_compare_reads_gzipped_run_files_as_committed(tmp_path):
     assert load_run(runs[0]).data == load_run(plain).data
     cut = tmp_path / "cut.json.gz"
     cut.write_bytes(runs[0].read_bytes()[:200])
-    with pytest.raises(RunFileError, match="not UTF-8 text"):
+    with pytest.raises(RunFileError, match="not a run file: corrupt or truncated gzip data"):
         load_run(cut)

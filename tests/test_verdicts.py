@@ -81,7 +81,7 @@ def test_poison_left_in_an_output_fails_even_where_the_reference_is_nan(run_suit
 DEFAULTS = {"--backend": "auto", "--results-dir": "runs", "--no-results": False, "--repro": None, "--repro-runs": None,
             "--config": None, "--kernel-module": [], "--kernels": None, "--known-issues": "suite/known_issues.json",
             "--retune": None, "--autotune-dir": None, "--case-timeout": None, "--hypothesis-db": None,
-            "--memcheck": False, "--no-memcheck": False, "--compile-targets": None}
+            "--memcheck": False, "--no-memcheck": False, "--compile-targets": None, "--shard": None, "--run-id": None}
 
 
 def read_options(monkeypatch, controller=False, **given):
@@ -334,3 +334,8 @@ def test_ctrl_c_leaves_an_interrupted_run_with_what_finished(tmp_path):
     assert data["status"] == "interrupted", output[-3000:]
     assert [t["outcome"] for t in data["tests"]] == ["passed"]
     assert data["tests"][0]["nodeid"].endswith("[vector_add-fp32]")
+    # The test it stopped is named, with how long it had run: a nightly stopped by its time limit says what it
+    # could not finish (and the durations command takes that as a lower bound).
+    [left] = data["unfinished"]
+    assert left["nodeid"].endswith("[zz_hang-fp32]") and left["running_s"] >= 2, left
+    assert "stopped while running 1 test(s): suite/test_kernels.py::test_matches_reference[zz_hang-fp32]" in output

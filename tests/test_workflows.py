@@ -393,6 +393,101 @@ def test_the_suite_reads_the_hypothesis_database_variable():
     assert readers, "nightly.yml sets SUITE_HYPOTHESIS_DB but nothing in suite/ reads it"
 
 
+# ---- the fleet: shards and the nightly history ---------------------------------------------------------
+
+
+def shard_args(words: list[str]) -> tuple[str | None, str | None]:
+    """(--shard value, --run-id value) of a command line, None where absent."""
+    found: dict[str, str | None] = {"--shard": None, "--run-id": None}
+    for i, w in enumerate(words):
+        for name in found:
+            if w.startswith(name + "="):
+                found[name] = w.split("=", 1)[1]
+            elif w == name and i + 1 < len(words):
+                found[name] = words[i + 1]
+    return found["--shard"], found["--run-id"]
+
+
+def test_nightly_shards_each_arch_into_a_complete_set():
+    """Every arch's matrix entries are its shards 1..N of N, and some arch has two runners."""
+    from suite.session import options
+
+    per_arch: dict[str, list[tuple[int, int]]] = {}
+    for job_id, job in gpu_jobs().items():
+        for entry in matrix_entries(job):
+            per_arch.setdefault(entry["arch"], []).append((entry["shard"], entry["shards"]))
+            runs = [words for _, e, words in all_commands(NIGHTLY) if e == entry and tox_env_names(words)]
+            assert runs, f"job {job_id} ({entry}): no tox run"
+            for words in runs:
+                shard, run_id = shard_args(words)
+                assert shard is not None and options.parse_shard(shard) == (entry["shard"], entry["shards"]), \
+                    f"job {job_id} ({entry}): `{shlex.join(words)}` does not run --shard={entry['shard']}/{entry['shards']}"
+                assert run_id is not None, f"job {job_id} ({entry}): `{shlex.join(words)}` names no --run-id"
+    for arch, shards in per_arch.items():
+        counts = {n for _, n in shards}
+        assert len(counts) == 1, f"{arch}: its matrix entries disagree on the number of shards: {shards}"
+        assert sorted(i for i, _ in shards) == list(range(1, counts.pop() + 1)), f"{arch}: shards {shards}"
+    assert any(n > 1 for shards in per_arch.values() for _, n in shards), "no arch runs on several runners"
+
+
+def test_nightly_run_ids_are_shared_by_shards_and_differ_between_steps():
+    """All shards of one step share a run id (the reports merge them by it); two steps never do (a step's shard 1
+    would repeat another's). The id names the workflow run and its attempt, so a rerun is another run."""
+    for job_id, job in gpu_jobs().items():
+        per_step: dict[int, set[str]] = {}
+        for entry in matrix_entries(job):
+            ids = []
+            for i, step in enumerate(job["steps"]):
+                for words in commands(expand(step.get("run", ""), entry)):
+                    if tox_env_names(words):
+                        run_id = shard_args(words)[1]
+                        per_step.setdefault(i, set()).add(run_id)
+                        ids.append(run_id)
+            assert len(ids) == len(set(ids)), f"job {job_id} ({entry}): steps share a run id: {ids}"
+        for i, ids in per_step.items():
+            assert len(ids) == 1, f"job {job_id}, step {job['steps'][i].get('name')}: shards differ in run id: {ids}"
+            raw = job["steps"][i]["run"]
+            assert "github.run_id" in raw and "github.run_attempt" in raw, \
+                f"job {job_id}, step {job['steps'][i].get('name')}: the run id must name github.run_id and run_attempt"
+
+
+def test_nightly_shards_upload_and_cache_under_their_own_names():
+    for job_id, job in gpu_jobs().items():
+        entries = matrix_entries(job)
+        for action in ("actions/upload-artifact", "actions/cache/save"):
+            for step in action_steps(job, action):
+                field = "name" if action == "actions/upload-artifact" else "key"
+                names = [expand(step["with"][field], e) for e in entries]
+                assert len(set(names)) == len(names), f"job {job_id}: {action} {field}s collide: {names}"
+
+
+def test_nightly_report_keeps_and_publishes_the_history():
+    report = jobs(NIGHTLY)["report"]
+    steps = report["steps"]
+    (restore,) = action_steps(report, "actions/cache/restore")
+    (save,) = action_steps(report, "actions/cache/save")
+    path = restore["with"]["path"]
+    assert save["with"]["path"] == path and save["with"]["key"] == restore["with"]["key"]
+    assert "github.run_id" in save["with"]["key"], "one cache entry per night: the key must name the run"
+    prefixes = [p.strip() for p in restore["with"].get("restore-keys", "").splitlines() if p.strip()]
+    assert prefixes and all(save["with"]["key"].startswith(p) for p in prefixes), "restore-keys must find last night's"
+    assert is_always(save.get("if")), "the history must be saved even when a runner failed"
+    (download,) = action_steps(report, "actions/download-artifact")
+    runs_dir = download["with"]["path"]
+    builds = [(i, module_args(w, "reports")) for i, s in enumerate(steps) if "run" in s for w in commands(s["run"])
+              if module_args(w, "reports")]
+    (b_index, build), = [(i, a) for i, a in builds if a[0] == "build"]
+    assert build[build.index("--history") + 1] == path, f"build reads no --history {path}: {build}"
+    (h_index, hist), = [(i, a) for i, a in builds if a[0] == "history"]
+    assert hist[1] == path, f"`reports history` reads {hist[1]}, not {path}"
+    out = build[build.index("--out") + 1].rstrip("/")
+    assert hist[hist.index("--out") + 1].startswith(out + "/"), "the history is not published with the report"
+    adds = [i for i, s in enumerate(steps) if "run" in s and f"{runs_dir}/*.json" in s["run"] and path in s["run"]]
+    assert adds, f"tonight's run files ({runs_dir}/) are never added to {path}/"
+    assert steps.index(download) < adds[0] < b_index and steps.index(restore) < adds[0]
+    assert max(b_index, h_index) < steps.index(save)
+
+
 # ---- pull requests -------------------------------------------------------------------------------------
 
 

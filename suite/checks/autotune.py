@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from reports import gate  # the toolchain gate's rule (standard library only)
 from suite.session import results, stash
 from suite.workers import crash
 
@@ -502,3 +503,33 @@ def retune_rows(entries: Iterable[Mapping[str, Any]]) -> list[list[Any]]:
 
 
 RETUNE_HEADERS = ["kernel", "dtype", "shape", "default ms", "tuned ms", "tuned vs default", "pruned"]
+
+
+
+def gate_records(shipped: Cache, timed: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """For each freshly timed entry (``retune`` into a copy) whose key the shipped cache holds: the cached config's
+    time and the fastest config's, the loss (cached / fastest) and whether it loses (reports/gate.py). A cached
+    config that no longer runs (it fails or is pruned now) loses."""
+    out = []
+    for e in timed:
+        key = entry_key(e["kernel"], e["dtype"], e["bucket"])
+        cached = shipped.entries.get(key)
+        if cached is None:
+            continue
+        ok = [t for t in e["tried"] if t["status"] == "ok"]
+        best = min(ok, key=lambda t: t["median_ms"])
+        mine = next((t for t in e["tried"] if t["config"] == cached["config"]), None)
+        rec = {"kernel": e["kernel"], "dtype": e["dtype"], "shape": dict(e["shape"]),
+               "cached_config": cached["config"], "cached_triton": cached.get("triton"),
+               "best_config": best["config"], "best_ms": best["median_ms"], "best_iqr_ms": best["iqr_ms"]}
+        if mine is None or mine["status"] != "ok":
+            why = "not among the configs now" if mine is None else f"{mine['status']}: {mine.get('reason', '')}"[:300]
+            rec.update(cached_ms=None, cached_iqr_ms=None, loss=None, loses=True, why=f"the cached config {why}")
+        else:
+            loses = gate.loses(mine, best)
+            rec.update(cached_ms=mine["median_ms"], cached_iqr_ms=mine["iqr_ms"],
+                       loss=round(mine["median_ms"] / best["median_ms"], 4) if best["median_ms"] > 0 else None,
+                       loses=loses, why=None)
+        out.append(rec)
+    return out
+

@@ -14,12 +14,15 @@ import torch
 
 from kernels.spec import Case, KernelSpec, Tolerance
 from suite.checks import autotune, interpreter, launches, memcheck
-from suite.checks.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output
+from suite.checks.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output, loose_bound
 from suite.session import options
 from suite.session.results import json_number
 from suite.workers import crash, gpu_share, timing
 
 INT_POISON = -94  # fits every integer dtype, int8 masks included
+# A bool holds one byte that kernels write as 0 or 1; filled through a byte view with neither, an element never
+# written is told apart from both values (-94 cast to bool is True, a value a mask kernel writes).
+BOOL_POISON = 0x5A
 # Every float output starts as a NaN with a payload no arithmetic produces (canonical NaNs have none), so an
 # element the kernel never wrote is told apart from a NaN it wrote, also where the reference is NaN. The fp8
 # formats with one or two NaN codes (e4m3fn, the FNUZ pair) have no such room: see unwritten().
@@ -34,6 +37,8 @@ def poison(outputs: dict[str, torch.Tensor]) -> None:
         bits = _POISON_BITS.get(t.dtype)
         if bits is not None:
             t.view(_INT_VIEW[t.element_size()]).fill_(bits)
+        elif t.dtype == torch.bool:
+            t.view(torch.uint8).fill_(BOOL_POISON)
         elif t.dtype.is_floating_point:
             t.fill_(float("nan"))
         else:
@@ -49,6 +54,8 @@ def unwritten(t: torch.Tensor) -> torch.Tensor:
     bits = _POISON_BITS.get(t.dtype)
     if bits is not None:
         return t.view(_INT_VIEW[t.element_size()]) == bits
+    if t.dtype == torch.bool:
+        return t.view(torch.uint8) == BOOL_POISON
     if t.dtype.is_floating_point:
         return torch.isnan(t)
     return t == INT_POISON
@@ -175,6 +182,8 @@ class CaseResult:
     elements: int = 0  # output elements compared (0: an empty case, which tests nothing)
     compared: dict[str, int] = field(default_factory=dict)  # the elements of each declared output
     note: str = ""  # what the interpreter did that may explain a failure (see suite/checks/interpreter.py)
+    # Why the tolerance's magnitude would pass a result off by 50% here; "": nothing to judge (loose_tolerance).
+    loose: str | None = None
     footprint: int = 0  # out of memory: bytes the case needed of the GPU (suite/workers/gpu_share.py: footprint)
 
     def message(self) -> str:
@@ -250,9 +259,26 @@ def launch(spec: KernelSpec, inputs: dict, outputs: dict, config: dict) -> launc
     return seen
 
 
+def launched_nothing(spec: KernelSpec, case: Case, config: dict, outputs: dict[str, torch.Tensor],
+                     seen: launches.Launches) -> str | None:
+    """Why a run that launched no @triton.jit function cannot pass, or None: outputs with elements that the launcher
+    filled another way (torch for small inputs, say) test the launcher's fallback, never the kernel, unless the spec
+    declares that path (``torch_fallback``). A case with no output element has nothing to launch for."""
+    if seen.kernels or not any(t.numel() for t in outputs.values()):
+        return None
+    if spec.torch_fallback is not None and spec.torch_fallback(case, config):
+        return None
+    declared = ("its torch_fallback does not cover this case" if spec.torch_fallback is not None
+                else "the spec declares no torch_fallback")
+    return (f"the run launched no @triton.jit function, yet its outputs have elements: the launcher computed them "
+            f"another way (a torch path for small inputs?), so the kernel was never tested on this case, and "
+            f"{declared}. Launch the kernel for every case, or declare the path: KernelSpec(torch_fallback=lambda "
+            f"case, config: ...) true exactly where the launcher skips the kernel")
+
+
 def unreached_outputs(spec: KernelSpec, outputs: dict[str, torch.Tensor], seen: launches.Launches) -> str | None:
     """Why the run's outputs cannot be checked: an output that no kernel launch received (the launcher allocated its
-    own and copied it in), or None. A run that launched nothing is the memory check's to report (unchecked)."""
+    own and copied it in), or None. A run that launched nothing is launched_nothing's to report."""
     if not seen.kernels:
         return None
     missed = [name for name in spec.outputs if outputs[name].numel() and not seen.reached(outputs[name])]
@@ -348,6 +374,7 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
     worst.compared = dict(state.get("compared", {}))
     worst.elements = sum(worst.compared.values())
     worst.skipped_configs, worst.ran = skipped, ran
+    worst.loose = state.get("loose")
     return worst
 
 
@@ -464,6 +491,13 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
             f"It must leave them as built: a float64 input's .double() is the input itself, so an in-place "
             f"operation on it (mul_, +=, copy_) writes the input; compute out of place or on a .clone()")))
     ref, mags = state["ref"], state["mags"]
+    # After the reference's own checks: a spec whose reference is wrong says so first.
+    if problem := launched_nothing(spec, case, config, outputs, seen):
+        raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure="spec"))
+    if problem := loose_tolerance(spec, case, backend, outputs, ref, {}):
+        raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure="spec"))
+    if mags and not state.get("loose"):
+        state["loose"] = loose_tolerance(spec, case, backend, outputs, ref, mags)
     with timing.phase("check"):
         return _check_outputs(spec, case, backend, config, inputs, outputs, ref, mags)
 
@@ -480,6 +514,27 @@ def _check_outputs(spec: KernelSpec, case: Case, backend: Any, config: dict, inp
                                    unwritten=_never_written(spec, inputs, case, config, name, outputs[name],
                                                             ref[name])))
     return checks
+
+
+def loose_tolerance(spec: KernelSpec, case: Case, backend: Any, outputs: dict, ref: dict, mags: dict) -> str | None:
+    """Why a tolerance of the spec would pass a wrong answer on this case (suite/checks/tolerance.py: loose_bound),
+    naming the spec, the field and the output; or None. With ``mags`` empty the rule is judged at magnitude ==
+    |reference| (safety and reduction length alone: a broken spec on any case); with the magnitudes, a case may be
+    loose where it is ill-conditioned (a layernorm row of one element), and a test fails only where every case is.
+    "" where no output could be judged (suite/checks/tolerance.py: loose_bound)."""
+    judged = False
+    for name in spec.outputs:
+        tol = spec.tolerance_for(name)
+        operand_u = operand_roundoff(tol, backend) if case.dtype == "fp32" else 0.0
+        problem = loose_bound(ref[name], mags.get(name), outputs[name].dtype, tol.reduction(case),
+                              safety=tol.safety_for(case.dtype), operand_u=operand_u, accumulator=tol.accumulator)
+        if problem:
+            field = f"output_tolerances[{name!r}]" if name in spec.output_tolerances else "tolerance"
+            safety = f"dtype_safety[{case.dtype!r}]" if case.dtype in tol.dtype_safety else "safety"
+            return (f"kernel spec {spec.name!r}: field {field!r} (its {safety}, reduction, magnitude) is too loose "
+                    f"for output {name!r}: {problem} (docs/checks.md, Tolerances)")
+        judged = judged or problem is None
+    return None if judged else ""
 
 
 def magnitudes(spec: KernelSpec, inputs: dict, ref: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -506,6 +561,8 @@ def _never_written(spec: KernelSpec, inputs: dict, case: Case, config: dict, nam
     if name in spec.initial_outputs:
         return torch.zeros_like(out, dtype=torch.bool)
     mask = unwritten(out)
+    if out.dtype == torch.bool:  # a bool reference is 0 or 1, never the poison's byte
+        return mask
     if not out.dtype.is_floating_point:  # an integer the reference itself expects to be INT_POISON was written
         return mask & (ref.to(out.device) != INT_POISON)
     if has_distinct_poison(out.dtype) or not bool((mask & torch.isnan(ref.to(out.device))).any()):

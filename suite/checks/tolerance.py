@@ -14,6 +14,10 @@ from dataclasses import dataclass
 
 import torch
 
+# A tolerance must fail a result off by this fraction of its reference: a bound at least this share of |reference|
+# at the output's largest |reference| passes a relu that returns 1.5x its answer (docs/checks.md, Tolerances).
+from kernels._validation import LOOSEST_FRACTION
+
 # Unit roundoff (half an ulp at 1.0) per format.
 UNIT_ROUNDOFF = {
     torch.float64: 2.0**-53,
@@ -60,6 +64,37 @@ def bound(ref: torch.Tensor, mag: torch.Tensor, out_dtype: torch.dtype, reductio
             tiny = max(tiny, float(torch.finfo(torch.float32).tiny))
     k = max(int(reduction_length), 1)
     return safety * ((operand_u + math.sqrt(k) * u_acc) * mag.abs() + u_out * ref.abs()) + tiny
+
+
+def loose_bound(ref: torch.Tensor, mag: torch.Tensor | None, out_dtype: torch.dtype, reduction_length: int, *,
+                safety: float, operand_u: float = 0.0, accumulator: str = "fp32") -> str | None:
+    """Why this tolerance would pass a wrong answer (an element off by LOOSEST_FRACTION of its reference, at the
+    output's largest finite |reference|), None where it would not, or "" where there is nothing to judge (an integer
+    or empty output, a reference of zeros). The absolute floor is left out: it is the dtype's own. A magnitude that
+    is not finite counts as 0, as in check_output."""
+    if not out_dtype.is_floating_point or ref.numel() == 0:
+        return ""
+    ref64 = ref.detach().to(torch.float64)
+    size = torch.where(torch.isfinite(ref64), ref64.abs(), torch.zeros_like(ref64))
+    idx = _first(size == size.max())
+    scale = float(size[idx])
+    if scale == 0.0:
+        return ""
+    if mag is None:
+        term = scale
+    else:
+        term = float(torch.broadcast_to(mag.detach().to(torch.float64), ref.shape)[idx].abs().nan_to_num(posinf=0.0,
+                                                                                                           nan=0.0))
+    k = max(int(reduction_length), 1)
+    u_acc, u_out = ACCUMULATOR_ROUNDOFF[accumulator], unit_roundoff(out_dtype)
+    allowed = safety * ((operand_u + math.sqrt(k) * u_acc) * term + u_out * scale)
+    if allowed < LOOSEST_FRACTION * scale:
+        return None
+    return (f"the bound at the output's largest |reference| ({scale:.4g} at {idx}) is {allowed:.4g}, {allowed / scale:.3g}"
+            f"x it, so a result off by {LOOSEST_FRACTION:.0%} there would pass (safety {safety:g}, reduction length "
+            f"{k:g}, magnitude {term:.4g}, output {str(out_dtype).replace('torch.', '')}); the bound "
+            f"safety * ((operand_u + sqrt(K) * u_acc) * magnitude + u_out * |reference|) must stay below "
+            f"{LOOSEST_FRACTION:g}x |reference| there")
 
 
 def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Tensor | None, *, reduction_length: int,

@@ -28,12 +28,12 @@ from suite import compat
 from suite.checks import autotune, interpreter, launches
 from suite.checks.strategies import LARGE_SHAPE_PROFILES, VALIDATION_SEED
 from suite.session import backend as backend_mod
-from suite.session import kernel_names, options, results
+from suite.session import kernel_names, options, provenance, results
 from suite.session import known_issues as known_mod
-from suite.session.stash import BACKEND, CONTEXT, DEFERRED, PINNING
+from suite.session.stash import BACKEND, CHECKS_SNAPSHOT, CONTEXT, DEFERRED, PINNING
 from suite.workers import crash
 
-__all__ = ["BACKEND", "CONTEXT", "DEFERRED", "PINNING"]  # the stash's keys, also importable from here
+__all__ = ["BACKEND", "CHECKS_SNAPSHOT", "CONTEXT", "DEFERRED", "PINNING"]  # the stash's keys, also importable from here
 
 DEFAULT_PROFILE = "ci"
 
@@ -86,7 +86,8 @@ def defers(config: pytest.Config) -> bool:
     """This process is an xdist controller that can start its workers before it builds its context: it knows
     without torch which GPUs to pin them to. ``--retune`` (it tunes before the workers start, and they read the
     new cache) and ``--memcheck`` (the controller re-executes itself under the vendor's checker) build first."""
-    if is_worker(config) or not xdist_on(config) or config.getoption("--retune") or config.getoption("--memcheck"):
+    if is_worker(config) or not xdist_on(config) or config.getoption("--retune") or config.getoption("--memcheck") \
+            or config.getoption("--retune-check"):
         return False
     if backend_mod.probe(config.getoption("--backend")) is None:
         return False
@@ -129,19 +130,50 @@ def _hypothesis_database(opts: options.Options, profile: str) -> str | None:
     return f"hypothesis database: {path} (failing examples are saved there and replayed first)"
 
 
-def _load_kernels(opts: options.Options) -> list:
+def _load_kernels(opts: options.Options, config: pytest.Config) -> tuple[list, list[dict]]:
+    """The registered specs, and what each --kernel-module was (its file's hash, the libraries it imported)."""
     from kernels import registry
+    from suite.checks import tampering
 
+    modules = []
+    start = opts.started_in  # a module that changes directory as it imports moves no other module's path
+    before = tampering.Snapshot()  # a kernel module that changes the suite's checks is refused (tampering.py)
     try:
         registry.load_builtin()
+        _refuse_tampering(before, "a kernel module under kernels/")
         for target in opts.kernel_modules:
-            kernel_names.locate(target)  # not there: where it looked, and the nearest names
-            registry.load_module(target)
+            kernel_names.locate(target, start)  # not there: where it looked, and the nearest names
+            load = lambda target=target: registry.load_module(target, start)  # noqa: E731
+            modules.append(provenance.record_import(target, load, start))
+            _refuse_tampering(before, f"--kernel-module={target}")
     except registry.KernelModuleError as exc:
         raise pytest.UsageError(str(exc)) from None
+    config.stash[CHECKS_SNAPSHOT] = before
     specs = registry.all_specs()
     options.check_against_registry(opts, specs)
-    return specs
+    _check_tool_variables(specs)
+    return specs, modules
+
+
+def _check_tool_variables(specs: list) -> None:
+    """SUITE_COMPILE_MATRIX and SUITE_BENCH_PLANT, read by the compile matrix and the benchmarks: a typo is a usage
+    error now (it used to fail every test that read it)."""
+    import os
+
+    from suite.tools import bench, compile_matrix
+
+    try:
+        compile_matrix.mode()
+        bench.parse_plant(os.environ.get(bench.PLANT_VARIABLE), [s.name for s in specs])
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _refuse_tampering(before, module: str) -> None:
+    if changed := before.changes():
+        raise pytest.UsageError(f"{module}: importing it changed the suite's own checking code: {', '.join(changed)}. "
+                                f"A kernel module must not replace or change what checks it (every verdict of the run "
+                                f"would be the module's); remove the assignment")
 
 
 def build(config: pytest.Config) -> SuiteContext:
@@ -169,7 +201,7 @@ def build(config: pytest.Config) -> SuiteContext:
         interpreter.install()
     launches.install()
     memcheck_mode = _memcheck(config, opts, backend, controller)
-    specs = _load_kernels(opts)  # only now: after TRITON_INTERPRET is settled
+    specs, kernel_modules = _load_kernels(opts, config)  # only now: after TRITON_INTERPRET is settled
     from kernels import inputs
 
     inputs.set_draw_device(backend.device)  # cases' inputs are drawn where they run (the same numbers everywhere)
@@ -191,12 +223,13 @@ def build(config: pytest.Config) -> SuiteContext:
         cache, fallback = autotune.open_caches(backend, opts.autotune_dir)
         autotune.activate(autotune.Lookup(backend, cache, fallback))
         autotune.count_do_bench()
-    if opts.retune and controller:
+    if (opts.retune or opts.retune_check) and controller:
+        flag = "--retune" if opts.retune else "--retune-check"
         if backend.name == "interpret":
-            raise pytest.UsageError("--retune times configs on a GPU; the CPU interpreter's timings mean nothing "
+            raise pytest.UsageError(f"{flag} times configs on a GPU; the CPU interpreter's timings mean nothing "
                                     "(use --backend=cuda or --backend=rocm on a GPU runner)")
         if cache.status == "unreadable":
-            raise pytest.UsageError(f"--retune: {cache.error}. The file is left as it is: move it away (or fix it), "
+            raise pytest.UsageError(f"{flag}: {cache.error}. The file is left as it is: move it away (or fix it), "
                                     f"then retune")
     run_file = None
     if controller and opts.write_results:
@@ -207,8 +240,10 @@ def build(config: pytest.Config) -> SuiteContext:
         run_file = results.RunFile(opts.results_dir, results.new_run_id(backend.name, backend.arch), env,
                                    results.command_line())
         run_file.data["known_issues"] = [k.as_record() for k in known]
+        run_file.data["kernel_modules"] = kernel_modules
     ctx = SuiteContext(options=opts, backend=backend, profile=profile, known=known, run_file=run_file, cache=cache,
                        memcheck=memcheck_mode, fallback_cache=fallback)
+    ctx.notes += [provenance.describe(m) for m in kernel_modules]
     if db_note:
         ctx.notes.append(db_note)
     if cache is not None and cache.status == "unreadable":

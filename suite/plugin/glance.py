@@ -302,9 +302,10 @@ def _module(nodeid: str) -> str:
     return Path(nodeid.split("::")[0]).stem.removeprefix("test_").replace("_", " ")
 
 
-def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH) -> list[str]:
+def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH, unwritten: str | None = None) -> list[str]:
     """The verdict: one line that says it, then what failed and where to look, what passed, the known issues by
-    name, what was not run and why, and the result file. At most MAX_TOTAL lines, none wider than ``width`` (a
+    name, what was not run and why, and the result file (or ``unwritten``, the line that says it could not be
+    written). At most MAX_TOTAL lines, none wider than ``width`` (a
     result file's path longer than the terminal excepted)."""
     tests = data.get("tests") or []
     # The run's kernels: where a test's parameter is none of them (a hazard's), the test is named by its function.
@@ -331,8 +332,8 @@ def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH) -> list[
     state = "FAILED" if failed else "PASSED" if passed or known else "NOTHING RAN"
     head = textwrap.wrap(f"VERDICT: {state}: " + "; ".join(counts), width, subsequent_indent="  ")
     status = "" if data.get("status") in (None, "complete") else f" ({data.get('status')})"
-    tail = textwrap.wrap(f"result file{status}: {path}", width, break_long_words=False, break_on_hyphens=False,
-                         subsequent_indent="  ")
+    tail = fit_lines(unwritten, width) if unwritten else textwrap.wrap(
+        f"result file{status}: {path}", width, break_long_words=False, break_on_hyphens=False, subsequent_indent="  ")
 
     parts_: list[tuple[str, list[str]]] = []  # (label, entries), in the order printed
     if failed:

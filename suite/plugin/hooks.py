@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+import tempfile
+import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,7 +31,7 @@ from suite.plugin import context, glance, summary
 from suite.plugin.context import BACKEND, CONTEXT
 from suite.plugin.recorder import AUTOTUNE_PROPERTY, KNOWN_PROPERTY, MEMCHECK_PROPERTY, RunRecorder
 from suite.session import options
-from suite.workers import crash, gpu_share, parts, schedule, timing, warmup
+from suite.workers import crash, gpu_share, parts, schedule, shard, timing, warmup
 
 __all__ = ["BACKEND", "CONTEXT", "KNOWN_PROPERTY", "repro_prefix"]
 
@@ -46,10 +50,32 @@ def pytest_configure(config: pytest.Config) -> None:
     compat.fixed_constants()  # the same draws whatever this process imported before a test (suite/compat.py)
     if not context.is_worker(config):
         crash.process().announce = crash.announce_past_capture(config)
+        stop_on_sigterm()
     if context.defers(config):  # an xdist controller: its workers start first (suite/plugin/context.py)
         context.begin_deferred(config)
         return
     install(config, context.build(config))
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a CI job cancelled, `kill`, `timeout`): the run ends as Ctrl-C ends it, its run file "interrupted"
+    with what finished, instead of dying with the file "incomplete"."""
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise Terminated(f"stopped by signal {signal.Signals(signum).name}")
+
+
+def stop_on_sigterm() -> None:
+    """The controller's SIGTERM handler (the main thread only can set one; a process that set its own keeps it)."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminated)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """SIGTERM's default back, for a process that goes on after pytest.main (the handler is this run's)."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is _terminated:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def install(config: pytest.Config, ctx: context.SuiteContext) -> None:
@@ -66,6 +92,10 @@ def install(config: pytest.Config, ctx: context.SuiteContext) -> None:
     if ctx.run_file is not None:
         ctx.run_file.data["autotune"] = autotune_record(ctx)
         ctx.run_file.data["memcheck"] = {"mode": ctx.memcheck, "kernels": {}, "unchecked": {}}
+        if ctx.options.shard is not None or ctx.options.run_id is not None:  # one of N runners' files (shard.py)
+            index, count = ctx.options.shard or (1, 1)
+            ctx.run_file.data["shard"] = {"index": index, "count": count,
+                                          "run_id": options.shared_run_id(ctx.options.run_id)}
         ctx.run_file.data["gpu_share"] = {"workers": _workers(config), "oom_retried": 0, "oom_retried_passed": 0,
                                             "oom_held": 0, "too_large": 0, "too_large_cases": []}
         recorder = RunRecorder(ctx.run_file, ctx)
@@ -87,7 +117,7 @@ def pytest_sessionstart(session: pytest.Session):
     ctx = config.stash.get(CONTEXT, None)
     if ctx is not None:
         ctx.session = session
-        if not context.is_worker(config) and ctx.options.retune:
+        if not context.is_worker(config) and (ctx.options.retune or ctx.options.retune_check):
             _retune(config, ctx)
     result = yield
     if config.stash.get(context.DEFERRED, False) and CONTEXT not in config.stash:
@@ -211,10 +241,12 @@ def _retune(config: pytest.Config, ctx: context.SuiteContext) -> None:
     from tabulate import tabulate
 
     from kernels import registry
+    from reports import gate
     from suite.tools import bench, compile_matrix
 
     backend = ctx.backend
-    names = ctx.options.retune
+    check = not ctx.options.retune  # --retune-check: time into a scratch copy, judge the shipped winners
+    names = ctx.options.retune or ctx.options.retune_check
     specs = [s for s in registry.all_specs() if names == ("*",) or s.name in names]
     tr = config.pluginmanager.get_plugin("terminalreporter")
     write = tr.write_line if tr else print
@@ -229,11 +261,27 @@ def _retune(config: pytest.Config, ctx: context.SuiteContext) -> None:
         return next((r for r in records if r["status"] == "failed"), None) or next(
             (r for r in records if r.get("spills")), records[0])
 
-    write(f"autotune: retuning {len(specs)} kernel(s) for {backend.arch} ({backend.sm_count} SMs/CUs) "
-          f"into {ctx.cache.path}")
-    ctx.retuned = autotune.retune(specs, backend, ctx.cache, time_config=bench.ConfigTimer(backend),
+    into = ctx.cache
+    if check:  # a copy in the results directory (or a temporary one): the shipped cache is never written
+        where = ctx.options.results_dir if ctx.run_file is not None else Path(tempfile.mkdtemp(prefix="retune-check-"))
+        into = autotune.Cache(Path(where) / f"retune-check-{ctx.cache.path.name}", ctx.cache.arch, ctx.cache.profile,
+                              dict(ctx.cache.entries), dict(ctx.cache.tuning_runs), "ok")
+    write(f"autotune: {'checking the cached winners of' if check else 'retuning'} {len(specs)} kernel(s) for "
+          f"{backend.arch} ({backend.sm_count} SMs/CUs) " + (f"against {ctx.cache.path} (timings in {into.path}; "
+                                                              f"nothing written into the cache)" if check
+                                                              else f"into {ctx.cache.path}"))
+    ctx.retuned = autotune.retune(specs, backend, into, time_config=bench.ConfigTimer(backend),
                                   compile_record=compile_record, progress=write)
     write(tabulate(autotune.retune_rows(ctx.retuned), headers=autotune.RETUNE_HEADERS, tablefmt="github"))
+    if check:
+        records = autotune.gate_records(ctx.cache, ctx.retuned)
+        losing = [g for g in records if g["loses"]]
+        write(f"autotune check: {len(records)} cached winner(s) timed against every config; {len(losing)} now lose"
+              + "".join(f"\n  {gate.text(g)}" for g in losing))
+        if ctx.run_file is not None:
+            ctx.run_file.data["autotune"]["check"] = {"cache": str(ctx.cache.path), "margin": gate.MARGIN,
+                                                       "entries": records}
+        return
     if ctx.run_file is not None:
         record = ctx.run_file.data["autotune"]
         record["cache_entries"] = len(ctx.cache.entries)
@@ -269,7 +317,34 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             item.user_properties.append((gpu_share.SHARE_PROPERTY, retried))
         if (ctx := item.config.stash.get(CONTEXT, None)) is not None:
             gpu_share.end_of_test(ctx.backend.device)  # what it cached goes back to the GPU's other workers
-    return (yield)
+    report = yield
+    snapshot = item.config.stash.get(context.CHECKS_SNAPSHOT, None)
+    runs_kernels = {"kernel_dtype", "kernel_spec"} & set(getattr(item, "fixturenames", ()))  # kernel modules' code
+    if call.when == "call" and runs_kernels and snapshot is not None and (changed := snapshot.changes()):
+        report.outcome = "failed"  # whatever the test saw, it was judged by code a kernel module changed
+        if hasattr(report, "wasxfail"):  # not an expected failure either
+            del report.wasxfail
+        report.longrepr = (f"the suite's own checking code was changed while the run went on: {', '.join(changed)}; "
+                           f"no verdict of this run can be trusted: find the kernel module that assigns it")
+    _fail_unless_known(item, call, report)
+    return report
+
+
+def _fail_unless_known(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport) -> None:
+    """An expected failure (xfail under a known issue) stays one only where the failure is what the issue describes
+    (its failure_pattern); any other failure of its kernel and dtype fails the run."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    kernel_dtype = params.get("kernel_dtype")
+    issue = kernel_dtype[2] if isinstance(kernel_dtype, tuple) and len(kernel_dtype) > 2 else None
+    if call.when != "call" or not hasattr(report, "wasxfail") or issue is None or call.excinfo is None:
+        return
+    text = str(call.excinfo.value)
+    if issue.covers(text):
+        return
+    del report.wasxfail
+    report.outcome = "failed"
+    report.longrepr = (f"{text}\n(not the failure known issue {issue.id} describes: its failure_pattern "
+                       f"{issue.failure_pattern!r} is not in this message, so it fails the run)")
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -303,6 +378,9 @@ def header_lines(config: pytest.Config, ctx: context.SuiteContext) -> list[str]:
         lines.append(f"portability: {workers} xdist worker(s), each pinned ({pin.gpu_variable}) to one of "
                      f"{len(pin.gpus)} visible GPU(s): {', '.join(pin.gpus)}")
     lines += [f"portability: {n}" for n in ctx.notes]
+    if ctx.run_file and (sh := ctx.run_file.data.get("shard")):
+        lines.append(f"portability: shard {sh['index']}/{sh['count']} of run {sh['run_id']} (the others deselected)"
+                     if sh["count"] > 1 else f"portability: run id {sh['run_id']}")
     if ctx.run_file:
         lines.append(f"portability: results -> {ctx.run_file.path}")
     return lines
@@ -353,6 +431,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     if ctx.options.kernels:
         _deselect_other_kernels(config, ctx, items)
+    if ctx.options.shard is not None:  # after every other selection: the shards split what the whole run would run
+        kept, dropped = shard.split(items, *ctx.options.shard, schedule.load(profile=ctx.profile))
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = kept
     parts.note_selection(config, items)
     if ctx.backend.name != "interpret":
         schedule.order(items, schedule.load(profile=ctx.profile))  # longest first, so that no long test starts last (xdist)
@@ -411,7 +494,8 @@ class SummaryPrinter:
 
 class VerdictPrinter:
     """Controller only: the run's verdict, the last lines before pytest's own count (suite/plugin/glance.py): after
-    pytest's short test summary, which its terminal reporter writes once every other terminal summary is done."""
+    pytest's short test summary, which its terminal reporter writes once every other terminal summary is done. It
+    ends with the result file's path, or the line that says the file could not be written."""
 
     def __init__(self, ctx: context.SuiteContext) -> None:
         self.ctx = ctx
@@ -420,12 +504,17 @@ class VerdictPrinter:
     def pytest_terminal_summary(self, terminalreporter, exitstatus: int, config: pytest.Config):
         result = yield
         run_file = self.ctx.run_file
+        unwritten = summary.write_error_line(run_file) if run_file is not None else None
         if run_file is not None and run_file.started:
             width = glance.width_of(config)
             terminalreporter.section("verdict", bold=True)
             failed = any(t["outcome"] in ("failed", "error", "xpassed") for t in run_file.data["tests"])
-            for i, line in enumerate(glance.verdict_lines(run_file.data, run_file.path, width)):
-                terminalreporter.write_line(line, **({"red" if failed else "green": True, "bold": True} if i == 0 else {}))
-        if run_file is not None and (line := summary.write_error_line(run_file)):
-            terminalreporter.write_line(line, red=True)
+            lines = glance.verdict_lines(run_file.data, run_file.path, width, unwritten)
+            for i, line in enumerate(lines):
+                markup = {"red" if failed else "green": True, "bold": True} if i == 0 else {}
+                if unwritten and i >= len(lines) - len(glance.fit_lines(unwritten, width)):
+                    markup = {"red": True}
+                terminalreporter.write_line(line, **markup)
+        elif unwritten:
+            terminalreporter.write_line(unwritten, red=True)
         return result

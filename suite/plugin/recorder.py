@@ -36,6 +36,7 @@ class RunRecorder:
         self.t0 = time.time()  # the session's start: the timeline's zero (reset at pytest_sessionstart)
         self.ready: dict[str, float] = {}  # xdist worker -> when its collection reached the controller
         self.began: dict[str, float] = {}  # nodeid -> when its setup began (epoch)
+        self.began_on: dict[str, str] = {}  # nodeid -> the worker it runs on
         self.records: dict[str, dict] = {}  # nodeid -> its test record (teardown's end is added to it)
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -79,6 +80,7 @@ class RunRecorder:
             return
         if report.when == "setup":
             self.began[report.nodeid] = report.start or time.time()
+            self.began_on[report.nodeid] = _worker_id(report) or "main"
         if report.when == "teardown":
             if (rec := self.records.get(report.nodeid)) is not None:
                 rec["ended_s"] = round((report.stop or time.time()) - self.t0, 3)
@@ -129,9 +131,13 @@ class RunRecorder:
         if not counts or record is None:
             return
         for key, n in counts.items():
-            if isinstance(n, list):  # the too-large cases, listed up to a cap (the count covers them all)
+            if isinstance(n, list):  # the too-large cases, each listed once, up to a cap (the count covers them all)
                 listed = record.setdefault(key, [])
-                listed.extend(n[:max(0, gpu_share.TOO_LARGE_LISTED - len(listed))])
+                seen = {(c["kernel"], c["dtype"], c["case"]) for c in listed}
+                for c in n:
+                    if (c["kernel"], c["dtype"], c["case"]) not in seen and len(listed) < gpu_share.TOO_LARGE_LISTED:
+                        seen.add((c["kernel"], c["dtype"], c["case"]))
+                        listed.append(c)
             else:
                 record[key] = record.get(key, 0) + n
 
@@ -222,7 +228,13 @@ class RunRecorder:
 
     def _finish(self, session: pytest.Session, exitstatus: int) -> None:
         if not self.run_file.started:
-            return
+            shards = (self.run_file.data.get("shard") or {}).get("count", 1)
+            if shards == 1 or exitstatus != pytest.ExitCode.NO_TESTS_COLLECTED:
+                return
+            # A shard dealt no test (more shards than tests): its empty file still completes the run's set of shards
+            # for the reports, and a runner with nothing to do has not failed.
+            self.run_file.start()
+            session.exitstatus = exitstatus = pytest.ExitCode.OK
         self._mark_unchecked()
         self.run_file.data["timing"] = timing.summed(self.run_file.data["tests"])
         if workers := timing.timeline(self.run_file.data["tests"], self.ready, time.time() - self.t0):
@@ -230,6 +242,13 @@ class RunRecorder:
         # Ctrl-C, or -x/--maxfail (pytest's shouldfail: the tests not run were never due): what finished is kept, and
         # the file says the run was stopped on purpose, not that it lost tests.
         if self.interrupted or session.shouldfail:
+            # The tests still running when it stopped, and for how long: what a run stopped by a time limit (the
+            # nightly workflow's, a lent machine's) could not finish. Their durations are at least that.
+            now = time.time()
+            self.run_file.data["unfinished"] = [
+                {"nodeid": n, "worker": self.began_on.get(n, "main"), "began_s": round(b - self.t0, 3),
+                 "running_s": round(now - b, 3)}
+                for n, b in sorted(self.began.items(), key=lambda kv: kv[1]) if n not in self.records]
             self.run_file.finish("interrupted")
             return
         done = exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED)

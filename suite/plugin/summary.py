@@ -15,7 +15,8 @@ from suite.workers import parts
 
 def write_summary(tr, data: dict, path: Path, width: int = glance.MIN_WIDTH) -> None:
     """The portability summary at the end of a run, from the run file's data; its tables fitted to ``width`` (the
-    run's verdict, the result file's path included, follows at the very end: suite/plugin/glance.py)."""
+    run's verdict follows at the very end, with the result file's path, or the line that says the file could not be
+    written: suite/plugin/glance.py)."""
     from suite.plugin.glance import fit_table as tabulate
 
     rows = case_summary_rows(data["cases"], data["tests"])
@@ -81,8 +82,12 @@ def write_summary(tr, data: dict, path: Path, width: int = glance.MIN_WIDTH) -> 
                       f"this GPU" + (f"; {held} not run (out of memory although they fit the GPU: other processes "
                                      f"held its memory; not the kernels')" if held else ""))
         for c in share.get("too_large_cases", [])[:5]:
-            tr.write_line(f"  too large: {c['kernel']}[{c['dtype']}] {c['case'][:160]} (footprint at least "
+            tr.write_line(f"  too large: {c['case'][:160]} (footprint at least "
                           f"{c['footprint_gib']} GiB)")
+    if left := data.get("unfinished"):
+        tr.write_line(f"stopped while running {len(left)} test(s): "
+                      + ", ".join(f"{t['nodeid']} (for {t['running_s']:.0f} s on {t['worker']})" for t in left[:8])
+                      + (f", and {len(left) - 8} more" if len(left) > 8 else ""))
     for inc in data.get("incidents", []):
         tr.write_line(f"INCIDENT {inc['kind']} in {inc['nodeid']} (worker {inc['worker']}): "
                       f"{inc['message'].splitlines()[0][:300]}")
@@ -123,6 +128,8 @@ def write_error_line(run_file: Any) -> str | None:
     """The summary's last line where the run file could not be written at the end: what it holds instead."""
     if run_file.write_error is None:
         return None
+    if not run_file.started:
+        return f"result file NOT written: {run_file.write_error}"
     return (f"result file NOT up to date: {run_file.write_error}; it holds {run_file.tests_written} of the "
             f"{len(run_file.data['tests'])} tests that ran, as written before")
 

@@ -37,21 +37,22 @@ def did_you_mean(name: str, names: list[str] | set[str]) -> str:
     return f"; did you mean {near[0]!r}" + (f" (or {', '.join(repr(n) for n in near[1:])})" if near[1:] else "") + "?"
 
 
-def locate(target: str) -> Path | None:
-    """The source file of a ``--kernel-module`` (a path to a .py file, or a dotted module name importable from the
-    current directory), found without importing the module itself (a dotted name's parent packages are imported).
-    None where it is found but has no source file. pytest.UsageError naming the option, where it looked and the
-    nearest names, where it is not there."""
+def locate(target: str, base: str | None = None) -> Path | None:
+    """The source file of a ``--kernel-module`` (a path to a .py file, relative ones from ``base``, or a dotted module
+    name importable from the current directory), found without importing the module itself (a dotted name's parent
+    packages are imported). None where it is found but has no source file. pytest.UsageError naming the option,
+    where it looked and the nearest names, where it is not there."""
     option = f"--kernel-module={target}"
     if target.endswith(".py"):
-        path = Path(target)
+        path = Path(base or "", target)  # a relative path from ``base`` (where the run started), as the registry reads it
         if path.is_file():
             return path
         where = path.parent
         if not where.is_dir():
             raise pytest.UsageError(f"{option}: no such file: the directory {where.resolve()} does not exist")
         files = [p.name for p in where.glob("*.py")]
-        near = [str(where / n) if str(where) != "." else n for n in nearest(path.name, files)]
+        shown = Path(target).parent  # the suggestions as the option would be written
+        near = [str(shown / n) if str(shown) != "." else n for n in nearest(path.name, files)]
         raise pytest.UsageError(f"{option}: no such file in {where.resolve()}"
                                 + (f"; did you mean {', '.join(near)}?" if near else
                                    f" (it holds {len(files)} .py file(s), none of a name like it)"))

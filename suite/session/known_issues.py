@@ -11,22 +11,29 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from kernels._validation import triton_specifier_problem  # no torch: an xdist controller loads this before torch
+# no torch: an xdist controller loads this before torch
+from kernels._validation import pattern_problem, triton_specifier_problem
 
 DEFAULT_PATH = Path(__file__).resolve().parents[1] / "known_issues.json"
 FIELDS = {"id": str, "backend": str, "arch": str, "triton": str, "kernel": str, "dtype": str, "reason": str, "link": str}
-# Optional: which test functions the entry applies to (glob); the reference test by default.
-OPTIONAL = {"test": "test_matches_reference"}
+# Optional: which test functions the entry applies to (glob), the reference test by default; and what fails: a regular
+# expression searched for in the failure's message ('' : any failure of the tests it names).
+OPTIONAL = {"test": "test_matches_reference", "failure_pattern": ""}
 
 
 class KnownIssueError(ValueError):
     pass
+
+
+class KnownIssueFailure(Exception):  # noqa: N818 - it names the outcome
+    """A test's failures were all of the kind its known issue describes: the test is expected to fail (xfail)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,12 @@ class KnownIssue:
     link: str
     test: str = OPTIONAL["test"]
     source: str = ""  # where the entry was declared: the known-issue file, or the kernel's module
+    failure_pattern: str = OPTIONAL["failure_pattern"]  # what fails: a regular expression ('': any failure)
+
+    def covers(self, message: str) -> bool:
+        """Whether a failure with this message is the one the entry describes; any other failure of its kernel and
+        dtype fails the run."""
+        return not self.failure_pattern or re.search(self.failure_pattern, message) is not None
 
     def matches(self, backend: str, arch: str, triton_version: str, kernel: str, dtype: str,
                 test: str = OPTIONAL["test"]) -> bool:
@@ -79,6 +92,8 @@ def load(path: Path | str = DEFAULT_PATH) -> list[KnownIssue]:
             raise KnownIssueError(f"{where}: unknown field(s) {sorted(unknown)}; allowed: {allowed}")
         if not isinstance(entry.get("test", ""), str):
             raise KnownIssueError(f"{where}: field 'test' must be a string (a test function name or glob)")
+        if problem := pattern_problem(entry.get("failure_pattern", "")):
+            raise KnownIssueError(f"{where}: field 'failure_pattern' {problem}")
         if problem := triton_specifier_problem(entry["triton"]):
             raise KnownIssueError(f"{where}: field 'triton' {problem}")
         if not entry["id"].strip():
@@ -101,7 +116,8 @@ def from_specs(specs: list, where: dict[str, str] | None = None) -> list[KnownIs
     registry entries of their kernel. ``where``: kernel name -> the module that registered it."""
     where = where or {}
     return [KnownIssue(id=k.id, backend=k.backend, arch=k.arch, triton=k.triton, kernel=spec.name, dtype=k.dtype,
-                       reason=k.reason, link=k.link, test=k.test, source=where.get(spec.name, spec.name))
+                       reason=k.reason, link=k.link, test=k.test, source=where.get(spec.name, spec.name),
+                       failure_pattern=k.failure_pattern)
             for spec in specs for k in spec.known_issues]
 
 

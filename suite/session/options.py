@@ -13,6 +13,7 @@ import fnmatch
 import json
 import math
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +64,11 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--retune", nargs="?", const="*", default=None, metavar="KERNELS",
                     help="before the tests, time every valid config of these kernels (comma-separated; all when "
                          "no value is given) on the benchmark shapes and rewrite this arch's autotune cache")
+    group.addoption("--retune-check", nargs="?", const="*", default=None, metavar="KERNELS",
+                    help="before the tests, time every valid config of these kernels (all when no value is given) on "
+                         "the benchmark shapes, write nothing into the shipped caches, and record in the run file "
+                         "each cached winner that now loses to another config (the toolchain gate: `python -m reports "
+                         "compare` flags them)")
     group.addoption("--autotune-dir", default=None, metavar="DIR",
                     help="directory of the per-arch autotune caches (default hardware_profiles/autotune; "
                          "env SUITE_AUTOTUNE_DIR)")
@@ -82,6 +88,12 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--hypothesis-db", default=os.environ.get("SUITE_HYPOTHESIS_DB"), metavar="DIR",
                     help="Hypothesis example database shared across runs (env SUITE_HYPOTHESIS_DB): failing "
                          "examples are saved there and replayed first; used by the dev and nightly profiles")
+    group.addoption("--shard", default=None, metavar="I/N",
+                    help="run only the I-th of N parts of the selected tests (1-based), balanced by their expected "
+                         "durations: one arch's run over N runners (docs/gpu-runners.md)")
+    group.addoption("--run-id", default=None, metavar="ID",
+                    help="the run this run file belongs to, the same on every shard of it (env SUITE_RUN_ID; default: "
+                         "GITHUB_RUN_ID-GITHUB_RUN_ATTEMPT on GitHub Actions, else a fresh one)")
 
 
 @dataclass(frozen=True)
@@ -105,6 +117,10 @@ class Options:
     memcheck: bool = False
     no_memcheck: bool = False
     compile_targets: str | None = None  # all, own, or None: the backend's default
+    shard: tuple[int, int] | None = None  # (I, N), one-based, from --shard=I/N
+    retune_check: tuple[str, ...] | None = None  # --retune-check: ("*",) for all
+    run_id: str | None = None  # --run-id or SUITE_RUN_ID as given (shared_run_id derives one where not)
+    started_in: str | None = None  # the directory the run started in: relative --kernel-module paths are from there
 
     def compile_targets_for(self, backend_name: str) -> str:
         return self.compile_targets or ("all" if backend_name == "interpret" else "own")
@@ -168,6 +184,54 @@ def _count(option: str, raw: str, least: int, what: str) -> int:
     return value
 
 
+SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def parse_shard(raw: str | None) -> tuple[int, int] | None:
+    """(I, N) from ``--shard=I/N``: 1 <= I <= N."""
+    if raw is None:
+        return None
+    m = SHARD.match(raw)
+    if m is None:
+        raise usage("--shard", raw, "not I/N; give this runner's part and the number of parts, 1-based, e.g. "
+                                    "--shard=2/3")
+    index, count = int(m.group(1)), int(m.group(2))
+    if count < 1:
+        raise usage("--shard", raw, "the number of parts N must be at least 1 (e.g. --shard=1/2)")
+    if not 1 <= index <= count:
+        raise usage("--shard", raw, f"the part I must be from 1 to {count} (1-based: --shard=1/{count} is the first)")
+    return index, count
+
+
+def parse_run_id(raw: str | None, source: str = "--run-id") -> str | None:
+    """``--run-id``, else SUITE_RUN_ID, as given: letters, digits, '.', '_' and '-', at most 128."""
+    if raw is None and source == "--run-id":
+        raw, source = os.environ.get("SUITE_RUN_ID"), "SUITE_RUN_ID"
+    if raw is None or (source == "SUITE_RUN_ID" and not raw.strip()):
+        return None
+    value = raw.strip()
+    if not RUN_ID.match(value):
+        raise usage(source, raw, "must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit "
+                                 "(e.g. nightly-1234-1): the same on every shard of the run")
+    return value
+
+
+def shared_run_id(given: str | None, environ: dict[str, str] | None = None) -> str:
+    """The run id all shards of a run share: ``given`` (--run-id, SUITE_RUN_ID); else, on GitHub Actions,
+    ``gh-<GITHUB_RUN_ID>-<GITHUB_RUN_ATTEMPT>`` (every job of one workflow run has the same); else a fresh one (so
+    shards run by hand need --run-id to be merged)."""
+    if given:
+        return given
+    env = os.environ if environ is None else environ
+    run, attempt = env.get("GITHUB_RUN_ID", "").strip(), env.get("GITHUB_RUN_ATTEMPT", "").strip()
+    if run.isdigit():
+        return f"gh-{run}-{attempt if attempt.isdigit() else '1'}"
+    import uuid
+
+    return uuid.uuid4().hex
+
+
 def intermittent_runs() -> int:
     """How many more times a case that gave a wrong result runs (SUITE_INTERMITTENT_RUNS, else the default)."""
     raw = os.environ.get("SUITE_INTERMITTENT_RUNS")
@@ -175,6 +239,19 @@ def intermittent_runs() -> int:
         return DEFAULT_INTERMITTENT_RUNS
     return _count("SUITE_INTERMITTENT_RUNS", raw, 1, "how many more times a case that gave a wrong result runs, to "
                                                      "tell a deterministic failure from an intermittent one")
+
+
+WORKERS_PER_GPU_ENV = "SUITE_WORKERS_PER_GPU"
+
+
+def workers_per_gpu() -> int:
+    """How many xdist workers share this process's GPU (SUITE_WORKERS_PER_GPU, set by the controller for its
+    workers; 1 where unset)."""
+    raw = os.environ.get(WORKERS_PER_GPU_ENV)
+    if raw is None or not raw.strip():
+        return 1
+    return _count(WORKERS_PER_GPU_ENV, raw, 1, "how many xdist workers share each GPU; the suite sets it for its "
+                                              "own workers: unset it")
 
 
 def drain_wait_s() -> float:
@@ -214,6 +291,10 @@ def writable_directory(option: str, path: Path) -> None:
     usable_path(option, str(path))
     if path.exists() and not path.is_dir():
         raise usage(option, path, "exists and is not a directory")
+    if dangling := next((p for p in (path, *path.parents) if p.is_symlink() and not p.exists()), None):
+        raise usage(option, path, f"{'it' if dangling == path else dangling} is a dangling symbolic link (to "
+                                  f"{os.readlink(dangling)}, which does not exist): create the directory it names, "
+                                  f"or give another")
     try:
         path.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".suite-probe-", dir=path)
@@ -274,6 +355,11 @@ def read(config: pytest.Config, controller: bool) -> Options:
     known = _non_empty("--known-issues", get("--known-issues"), "a known-issue JSON file")
     usable_path("--known-issues", known)
     retune = _names("--retune", get("--retune"), "kernel names, or --retune alone for every kernel")
+    retune_check = _names("--retune-check", get("--retune-check"),
+                          "kernel names, or --retune-check alone for every kernel")
+    if retune and retune_check:
+        raise usage("--retune-check", ",".join(retune_check), "cannot be used with --retune (one rewrites the cache, "
+                                                              "the other checks it and writes nothing): give one")
     autotune_dir = _non_empty("--autotune-dir", get("--autotune-dir"), "a directory of per-arch autotune caches")
     if autotune_dir is not None:
         usable_path("--autotune-dir", autotune_dir)
@@ -300,6 +386,7 @@ def read(config: pytest.Config, controller: bool) -> Options:
         raise usage("--repro-runs", repro_runs, "needs --repro, the case to run (as printed in a reproduction line)")
     intermittent_runs()
     drain_wait_s()
+    workers_per_gpu()
     if (shrink := os.environ.get("SUITE_SHRINK_SECONDS")) is not None:
         try:
             ok = math.isfinite(float(shrink)) and float(shrink) >= 0
@@ -311,14 +398,23 @@ def read(config: pytest.Config, controller: bool) -> Options:
     if get("--memcheck") and get("--no-memcheck"):
         raise pytest.UsageError("--memcheck and --no-memcheck: give one (--memcheck checks a GPU run under the vendor's "
                                 "checker; --no-memcheck turns the interpreter's check off)")
+    # Absolute now, before any kernel module imports: one that changes directory as it imports must not move the run
+    # file, the known issues or the caches somewhere else.
     return Options(
-        backend=get("--backend"), results_dir=Path(results_dir), write_results=write_results, repro=repro,
+        backend=get("--backend"), results_dir=_absolute(results_dir), write_results=write_results, repro=repro,
         config=parse_config(get("--config")), kernel_modules=modules,
         kernels=_names("--kernels", get("--kernels"), "comma-separated kernel names or patterns, e.g. "
                                                       "--kernels='softmax,matmul*'"),
-        known_issues=Path(known), retune=retune, autotune_dir=Path(autotune_dir) if autotune_dir else None,
-        case_timeout=timeout, case_timeout_given=given, hypothesis_db=Path(db) if db else None, repro_runs=repro_runs,
-        memcheck=bool(get("--memcheck")), no_memcheck=bool(get("--no-memcheck")), compile_targets=targets)
+        known_issues=_absolute(known), retune=retune, autotune_dir=_absolute(autotune_dir) if autotune_dir else None,
+        case_timeout=timeout, case_timeout_given=given, hypothesis_db=_absolute(db) if db else None, repro_runs=repro_runs,
+        memcheck=bool(get("--memcheck")), no_memcheck=bool(get("--no-memcheck")), compile_targets=targets,
+        shard=parse_shard(get("--shard")), run_id=parse_run_id(get("--run-id")), started_in=os.getcwd(),
+        retune_check=retune_check)
+
+
+def _absolute(path: str) -> Path:
+    """The path from the directory the run started in (links kept as given: the run file's path says what was asked)."""
+    return Path(os.path.abspath(path))
 
 
 def check_against_registry(options: Options, specs: list[Any]) -> None:
@@ -333,10 +429,11 @@ def check_against_registry(options: Options, specs: list[Any]) -> None:
             raise usage("--kernels", ",".join(options.kernels), f"{pattern!r} matches no registered kernel (searched "
                                                                 f"{searched}){did_you_mean(pattern, names) or '.'} "
                                                                 f"Registered: {registered}")
-    for name in options.retune or ():
-        if name != "*" and name not in names:
-            raise usage("--retune", ",".join(options.retune), f"no kernel named {name!r}{did_you_mean(name, names) or '.'} "
-                                                              f"Registered: {registered}")
+    for option, given in (("--retune", options.retune), ("--retune-check", options.retune_check)):
+        for name in given or ():
+            if name != "*" and name not in names:
+                raise usage(option, ",".join(given), f"no kernel named {name!r}{did_you_mean(name, names) or '.'} "
+                                                     f"Registered: {registered}")
 
 
 def config_problem(spec: Any, config: dict[str, Any]) -> str | None:

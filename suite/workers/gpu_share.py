@@ -76,10 +76,11 @@ class Share:
         self.retried_passed = 0
         self.held = 0  # out of memory alone, yet the case fits the GPU: other processes held it (not run)
         self.too_large: list[dict[str, Any]] = []  # out of memory alone, past what the GPU holds (not run)
+        self._too_large_seen: set[str] = set()
 
     def setup(self, device: str) -> None:
         """Open this GPU's lock (a worker on a CUDA/ROCm device, with other workers on the same GPU)."""
-        self.workers = max(1, int(os.environ.get(SHARE_ENV, "1") or 1))
+        self.workers = options.workers_per_gpu()
         if not device.startswith("cuda") or self.fd is not None:
             return
         import torch
@@ -178,6 +179,10 @@ class Share:
             self._flock(fcntl.LOCK_UN, self.gate)
 
     def note_too_large(self, case: Any, need: int, message: str, repro: str) -> None:
+        """A case not run, too large for the GPU: once per case (Hypothesis replays a case it saw fail)."""
+        if str(case) in self._too_large_seen:
+            return
+        self._too_large_seen.add(str(case))
         self.too_large.append({"kernel": getattr(case, "kernel", ""), "dtype": getattr(case, "dtype", ""),
                                "case": str(case), "footprint_gib": round(need / GIB, 2),
                                "message": message[:600], "repro": repro})

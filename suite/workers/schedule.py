@@ -252,6 +252,7 @@ def main(argv: list[str]) -> int:
     from suite.workers import parts
 
     costs: dict[str, float] = {}
+    unfinished: dict[str, float] = {}
     profiles, env = set(), {}
     for name in argv:
         path = Path(name)
@@ -271,11 +272,15 @@ def main(argv: list[str]) -> int:
         for nodeid, cost in found.items():  # a test's parts summed back (a later file may split it otherwise)
             whole[parts.base_id(nodeid)] = whole.get(parts.base_id(nodeid), 0.0) + cost
         costs.update(whole)
+        for t in run.get("unfinished") or []:  # left running by an interrupted run: at least that long
+            if isinstance(t, dict) and isinstance(t.get("running_s"), (int, float)):
+                base = parts.base_id(str(t.get("nodeid")))
+                unfinished[base] = max(unfinished.get(base, 0.0), float(t["running_s"]))
     if len(profiles) != 1:
         print(f"the run files are of different Hypothesis profiles ({', '.join(sorted(map(str, profiles)))}); give "
               f"files of one profile", file=sys.stderr)
         return 2
-    for nodeid, seconds in floors.items():
+    for nodeid, seconds in [*unfinished.items(), *floors.items()]:
         costs[nodeid] = max(costs.get(nodeid, 0.0), seconds)
     nightly = profiles == {NIGHTLY}
     costs, split_into = split(costs, NIGHTLY_TARGET_PART_S if nightly else TARGET_PART_S)

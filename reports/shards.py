@@ -1,0 +1,189 @@
+"""The shards of one run, read as one run: a run split over N runners (``--shard=I/N``) leaves N run files that say
+``"shard": {"index": I, "count": N, "run_id": ...}``. Files with the same shard run id, backend and arch are one run:
+their tests, cases, compiles, benchmarks, findings and coverage are added together; a set with a shard missing, given
+twice, or disagreeing on N is refused, naming the run and the shard."""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+from typing import Any
+
+from reports.loading import Run, RunFileError
+
+LISTS = ("tests", "cases", "compiles", "benchmarks", "findings", "coverage", "incidents")
+COUNTERS = {"autotune": ("hits", "nearest", "misses", "stale", "tuning_benchmarks", "fallback"),
+            "gpu_share": ("workers", "oom_retried", "oom_retried_passed", "oom_held", "too_large")}
+
+
+def shard_key(run: Run) -> tuple[str, str, str] | None:
+    """(shard run id, backend, arch) of a shard's file; None for a run file of a whole run."""
+    shard = run.data.get("shard")
+    if not isinstance(shard, dict):
+        return None
+    return (str(shard["run_id"]), str(run.env["backend"]), str(run.env["arch"]))
+
+
+def _what(key: tuple[str, str, str]) -> str:
+    run_id, backend, arch = key
+    return f"run {run_id} ({backend} {arch})"
+
+
+def check_set(key: tuple[str, str, str], shards: list[Run]) -> list[Run]:
+    """The shards of one run in shard order, or RunFileError saying which shard is missing, repeated or odd."""
+    counts = Counter(r.data["shard"]["count"] for r in shards)
+    if len(counts) > 1:
+        listed = ", ".join(f"{r.path.name} says {r.data['shard']['index']}/{r.data['shard']['count']}" for r in shards)
+        raise RunFileError(f"{_what(key)}: its shard files disagree on the number of shards ({listed}); give the "
+                           f"files of one sharded run")
+    count = next(iter(counts))
+    by_index: dict[int, list[Run]] = {}
+    for r in shards:
+        by_index.setdefault(r.data["shard"]["index"], []).append(r)
+    if beyond := sorted(i for i in by_index if not 1 <= i <= count):
+        raise RunFileError(f"{_what(key)}: {by_index[beyond[0]][0].path}: shard {beyond[0]}/{count} is not one of "
+                           f"1..{count}")
+    if repeated := {i: rs for i, rs in sorted(by_index.items()) if len(rs) > 1}:
+        i, rs = next(iter(repeated.items()))
+        raise RunFileError(f"{_what(key)}: shard {i}/{count} is given more than once ("
+                           f"{', '.join(str(r.path) for r in rs)}); give each shard's run file once (a rerun of a "
+                           f"shard: keep the one to report)")
+    if missing := [i for i in range(1, count + 1) if i not in by_index]:
+        given = ", ".join(f"{i}/{count} ({by_index[i][0].path.name})" for i in sorted(by_index))
+        raise RunFileError(f"{_what(key)}: shard{'s' if len(missing) > 1 else ''} "
+                           f"{', '.join(f'{i}/{count}' for i in missing)} missing (given: {given}); name every "
+                           f"shard's run file")
+    return [by_index[i][0] for i in range(1, count + 1)]
+
+
+def _merge_memcheck(parts: list[Any]) -> Any:
+    dicts = [m for m in parts if isinstance(m, dict)]
+    if not dicts:
+        return parts[0]
+    out = copy.deepcopy(dicts[0])
+    kernels: dict[str, dict[str, Any]] = {}
+    unchecked: dict[str, Any] = {}
+    for m in dicts:
+        for kernel, counts in (m.get("kernels") or {}).items():
+            mine = kernels.setdefault(kernel, {})
+            for k, v in (counts or {}).items():
+                mine[k] = mine.get(k, 0) + v if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+        unchecked.update(m.get("unchecked") or {})
+    out["kernels"], out["unchecked"] = kernels, unchecked
+    return out
+
+
+def _merge_coverage(records: list[Any]) -> list[Any]:
+    """One coverage record per kernel x dtype: a split test's parts on different shards each left the coverage of
+    their own cases. Counts add up, a path is unexercised only where no shard took it, and the paths found by search
+    are those any shard found so."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for rec in records:
+        if not isinstance(rec, dict):
+            continue
+        key = (str(rec.get("kernel")), str(rec.get("dtype")))
+        if key not in out:
+            out[key] = copy.deepcopy(rec)
+            continue
+        mine = out[key]
+        for field in ("configs", "paths", "configs_not_fitting"):
+            if field in rec or field in mine:
+                total = Counter(mine.get(field) or {})
+                total.update(rec.get(field) or {})
+                mine[field] = dict(total)
+        taken = {p for p, n in mine["paths"].items() if n}
+        mine["unexercised"] = sorted((set(mine["unexercised"]) & set(rec["unexercised"])) - taken)
+        if "covered_by_search" in rec or "covered_by_search" in mine:
+            mine["covered_by_search"] = sorted(set(mine.get("covered_by_search") or []) |
+                                               set(rec.get("covered_by_search") or []))
+        if "stopped_by" in rec:
+            mine.setdefault("stopped_by", rec["stopped_by"])
+    return list(out.values())
+
+
+def _sum_counters(parts: list[Any], keys: tuple[str, ...]) -> Any:
+    dicts = [p for p in parts if isinstance(p, dict)]
+    if not dicts:
+        return parts[0]
+    out = copy.deepcopy(dicts[0])
+    for k in keys:
+        values = [d[k] for d in dicts if isinstance(d.get(k), int) and not isinstance(d.get(k), bool)]
+        if values:
+            out[k] = sum(values)
+    for k, v in list(out.items()):  # lists (autotune's entries, the too-large cases): every shard's
+        if isinstance(v, list):
+            out[k] = [e for d in dicts for e in d.get(k) or []]
+    return out
+
+
+def merge(key: tuple[str, str, str], shards: list[Run]) -> Run:
+    """One Run from the checked shards of one run (see check_set)."""
+    first = shards[0]
+    data = copy.deepcopy(first.data)
+    data["run_id"] = key[0]
+    for name in LISTS:
+        if any(name in r.data for r in shards):
+            data[name] = [x for r in shards for x in r.data.get(name) or []]
+    data["known_issues"] = list({str(k.get("id")): k for r in shards for k in r.data["known_issues"]}.values())
+    statuses = [r.data["status"] for r in shards]
+    data["status"] = next((s for s in statuses if s != "complete"), "complete")
+    data["started"] = min(r.data["started"] for r in shards)
+    finished = [r.data["finished"] for r in shards]
+    data["finished"] = None if None in finished else max(finished)
+    hosts = list(dict.fromkeys(str(r.env.get("hostname")) for r in shards))
+    data["environment"]["hostname"] = ", ".join(hosts)
+    if "coverage" in data:
+        data["coverage"] = _merge_coverage(data["coverage"])
+    data["memcheck"] = _merge_memcheck([r.data.get("memcheck") for r in shards])
+    for name, keys in COUNTERS.items():
+        if name in data:
+            data[name] = _sum_counters([r.data.get(name) for r in shards], keys)
+    data.pop("timing", None)  # each runner's own timeline: no one run's
+    data["shard"] = {"index": 1, "count": 1, "run_id": key[0], "merged_from": [r.path.name for r in shards]}
+    merged = Run(first.path, data, [w for r in shards for w in r.warnings])
+    software = {(r.env.get("triton"), r.env.get("torch"), r.env.get("driver"), r.env.get("runtime")) for r in shards}
+    if len(software) > 1:
+        merged.warnings.append(f"{_what(key)}: its {len(shards)} shards ran different software (triton, torch, driver, "
+                               f"runtime: {sorted(software, key=str)}); the merged run reports the first shard's")
+    return merged
+
+
+def merge_shards(runs: list[Run]) -> list[Run]:
+    """``runs`` with every sharded run's files replaced by one merged run, where its first shard stood; a run file
+    of a whole run stays as it is. RunFileError for an incomplete or inconsistent set of shards."""
+    merged, bad = merge_some(runs)
+    if bad:
+        raise bad[0]
+    return merged
+
+
+def merge_some(runs: list[Run]) -> tuple[list[Run], list[RunFileError]]:
+    """As merge_shards, but a run whose set of shards is incomplete or inconsistent is left out, with why (a series
+    of nights goes on without the night that lost a shard)."""
+    groups: dict[tuple[str, str, str], list[Run]] = {}
+    for r in runs:
+        if (key := shard_key(r)) is not None:
+            groups.setdefault(key, []).append(r)
+    if not groups:
+        return runs, []
+    merged: dict[tuple[str, str, str], Run | None] = {}
+    bad: list[RunFileError] = []
+    for key, shards in groups.items():
+        if len(shards) == 1 and shards[0].data["shard"]["count"] == 1:
+            merged[key] = shards[0]
+            continue
+        try:
+            merged[key] = merge(key, check_set(key, shards))
+        except RunFileError as exc:
+            merged[key] = None
+            bad.append(exc)
+    out, done = [], set()
+    for r in runs:
+        key = shard_key(r)
+        if key is None:
+            out.append(r)
+        elif key not in done:
+            done.add(key)
+            if merged[key] is not None:
+                out.append(merged[key])
+    return out, bad

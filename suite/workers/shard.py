@@ -1,0 +1,56 @@
+"""One arch's run split over several runners: ``--shard=I/N`` runs the I-th of N parts of the selected tests.
+
+The parts are balanced by the tests' expected durations, the ones the scheduler orders by (suite/workers/schedule.py:
+``suite/test_costs.json``, the nightly profile's own, or SUITE_TEST_COSTS; a test they do not list counts as the
+median, and each part of a split test, ``[matmul-fp32-part1of3]``, is a test of its own): greedy, longest first, each
+test to the part with the least expected time so far. Ties go by node id (a test) and by part number (a part), so
+every runner, and every xdist worker on it, computes the same split from the same collection, whatever order it
+collected in. What is not in this shard is deselected (pytest's ``pytest_deselected``), after ``-k``, ``-m`` and
+``--kernels``: the shards of a run together hold exactly the tests the unsharded run would, each once.
+
+Each shard's run file says which shard it is and the run it belongs to (``"shard": {"index": I, "count": N,
+"run_id": ...}``); ``python -m reports build`` and ``compare`` merge the N files of one run back into one run.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable
+
+from suite.workers import schedule
+
+
+def assign(nodeids: Iterable[str], costs: dict[str, float], count: int) -> dict[str, int]:
+    """Node id -> its shard (zero-based) among ``count``. ``costs``: expected seconds per node id; a test it does
+    not list counts as the median of those it does (0 where it lists none: then the split is by count alone,
+    round-robin in node-id order)."""
+    default = schedule._median(costs)
+    ordered = sorted(set(nodeids), key=lambda n: (-costs.get(n, default), n))
+    loads = [(0.0, i) for i in range(count)]  # (expected seconds so far, shard): the lightest first, then the lowest
+    heapq.heapify(loads)
+    out: dict[str, int] = {}
+    for i, nodeid in enumerate(ordered):
+        if not costs:  # nothing to weigh: round-robin keeps the counts even
+            out[nodeid] = i % count
+            continue
+        load, shard = heapq.heappop(loads)
+        out[nodeid] = shard
+        heapq.heappush(loads, (load + costs.get(nodeid, default), shard))
+    return out
+
+
+def loads(assignment: dict[str, int], costs: dict[str, float], count: int) -> list[float]:
+    """The expected seconds of each shard under ``assignment`` (unlisted tests at the median)."""
+    default = schedule._median(costs)
+    out = [0.0] * count
+    for nodeid, shard in assignment.items():
+        out[shard] += costs.get(nodeid, default)
+    return out
+
+
+def split(items: list, index: int, count: int, costs: dict[str, float]) -> tuple[list, list]:
+    """(the items of shard ``index`` (one-based) of ``count``, in collection order; the others)."""
+    where = assign((item.nodeid for item in items), costs, count)
+    kept = [item for item in items if where[item.nodeid] == index - 1]
+    dropped = [item for item in items if where[item.nodeid] != index - 1]
+    return kept, dropped

@@ -31,15 +31,15 @@ def test_the_last_lines_of_a_run_are_its_whole_verdict(run_suite):
     assert "known interpreter-bf16-truncating-cast: dropout[bf16] (test_properties)" in norm, text
     assert "not run 4 tests, the dtype is not supported on interpreter (interpreter profile): " \
            "fp8_codes[fp8e5,fp8e5b16]" in body, text
-    assert f"result file: {run.run_files()[0]}" in body, text
+    assert tail[-2] == f"result file (complete): {run.run_files()[0]}", text  # whole, never wrapped
     assert all(len(line) <= 80 for line in tail[verdict:] if str(run.results_dir) not in line), text
     # pytest's own lists of skipped and expected failures are gone: the verdict says it once
     assert not any(line.startswith(("SKIPPED [", "XFAIL ")) for line in lines), text
     # the summary above: nothing wider than the terminal (a command to copy excepted), no cell cut or repeated
     start = next(i for i, line in enumerate(lines) if "portability summary" in line)
     wide = [line for line in lines[start:verdict + len(lines) - 15]
-            if len(line) > 80 and not line.startswith(("  pytest ", "FAILED suite/")) and " " in line.strip()]
-    # (a command to copy, pytest's own short summary, and one word longer than a line, a test's id, stay whole)
+            if len(line) > 80 and not line.startswith(("  pytest ", "FAILED suite/")) and "::" not in line]
+    # (a command to copy, pytest's own short summary, and a line naming a test by its id stay whole)
     assert not wide, "\n".join(wide)
     assert "Skipped: " not in "\n".join(lines[start:])
 
@@ -64,7 +64,7 @@ def test_the_verdict_keeps_to_its_lines_however_many_failed():
     assert lines[0] == "VERDICT: FAILED: 120 of 161 tests failed; 10 known issues; 30 not run"
     assert "failed   test_matches_reference: kernel_number_0[fp32]" in text
     assert "known    issue-0: k0[bf16]" in text and "more: the result file has them" in text
-    assert lines[-1] == "result file: runs/run-x.json"
+    assert lines[-1] == "result file (complete): runs/run-x.json"
 
 
 def test_alike_skips_group_under_one_reason():

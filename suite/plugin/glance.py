@@ -10,7 +10,7 @@ says the same whatever printed the details above it:
       passed   11 tests: every test of leaky_relu[fp16]
       known    interpreter-bf16-truncating-cast: dropout[bf16] (test_properties)
       not run  8 tests, the dtype is not supported on interpreter (interpreter profile): fp8_codes[fp8e4b8,...]
-    result file: runs/run-....json
+    result file (complete): runs/run-....json
 """
 
 from __future__ import annotations
@@ -154,7 +154,8 @@ def _wrap(text: str, width: int) -> str:
 
 class FittedWriter:
     """The terminal reporter's ``write_line`` and ``section``, each line wrapped to ``width`` (a table is fitted
-    before, by fit_table). A command to copy (after 'reproduce with: ') is kept whole on a line of its own."""
+    before, by fit_table). A command to copy (after 'reproduce with: ') is kept whole on a line of its own, and a line
+    that names a test by its id is kept whole."""
 
     def __init__(self, tr: Any, width: int) -> None:
         self.tr = tr
@@ -171,7 +172,9 @@ class FittedWriter:
 def fit_lines(text: str, width: int) -> list[str]:
     out: list[str] = []
     for line in text.splitlines() or [""]:
-        if len(line) <= width or line.startswith("|"):  # a table is fitted as a whole (fit_table)
+        # A table is fitted as a whole (fit_table); a line naming a test by its id (slow tests, tests an interrupted
+        # run stopped, incidents) stays whole, to copy and to find, as a command does.
+        if len(line) <= width or line.startswith("|") or ("::" in line and "reproduce with: " not in line):
             out.append(line)
             continue
         command = ""
@@ -305,8 +308,7 @@ def _module(nodeid: str) -> str:
 def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH, unwritten: str | None = None) -> list[str]:
     """The verdict: one line that says it, then what failed and where to look, what passed, the known issues by
     name, what was not run and why, and the result file (or ``unwritten``, the line that says it could not be
-    written). At most MAX_TOTAL lines, none wider than ``width`` (a
-    result file's path longer than the terminal excepted)."""
+    written). At most MAX_TOTAL lines, none wider than ``width`` but the last (the result file's path, whole)."""
     tests = data.get("tests") or []
     # The run's kernels: where a test's parameter is none of them (a hazard's), the test is named by its function.
     kernels = {r["kernel"] for key in ("cases", "findings", "compiles", "coverage", "known_issues")
@@ -331,9 +333,8 @@ def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH, unwritte
         counts.append(f"the run did not finish ({data.get('status')})")
     state = "FAILED" if failed else "PASSED" if passed or known else "NOTHING RAN"
     head = textwrap.wrap(f"VERDICT: {state}: " + "; ".join(counts), width, subsequent_indent="  ")
-    status = "" if data.get("status") in (None, "complete") else f" ({data.get('status')})"
-    tail = fit_lines(unwritten, width) if unwritten else textwrap.wrap(
-        f"result file{status}: {path}", width, break_long_words=False, break_on_hyphens=False, subsequent_indent="  ")
+    # One line, never wrapped: a path to copy (the terminal folds it where it is longer).
+    tail = [unwritten or f"result file ({data.get('status', '?')}): {path}"]
 
     parts_: list[tuple[str, list[str]]] = []  # (label, entries), in the order printed
     if failed:

@@ -512,7 +512,7 @@ class VerdictPrinter:
             lines = glance.verdict_lines(run_file.data, run_file.path, width, unwritten)
             for i, line in enumerate(lines):
                 markup = {"red" if failed else "green": True, "bold": True} if i == 0 else {}
-                if unwritten and i >= len(lines) - len(glance.fit_lines(unwritten, width)):
+                if unwritten and i == len(lines) - 1:
                     markup = {"red": True}
                 terminalreporter.write_line(line, **markup)
         elif unwritten:

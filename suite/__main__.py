@@ -9,6 +9,8 @@ plugins never reach the project's own ``pytest`` runs (nothing is registered as 
 
     pip install <a clone or the repository's git URL>
     python -m suite --kernel-module=my_kernels.py --kernels=my_kernel -n auto
+
+``--help`` lists the suite's own options first; ``--help-pytest`` gives pytest's whole help.
 """
 
 from __future__ import annotations
@@ -35,19 +37,68 @@ def pytest_args(argv: list[str], cwd: str | None = None) -> list[str]:
     return args + list(argv) + ([] if names_tests else [str(SUITE_DIR)])
 
 
+HELP_PYTEST = "--help-pytest"
+
+
+def suite_help(prog: str = "triton-portability") -> str:
+    """The suite's own options (its option group, as pytest would list them 200 lines down its help), then the
+    pytest options a run most often takes, and how to see pytest's whole help."""
+    import argparse
+
+    from suite.session import options
+
+    parser = argparse.ArgumentParser(prog=prog, add_help=False,
+                                     usage=f"{prog} [suite options] [pytest options] [test ids]")
+
+    class Group:  # what options.add_options calls on pytest's parser, onto argparse
+        def getgroup(self, name: str, description: str = "") -> Group:
+            self.group = parser.add_argument_group(f"{description} (the suite's options)")
+            return self
+
+        def addoption(self, *names: str, **kwargs) -> None:
+            self.group.add_argument(*names, **kwargs)
+
+    options.add_options(Group())
+    return parser.format_help() + (
+        "\npytest options a run often takes:\n"
+        "  -n auto               run on workers (16 per GPU, or one per CPU on the interpreter)\n"
+        "  -k EXPRESSION         only the tests whose ids match, e.g. -k 'softmax and fp16'\n"
+        "  -x                    stop at the first failure\n"
+        "  --hypothesis-profile=dev|ci|nightly|validation\n"
+        "                        how many cases, and drawn how (default ci)\n"
+        "  -m perf               the benchmarks (a GPU backend)\n"
+        f"\npytest's whole help (its own options and every plugin's): {prog} {HELP_PYTEST}\n")
+
+
+def on_import_path(cwd: str | None = None) -> None:
+    """The current directory importable, as ``python -m suite`` has it: a dotted ``--kernel-module`` names a module
+    there. (A console script's sys.path starts with the script's own directory instead.)"""
+    cwd = cwd or os.getcwd()
+    if not any(p in ("", cwd) or (p and Path(p).resolve() == Path(cwd).resolve()) for p in sys.path):
+        sys.path.insert(0, cwd)
+
+
 USAGE_ERROR = 4  # pytest's exit code for a usage error
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if HELP_PYTEST in argv:
+        argv = ["--help" if a == HELP_PYTEST else a for a in argv]
+    elif "-h" in argv or "--help" in argv:
+        prog = "python -m suite" if Path(sys.argv[0]).name == "__main__.py" else "triton-portability"
+        print(suite_help(prog), end="")
+        return 0
     try:
         cwd = os.getcwd()
     except FileNotFoundError:  # pytest would end in a traceback from its own start-up
         print("error: the current directory no longer exists (it was deleted or moved after the shell entered it); "
               "cd to a directory that exists and run again", file=sys.stderr)
         return USAGE_ERROR
+    on_import_path(cwd)
     import pytest
 
-    return int(pytest.main(pytest_args(sys.argv[1:] if argv is None else argv, cwd)))
+    return int(pytest.main(pytest_args(argv, cwd)))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import example, given, seed, settings
 from hypothesis.errors import Flaky
 
-from kernels.spec import Case
+from kernels.spec import Case, KernelSpec
 from suite import compat
 from suite.checks import autotune, launches, reach
 from suite.checks.harness import CaseResult, record, run_case
@@ -68,15 +68,21 @@ def shrink_seconds(profile: str) -> float:
 class ShrinkBudget:
     """After the first failure, shrinking may go on for ``seconds``; past that, every case that has not failed
     passes untested, so Hypothesis stops and replays its smallest failing one. Every case that failed still
-    runs: Hypothesis's final replay may pick any of them, and a replay that passed would read as a flaky test."""
+    runs: Hypothesis's final replay may pick any of them, and a replay that passed would read as a flaky test.
 
-    def __init__(self, seconds: float) -> None:
+    A failing case whose every dim is at its ``floor`` (the least the dim can be: nothing smaller can fail) ends
+    shrinking at once, as the deadline would: Hypothesis would otherwise go on drawing and shrinking other cases
+    for the whole budget, each a launch."""
+
+    def __init__(self, seconds: float, floor: dict[str, int] | None = None) -> None:
         self.seconds = seconds
+        self.floor = floor or {}
         self.started: float | None = None
         self.first: str | None = None  # the first failing case's reproduction line
         self.best: Case | None = None  # the latest failing case (Hypothesis only moves to simpler ones)
         self.failing: list[Case] = []
         self.config: dict | None = None
+        self.smallest = False  # a failing case with every dim at its floor was found
 
     def failed(self, case: Case, config: dict, repro: str) -> None:
         if self.started is None:
@@ -84,18 +90,35 @@ class ShrinkBudget:
         self.best, self.config = case, dict(config)
         if case not in self.failing:
             self.failing.append(case)
+        if self.floor and all(case.shape.get(name, least) <= least for name, least in self.floor.items()):
+            self.smallest = True
+
+    def out_of_time(self) -> bool:
+        return self.started is not None and time.monotonic() - self.started > self.seconds
 
     def expired(self) -> bool:
-        return self.started is not None and time.monotonic() - self.started > self.seconds
+        return self.smallest or self.out_of_time()
 
     def skip(self, case: Case) -> bool:
         return self.expired() and case not in self.failing
 
-    def note(self) -> str:
-        if not self.expired():
+    def note(self, repro: str | None = None) -> str:
+        """Why the reported case may not be the smallest: shrinking ran out of time (and, where it is another
+        case than ``repro``, the first failing one's reproduction line); nothing where it reached the floor."""
+        if self.smallest or not self.out_of_time():
             return ""
-        return (f"\n(shrinking stopped after {self.seconds:g} s; this is the smallest failing case found by then. The "
-                f"first failing case: {self.first})")
+        first = "" if self.first == repro else f" The first failing case: {self.first}"
+        return (f"\n(shrinking stopped after {self.seconds:g} s; this is the smallest failing case found by "
+                f"then.{first})")
+
+
+def dim_floor(spec: KernelSpec, batch_least: int = 0) -> dict[str, int]:
+    """The least each dim of ``spec`` can be (its smallest choice, else its minimum); the batch dim at least
+    ``batch_least``, where a test raises it to that."""
+    floor = {d.name: min(d.choices) if d.choices else d.min for d in spec.dims}
+    if spec.batch_dim in floor:
+        floor[spec.batch_dim] = max(floor[spec.batch_dim], batch_least)
+    return floor
 
 
 # A case's runs end early at a failure that is not a wrong value: the case is aborted, never called intermittent.
@@ -182,7 +205,7 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
     if forced is not None and (problem := options.config_problem(spec, forced)):
         pytest.fail(f"--config: {problem}", pytrace=False)
     every_config = ctx.large_shapes and backend.name != "interpret"  # nightly on a GPU: the whole config space
-    shrink = ShrinkBudget(shrink_seconds(ctx.profile))
+    shrink = ShrinkBudget(shrink_seconds(ctx.profile), dim_floor(spec))
     too_large: list[str] = []
     last = bool(ctx.options.repro)  # a part that adds up every part's coverage (a --repro case is a test of its own)
     elements = [0, 0]  # cases passed, and the output elements they compared
@@ -354,7 +377,7 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
             fail_intermittent(w, w.rate)
         if runs > 1:
             text = f"{case}\n{result.message()}\n({w.rate.text()})\nreproduce with: {line}"
-        pytest.fail(f"{text}{shrink.note()}", pytrace=False)
+        pytest.fail(f"{text}{shrink.note(line)}", pytrace=False)
 
     def fail_unreliable(why: str) -> None:
         """Hypothesis found a failure that did not happen again (a safety net: each case that was wrong and then

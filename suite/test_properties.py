@@ -23,7 +23,16 @@ from suite.checks.strategies import case_strategy
 from suite.plugin.context import CONTEXT
 from suite.plugin.recorder import KNOWN_PROPERTY
 from suite.session import options
-from suite.test_kernels import Rate, ShrinkBudget, flaky_summary, intermittent_text, repro_case, repro_line, shrink_seconds
+from suite.test_kernels import (
+    Rate,
+    ShrinkBudget,
+    dim_floor,
+    flaky_summary,
+    intermittent_text,
+    repro_case,
+    repro_line,
+    shrink_seconds,
+)
 from suite.workers import crash, gpu_share, timing
 
 FINDINGS = "suite_finding_records"
@@ -152,6 +161,13 @@ def checks_for(spec: KernelSpec):
     return out
 
 
+def raised(exc: BaseException) -> str:
+    """What an exception says, as a failure's one message: its type and text (at most 2000 characters); its frames,
+    which hold the case's tensors, are let go."""
+    exc.__traceback__ = None
+    return f"{type(exc).__name__}: {exc}".strip()[:2000]
+
+
 @dataclass
 class Failure:
     """A case a property check failed on (or that broke while checking it): what to rerun, and what was said."""
@@ -183,7 +199,7 @@ def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
         for name, claimed, _ in checks_for(spec)}
     request.node.user_properties.append((FINDINGS, list(findings.values())))
 
-    shrink = ShrinkBudget(shrink_seconds(ctx.profile))
+    shrink = ShrinkBudget(shrink_seconds(ctx.profile), dim_floor(spec, batch_least=2))  # check() raises a batch to 2
     failures: list[Failure] = []  # every failure of a claimed property, or a case that broke, in order
     sticky: list[tuple[Case, str]] = []  # the intermittent case once found, and its failure: it alone fails from then on
     reruns = options.intermittent_runs()
@@ -194,6 +210,9 @@ def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
         try:
             return checked_alone_on_oom(f.fn, spec, f.case, backend, ctx.options.config) is not None
         except (memcheck.MemoryViolation, interpreter.InterpreterGap):
+            return True
+        except Exception as exc:  # noqa: BLE001 - it raised again: broken again
+            exc.__traceback__ = None
             return True
 
     def verdict(f: Failure, rate: Rate) -> None:
@@ -218,7 +237,7 @@ def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
                 shrink.started = time.monotonic()
             if f.rate.intermittent:
                 verdict(f, f.rate)
-        pytest.fail(f"{f.body()}\nreproduce with: {f.line}{shrink.note()}", pytrace=False)
+        pytest.fail(f"{f.body()}\nreproduce with: {f.line}{shrink.note(f.line)}", pytrace=False)
 
     def check(case: Case) -> None:
         if spec.batch_dim and case.shape.get(spec.batch_dim, 0) < 2:
@@ -230,6 +249,7 @@ def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
         if shrink.skip(case):
             return
         for name, claimed, fn in checks_for(spec):
+            broke = None  # why the case broke while checking the property: failed after the except, so no chain shows
             try:
                 with timing.phase("property"):  # the property's own comparisons (its launches count as launch)
                     message = checked_alone_on_oom(fn, spec, case, backend, ctx.options.config)
@@ -237,13 +257,19 @@ def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
                 warnings.warn(f"(checking {name!r}) {str(held)[:600]}", UserWarning, stacklevel=1)
                 continue
             except (memcheck.MemoryViolation, interpreter.InterpreterGap) as problem:
+                what = "the interpreter cannot run this: " if isinstance(problem, interpreter.InterpreterGap) else ""
+                broke = f"{what}{problem}"
+            except Exception as exc:  # noqa: BLE001 - a launch that raised (a compile or interpreter error) or the
+                # property's own code: one failure, one message, as test_matches_reference gives it, never a traceback
+                # through the suite's internals
+                broke = raised(exc)
+            if broke is not None:
                 cfg = ctx.options.config or autotune.choose_config(spec, case.dtype, case.shape, backend)
                 line = repro_line(request, case, options.config_args(spec, cfg, backend.family))
                 shrink.failed(case, cfg, line)
-                what = "the interpreter cannot run this: " if isinstance(problem, interpreter.InterpreterGap) else ""
                 # Not a verdict on the property: the summary says it was stopped, never that it holds.
-                findings[name].update(stopped=f"{case}: {what}{problem}"[:2000], repro=line)
-                fail(Failure(case, name, fn, cfg, f"{case} (checking {name!r})", f"{what}{problem}", line, sep=": "))
+                findings[name].update(stopped=f"{case}: {broke}"[:2000], repro=line)
+                fail(Failure(case, name, fn, cfg, f"{case} (checking {name!r})", broke, line, sep=": "))
             finding = findings[name]
             finding["cases_checked"] += 1
             if message is None:

@@ -30,6 +30,7 @@ def suite(results_dir, *args: str, env: dict | None = None) -> SuiteRun:
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--backend=interpret",
            f"--results-dir={results_dir}", *args]
     child_env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "SUITE_INTERMITTENT_RUNS")}
+    child_env["COLUMNS"] = "250"  # the summary's INTERMITTENT lines whole, as the tests below read them
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env={**child_env, **(env or {})})
     return SuiteRun(proc, results_dir)
 

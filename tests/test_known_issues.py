@@ -76,7 +76,8 @@ def test_malformed_registry_is_a_usage_error(run_suite, tmp_path):
 def test_a_dtype_a_known_issue_stops_is_left_out_of_the_kernels_reach(run_suite):
     """attention bf16 stops at its first case on the interpreter (interpreter-bf16-dot): its paths were never going
     to be taken, so the summary's reach row counts fp16 alone instead of calling every path "not taken"."""
-    run = run_suite("suite/test_kernels.py", "--backend=interpret", "-k", "attention-fp16 or attention-bf16")
+    run = run_suite("suite/test_kernels.py", "--backend=interpret", "-k", "attention-fp16 or attention-bf16",
+                    env={"COLUMNS": "200"})  # wide enough for the reach row on one line
     assert run.returncode == 0, run.output[-2000:]
     coverage = {c["dtype"]: c for c in run.run_data()["coverage"]}
     assert coverage["bf16"]["stopped_by"].startswith("known issue interpreter-bf16-dot"), coverage["bf16"]

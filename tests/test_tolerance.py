@@ -135,3 +135,35 @@ def test_a_chunked_comparison_finds_one_wrong_element_in_the_last_chunk(monkeypa
     out[9, 99] = 3.0
     r = check_output("y", out, ref, None, reduction_length=1, safety=1.0)
     assert not r.passed and "at (9, 99)" in r.detail and "1 of 1000 elements over" in r.detail
+
+
+def test_never_written_hint_names_the_launch_before_initial_outputs():
+    # A grid one program short: the last element keeps the poison (NaN here) and is marked unwritten.
+    ref = torch.arange(8, dtype=torch.float64)
+    out = ref.to(torch.float32)
+    out[7] = math.nan
+    unwritten = torch.zeros(8, dtype=torch.bool)
+    unwritten[7] = True
+    check = check_output("out", out, ref, None, reduction_length=1, safety=1.0, unwritten=unwritten)
+    assert not check.passed
+    assert "out: 1 of 8 elements never written (they still hold the poison; first at (7,)" in check.detail
+    grid = check.detail.index("grid one program short")
+    assert grid < check.detail.index("mask") < check.detail.index("initial_outputs"), check.detail
+
+
+def test_magnitude_hint_names_the_kernels_rounding_before_loosening_the_tolerance():
+    # A bf16 kernel that rounds through fp16 on the way (an fp16 subnormal loses bits): the error is a little over
+    # the bound and within it at the output's scale, so the hint is given, its loosening last.
+    ref = torch.tensor([-6.675720214843751e-07, 3.0, -2.5], dtype=torch.float64)
+    out = ref.to(torch.float16).to(torch.bfloat16)
+    check = check_output("out", out, ref, None, reduction_length=1, safety=4.0)  # the spec's default safety
+    assert not check.passed and 1.0 < check.error_ratio < 2.0, check.detail
+    assert "narrower dtype" in check.detail
+    assert check.detail.index("narrower dtype") < check.detail.index("Tolerance(magnitude=...)"), check.detail
+
+
+def test_magnitude_hint_is_absent_where_the_error_is_too_large_for_any_scale():
+    ref = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+    out = (ref + torch.tensor([0.0, 0.5, 0.0], dtype=torch.float64)).to(torch.float32)
+    check = check_output("out", out, ref, None, reduction_length=1, safety=1.0)
+    assert not check.passed and "Tolerance(magnitude" not in check.detail

@@ -14,7 +14,9 @@ PRIMES = (2, 3, 5, 7, 13, 31, 61, 127, 251, 509, 1021, 2039, 4093, 8191, 16381)
 # Fixed seed of the validation profile: the same examples in every run, so two runs compare.
 VALIDATION_SEED = 20261120
 
-_COMMON = dict(deadline=None, print_blob=True,
+# print_blob off: a failure's own message carries its reproduction line (--repro=...), so Hypothesis's advice to add
+# @reproduce_failure to the suite's test function (which the suite owns, not the kernel's author) is never printed.
+_COMMON = dict(deadline=None, print_blob=False,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
 PROFILES = {
     # Fast local iteration: few random examples, failures remembered in the local database.

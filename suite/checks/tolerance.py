@@ -108,8 +108,7 @@ def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Ten
     if unwritten is not None and bool(unwritten.any()):
         return OutputCheck(name, False, math.inf, math.inf,
                            f"{name}: {int(unwritten.sum())} of {out.numel()} elements never written (they still hold "
-                           f"the poison; first at {_first(unwritten)}. A kernel that reads its output before writing it, "
-                           f"in place or accumulating, needs the output's starting value declared in initial_outputs)")
+                           f"the poison; first at {_first(unwritten)}. {_UNWRITTEN_HINT})")
     # Compared where the output lives: a benchmark's outputs have hundreds of millions of elements.
     device = out.device
     if not out.dtype.is_floating_point and not ref.dtype.is_floating_point and not ref.dtype.is_complex:
@@ -273,10 +272,17 @@ class _Scan:
         return True
 
 
-_MAGNITUDE_HINT = (" (every error is within the bound measured against the output's largest |reference|: the tolerance "
-                   "has no magnitude, so each element is bounded by its own |reference|, which is too tight where an "
-                   "output is a difference of larger terms, such as a loss or a gradient; if so, give "
-                   "Tolerance(magnitude=...): docs/adding-a-kernel.md, 'Tolerances')")
+# What a failure most often is comes first (the kernel's launch or its arithmetic); what loosens the check, last.
+_UNWRITTEN_HINT = ("Most often no program reaches them: a grid one program short (n // BLOCK where triton.cdiv(n, BLOCK) "
+                   "is meant), a mask or loop bound that stops early, a BLOCK smaller than the row it should cover. "
+                   "Only where the kernel reads its output before writing it (in place, accumulating) is the starting "
+                   "value missing: declare it in initial_outputs")
+_MAGNITUDE_HINT = (" (every error is within the bound measured against the output's largest |reference|. Most often "
+                   "this is the kernel's rounding: an intermediate cast or stored through a narrower dtype (fp16, bf16) "
+                   "on the way, a low-precision accumulator, or a value read through a wrong mask or offset. Only if "
+                   "the output is a difference of larger terms, such as a loss or a gradient, is each element's own "
+                   "|reference| too tight a scale: then give Tolerance(magnitude=...): docs/adding-a-kernel.md, "
+                   "'Tolerances')")
 
 
 def _first(mask: torch.Tensor) -> tuple[int, ...]:

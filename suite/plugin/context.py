@@ -28,8 +28,8 @@ from suite import compat
 from suite.checks import autotune, interpreter, launches
 from suite.checks.strategies import LARGE_SHAPE_PROFILES, VALIDATION_SEED
 from suite.session import backend as backend_mod
+from suite.session import kernel_names, options, provenance, results
 from suite.session import known_issues as known_mod
-from suite.session import options, provenance, results
 from suite.session.stash import BACKEND, CHECKS_SNAPSHOT, CONTEXT, DEFERRED, PINNING
 from suite.workers import crash
 
@@ -89,7 +89,13 @@ def defers(config: pytest.Config) -> bool:
     if is_worker(config) or not xdist_on(config) or config.getoption("--retune") or config.getoption("--memcheck") \
             or config.getoption("--retune-check"):
         return False
-    return backend_mod.probe(config.getoption("--backend")) is not None
+    if backend_mod.probe(config.getoption("--backend")) is None:
+        return False
+    # A --kernel-module that is not there is a usage error now; a --kernels name no kernel module spells out is
+    # judged by the registry, loaded before the workers start (suite/session/kernel_names.py).
+    modules = tuple(m for m in config.getoption("--kernel-module") if m.strip())
+    patterns = options._names("--kernels", config.getoption("--kernels"), "comma-separated kernel names or patterns")
+    return kernel_names.check_before_workers(modules, patterns)
 
 
 def begin_deferred(config: pytest.Config) -> None:
@@ -136,6 +142,7 @@ def _load_kernels(opts: options.Options, config: pytest.Config) -> tuple[list, l
         registry.load_builtin()
         _refuse_tampering(before, "a kernel module under kernels/")
         for target in opts.kernel_modules:
+            kernel_names.locate(target, start)  # not there: where it looked, and the nearest names
             load = lambda target=target: registry.load_module(target, start)  # noqa: E731
             modules.append(provenance.record_import(target, load, start))
             _refuse_tampering(before, f"--kernel-module={target}")

@@ -27,7 +27,7 @@ import pytest
 from suite import compat
 from suite.checks import autotune, memcheck
 from suite.checks.strategies import register_profiles
-from suite.plugin import context, summary
+from suite.plugin import context, glance, summary
 from suite.plugin.context import BACKEND, CONTEXT
 from suite.plugin.recorder import AUTOTUNE_PROPERTY, KNOWN_PROPERTY, MEMCHECK_PROPERTY, RunRecorder
 from suite.session import options
@@ -101,6 +101,7 @@ def install(config: pytest.Config, ctx: context.SuiteContext) -> None:
         recorder = RunRecorder(ctx.run_file, ctx)
         config.pluginmanager.register(recorder, "suite-run-recorder")
         config.pluginmanager.register(SummaryPrinter(ctx), "suite-summary")
+        config.pluginmanager.register(VerdictPrinter(ctx), "suite-verdict")
         if not context.is_worker(config) and not context.xdist_on(config):
             crash.process().on_timeout = recorder.record_timeout
 
@@ -486,8 +487,34 @@ class SummaryPrinter:
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus: int, config: pytest.Config) -> None:
         run_file = self.ctx.run_file
+        if run_file is not None and run_file.started:
+            width = glance.width_of(config)
+            summary.write_summary(glance.FittedWriter(terminalreporter, width), run_file.data, run_file.path, width)
+
+
+class VerdictPrinter:
+    """Controller only: the run's verdict, the last lines before pytest's own count (suite/plugin/glance.py): after
+    pytest's short test summary, which its terminal reporter writes once every other terminal summary is done. It
+    ends with the result file's path, or the line that says the file could not be written."""
+
+    def __init__(self, ctx: context.SuiteContext) -> None:
+        self.ctx = ctx
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_terminal_summary(self, terminalreporter, exitstatus: int, config: pytest.Config):
+        result = yield
+        run_file = self.ctx.run_file
         unwritten = summary.write_error_line(run_file) if run_file is not None else None
         if run_file is not None and run_file.started:
-            summary.write_summary(terminalreporter, run_file.data, run_file.path, unwritten)
+            width = glance.width_of(config)
+            terminalreporter.section("verdict", bold=True)
+            failed = any(t["outcome"] in ("failed", "error", "xpassed") for t in run_file.data["tests"])
+            lines = glance.verdict_lines(run_file.data, run_file.path, width, unwritten)
+            for i, line in enumerate(lines):
+                markup = {"red" if failed else "green": True, "bold": True} if i == 0 else {}
+                if unwritten and i == len(lines) - 1:
+                    markup = {"red": True}
+                terminalreporter.write_line(line, **markup)
         elif unwritten:
             terminalreporter.write_line(unwritten, red=True)
+        return result

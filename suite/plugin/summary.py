@@ -9,13 +9,15 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from suite.plugin import glance
 from suite.workers import parts
 
 
-def write_summary(tr, data: dict, path: Path, unwritten: str | None = None) -> None:
-    """The portability summary at the end of a run, from the run file's data; ``unwritten``: the line that says the
-    file could not be written, instead of its status (which the file on disk does not hold)."""
-    from tabulate import tabulate
+def write_summary(tr, data: dict, path: Path, width: int = glance.MIN_WIDTH) -> None:
+    """The portability summary at the end of a run, from the run file's data; its tables fitted to ``width`` (the
+    run's verdict follows at the very end, with the result file's path, or the line that says the file could not be
+    written: suite/plugin/glance.py)."""
+    from suite.plugin.glance import fit_table as tabulate
 
     rows = case_summary_rows(data["cases"], data["tests"])
     tr.section("portability summary")
@@ -23,23 +25,28 @@ def write_summary(tr, data: dict, path: Path, unwritten: str | None = None) -> N
     tr.write_line(f"{env['backend']} on {env['device_name']} ({env['arch']}), torch {env['torch']}, "
                   f"triton {env['triton']}, hypothesis profile {env['hypothesis_profile']}")
     if rows:
-        tr.write_line(tabulate(rows, headers=["kernel", "dtype", "passed", "failed", "xfailed",
-                                              "worst error/bound"], tablefmt="github"))
+        tr.write_line(tabulate(rows, ["kernel", "dtype", "passed", "failed", "xfailed", "worst error/bound"], width))
+        for line in glance.not_run_lines(data["tests"], "test_matches_reference"):
+            tr.write_line(line)
     if data["findings"]:
         tr.write_line("")
-        tr.write_line(tabulate(findings_rows(data["findings"]), headers=["kernel", "dtype", "property findings"],
-                               tablefmt="github"))
+        tr.write_line(tabulate(findings_rows(data["findings"], data["tests"]), ["kernel", "dtype", "property findings"],
+                               width))
     if data["compiles"]:
         from suite.tools.compile_matrix import compile_summary_rows as compile_rows
 
         headers, rows = compile_rows(data["compiles"])
         tr.write_line("")
-        tr.write_line(tabulate(rows, headers=headers, tablefmt="github"))
+        headers, rows = glance.spills_with_registers(headers, rows)
+        tr.write_line(tabulate(rows, headers, width))
+        if any("(spills)" in str(r[headers.index("max regs")]) for r in rows):
+            tr.write_line("(spills): a config needs more registers than the target has, and keeps some in local memory "
+                          "there: slower, not wrong (the run file's compiles say which config)")
     if data.get("coverage"):
         tr.write_line("")
-        tr.write_line(tabulate(reach_rows(data["coverage"]), headers=["kernel", "dtypes", "configs run", "paths taken",
-                                                                       "found by search", "not taken",
-                                                                       "configs not fitting"], tablefmt="github"))
+        tr.write_line(tabulate(reach_rows(data["coverage"]), ["kernel", "dtypes", "configs run", "paths taken",
+                                                              "found by search", "not taken", "configs not fitting"],
+                               width))
     auto = data.get("autotune")
     if auto:
         tr.write_line("")
@@ -97,10 +104,6 @@ def write_summary(tr, data: dict, path: Path, unwritten: str | None = None) -> N
         tr.write_line(f"... and {len(failing) - 20} more failing cases in the result file")
     if line := timing_lines(data):
         tr.write_line(line)
-    if unwritten:
-        tr.write_line(unwritten, red=True)
-    else:
-        tr.write_line(f"result file ({data['status']}): {path}")
 
 
 def rate_note(record: dict) -> str:
@@ -144,23 +147,36 @@ def case_summary_rows(cases: list[dict], tests: list[dict]) -> list[list]:
         if r is not None and (row["worst"] is None or r > row["worst"]):
             row["worst"] = r
     rows = []
+    known = glance.known_issues_of(tests)
     for (kernel, dtype), row in sorted(table.items()):
         worst = "-" if row["worst"] is None else f"{row['worst']:.3g}"
+        if row["xfailed"] and ("test_matches_reference", kernel, dtype) in known:
+            worst += " (known issue)"  # named in the verdict
         rows.append([kernel, dtype, row["passed"], row["failed"], row["xfailed"], worst])
     for t in tests:
         if t["outcome"] == "skipped" and "::test_matches_reference[" in t["nodeid"]:
             kernel, _, dtype = parts.base_id(t["nodeid"]).rsplit("[", 1)[1].rstrip("]").rpartition("-")
             if (kernel, dtype) not in table and not any(r[:2] == [kernel, dtype] for r in rows):  # parts: one row
-                rows.append([kernel, dtype, "-", "-", "-", f"skipped: {t['message'] or ''}"[:60]])
+                rows.append([kernel, dtype, "-", "-", "-", "not run"])  # why: the lines below the table
     return sorted(rows, key=lambda r: (r[0], r[1]))
 
 
-def findings_rows(findings: list[dict]) -> list[list]:
+def findings_rows(findings: list[dict], tests: list[dict] = ()) -> list[list]:
     """Kernel x dtype: each property as 'name' (holds), 'name: NO' (broken claim), 'name: no' (finding),
     'name: stopped' (a case broke while checking it: an out-of-bounds access, a construct the interpreter cannot
-    run) or 'name: unchecked' (the test ended before any case was checked)."""
+    run) or 'name: unchecked' (the test ended before any case was checked); a property whose test is a known issue's
+    expected failure names it. A lint (the compile matrix's, per target) appears once, with the targets it warns
+    for."""
     table: dict[tuple[str, str], list[str]] = defaultdict(list)
+    known = glance.known_issues_of(tests)
+    lints: dict[tuple[str, str, str], list[str]] = defaultdict(list)
     for f in findings:
+        if f.get("kind") == "lint":
+            targets = lints[(f["kernel"], f["dtype"], f["property"])]
+            if not targets:
+                table[(f["kernel"], f["dtype"])].append(f["property"])  # its place; the targets are added below
+            targets.append(f.get("target") or f.get("arch") or "?")
+            continue
         if f.get("stopped"):
             text = f"{f['property']}: stopped"
         elif not f.get("cases_checked"):
@@ -169,7 +185,12 @@ def findings_rows(findings: list[dict]) -> list[list]:
             text = f["property"]
         else:
             text = f"{f['property']}: {'NO' if f['claimed'] else 'no'}"
+            if issue := known.get(("test_properties", f["kernel"], f["dtype"])):
+                text += f" (known issue {issue})"
         table[(f["kernel"], f["dtype"])].append(text)
+    for (kernel, dtype, prop), targets in lints.items():
+        texts = table[(kernel, dtype)]
+        texts[texts.index(prop)] = f"{prop} on {' '.join(sorted(set(targets)))}"
     return [[k, d, ", ".join(v)] for (k, d), v in sorted(table.items())]
 
 

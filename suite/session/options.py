@@ -419,16 +419,21 @@ def _absolute(path: str) -> Path:
 
 def check_against_registry(options: Options, specs: list[Any]) -> None:
     """Kernel names and patterns, --retune names and --config keys, once the registry is loaded."""
+    from suite.session.kernel_names import BUILTIN_DIR, did_you_mean
+
     names = sorted(s.name for s in specs)
     registered = ", ".join(names)
+    searched = " and ".join([str(BUILTIN_DIR), *(f"--kernel-module={m}" for m in options.kernel_modules)])
     for pattern in options.kernels or ():
         if not fnmatch.filter(names, pattern):
-            raise usage("--kernels", ",".join(options.kernels), f"{pattern!r} matches no registered kernel; "
-                                                                f"registered: {registered}")
+            raise usage("--kernels", ",".join(options.kernels), f"{pattern!r} matches no registered kernel (searched "
+                                                                f"{searched}){did_you_mean(pattern, names) or '.'} "
+                                                                f"Registered: {registered}")
     for option, given in (("--retune", options.retune), ("--retune-check", options.retune_check)):
         for name in given or ():
             if name != "*" and name not in names:
-                raise usage(option, ",".join(given), f"no kernel named {name!r}; registered: {registered}")
+                raise usage(option, ",".join(given), f"no kernel named {name!r}{did_you_mean(name, names) or '.'} "
+                                                     f"Registered: {registered}")
 
 
 def config_problem(spec: Any, config: dict[str, Any]) -> str | None:

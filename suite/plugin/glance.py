@@ -1,0 +1,388 @@
+"""The run's verdict at a glance: the last lines a run prints, after pytest's own short summary, and the fitting of
+every summary line and table to the terminal's width.
+
+The verdict reads from the run file's tests alone (each test's outcome, its skip reason, its known issue), so it
+says the same whatever printed the details above it:
+
+    VERDICT: FAILED: 2 of 13 tests failed; 1 known issue; 8 not run
+      failed   test_matches_reference: leaky_relu[bf16,fp32]
+               each failure is above with its message and 'reproduce with:' line
+      passed   11 tests: every test of leaky_relu[fp16]
+      known    interpreter-bf16-truncating-cast: dropout[bf16] (test_properties)
+      not run  8 tests, the dtype is not supported on interpreter (interpreter profile): fp8_codes[fp8e4b8,...]
+    result file (complete): runs/run-....json
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from suite.workers import parts
+
+MIN_WIDTH = 80
+# Tests parametrized with one kernel and one dtype (``kernel_dtype``, suite/plugin/hooks.py).
+KERNEL_DTYPE_TESTS = ("test_matches_reference", "test_properties", "test_benchmark")
+LABEL = 9  # "not run  "
+# The verdict's lines at most: with its title and pytest's last line, the last 15 lines of a run.
+MAX_TOTAL = 13
+
+
+def width_of(config: Any) -> int:
+    """The terminal's width, at least MIN_WIDTH."""
+    try:
+        return max(MIN_WIDTH, int(config.get_terminal_writer().fullwidth))
+    except (AttributeError, TypeError, ValueError):
+        return MIN_WIDTH
+
+
+def fit_table(rows: list[list], headers: list[str], width: int) -> str:
+    """A GitHub-style table no wider than ``width`` where it can be: headers wrap to their longest word, then the
+    widest cells wrap at spaces, column by column, never inside a word (a kernel's name stays whole). A table whose
+    words alone are wider than ``width`` is given at that."""
+    import tabulate as tabulate_mod
+    from tabulate import tabulate
+
+    def render(rows: list[list], headers: list[str]) -> str:
+        padding = tabulate_mod.MIN_PADDING
+        tabulate_mod.MIN_PADDING = 0  # no blanks past a header's own width: the terminal's width is scarce
+        try:
+            return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+        finally:
+            tabulate_mod.MIN_PADDING = padding
+
+    def over(text: str) -> int:
+        return max(len(line) for line in text.splitlines()) - width
+
+    text = render(rows, headers)
+    if over(text) <= 0:
+        return text
+    cells = [[str(c) for c in row] for row in rows]
+    columns = len(headers)
+
+    def widest(i: int, wrapped: list[list[str]], heads: list[str]) -> int:
+        return max(len(line) for text in [heads[i], *(r[i] for r in wrapped)] for line in text.splitlines() or [""])
+
+    def least(i: int) -> int:  # the longest word in the column: it is never broken
+        return max(len(w) for text in [headers[i], *(r[i] for r in cells)] for w in text.split() or [""])
+
+    # Headers first: no wider than their column's widest cell, or their longest word.
+    heads = [_wrap(h, max(least(i) if h.split() else 0, max((len(r[i]) for r in cells), default=0)))
+             for i, h in enumerate(headers)]
+    wrapped = [row[:] for row in cells]
+    limits = [widest(i, wrapped, heads) for i in range(columns)]
+
+    def table() -> str:  # a cell left whole keeps its value (a number stays right-aligned)
+        return render([[w if "\n" in w else c for c, w in zip(row, wrow, strict=True)]
+                       for row, wrow in zip(rows, wrapped, strict=True)], heads)
+
+    text = table()
+    while (excess := over(text)) > 0:
+        narrowable = [i for i in range(columns) if limits[i] > least(i)]
+        if not narrowable:
+            break
+        i = max(narrowable, key=lambda j: limits[j])
+        limits[i] = max(least(i), limits[i] - excess)
+        heads[i] = _wrap(headers[i], limits[i])
+        for r, row in zip(wrapped, cells, strict=True):
+            r[i] = _wrap(row[i], limits[i])
+        limits[i] = widest(i, wrapped, heads)
+        text = table()
+    broken: set[int] = set()
+    while (excess := over(text)) > 0 and len(broken) < columns:  # words alone too wide (a long name, an issue id):
+        # the widest breaks after '_', '-' or ',', the first column (the kernel's name) last
+        i = min((j for j in range(columns) if j not in broken), key=lambda j: (j == 0, -limits[j]))
+        broken.add(i)
+        for r in wrapped:
+            r[i] = "\n".join(piece for line in r[i].splitlines()
+                              for piece in _wrap_at_underscores(line, max(8, limits[i] - excess)))
+        limits[i] = widest(i, wrapped, heads)
+        text = table()
+    return text
+
+
+def _wrap_at_underscores(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width``, broken after a space, an underscore, a hyphen or a comma (a longer
+    piece stays whole)."""
+    lines, line = [], ""
+    for piece in re.split(r"(?<=[_ ,-])", text):
+        if line and len((line + piece).rstrip()) > width:
+            lines.append(line.rstrip())
+            line = piece
+        else:
+            line += piece
+    return [*lines, line.rstrip()] if line else lines
+
+
+def spills_with_registers(headers: list[str], rows: list[list]) -> tuple[list[str], list[list]]:
+    """The compile table's 'spills' column merged into 'max regs' ('255 (spills)'): one column less to fit."""
+    if "spills" not in headers or "max regs" not in headers:
+        return headers, rows
+    s, r = headers.index("spills"), headers.index("max regs")
+    merged = []
+    for row in rows:
+        row = list(row)
+        if row[s] == "yes":
+            row[r] = f"{row[r]} (spills)"
+        merged.append([c for i, c in enumerate(row) if i != s])
+    return [h for i, h in enumerate(headers) if i != s], merged
+
+
+def _wrap(text: str, width: int) -> str:
+    """``text`` in lines of at most ``width``: a list ('a, b: NO, c') breaks between its items, so that an item
+    ('batch_invariant: stopped') stays on one line where it fits; an item too long breaks between words."""
+    width = max(1, width)
+    items = text.split(", ")
+    lines, line = [], ""
+    for i, item in enumerate(items):
+        piece = item + ("," if i < len(items) - 1 else "")
+        if len(piece) > width:
+            words = textwrap.wrap(f"{line} {piece}" if line else piece, width, break_long_words=False,
+                                  break_on_hyphens=False)
+            lines += words[:-1]
+            line = words[-1] if words else ""
+        elif not line or len(line) + 1 + len(piece) <= width:
+            line = f"{line} {piece}" if line else piece
+        else:
+            lines.append(line)
+            line = piece
+    return "\n".join([*lines, line] if line else lines) or text
+
+
+class FittedWriter:
+    """The terminal reporter's ``write_line`` and ``section``, each line wrapped to ``width`` (a table is fitted
+    before, by fit_table). A command to copy (after 'reproduce with: ') is kept whole on a line of its own, and a line
+    that names a test by its id is kept whole."""
+
+    def __init__(self, tr: Any, width: int) -> None:
+        self.tr = tr
+        self.width = width
+
+    def section(self, title: str, *args: Any, **kwargs: Any) -> None:
+        self.tr.section(title, *args, **kwargs)
+
+    def write_line(self, text: str, **markup: Any) -> None:
+        for line in fit_lines(str(text), self.width):
+            self.tr.write_line(line, **markup)
+
+
+def fit_lines(text: str, width: int) -> list[str]:
+    out: list[str] = []
+    for line in text.splitlines() or [""]:
+        # A table is fitted as a whole (fit_table); a line naming a test by its id (slow tests, tests an interrupted
+        # run stopped, incidents) stays whole, to copy and to find, as a command does.
+        if len(line) <= width or line.startswith("|") or ("::" in line and "reproduce with: " not in line):
+            out.append(line)
+            continue
+        command = ""
+        if "reproduce with: " in line:
+            line, _, command = line.partition("reproduce with: ")
+            line += "reproduce with:"
+        indent = re.match(r"\s*", line).group(0)
+        out += textwrap.wrap(line, width, subsequent_indent=indent + "  ", break_long_words=False,
+                             break_on_hyphens=False) or [line]
+        if command:
+            out.append("  " + command)  # whole, to copy: the terminal folds it
+    return out
+
+
+def _split(nodeid: str) -> tuple[str, str | None, str | None]:
+    """(test function, kernel, the rest of its id: dtype or target) for a suite test id; parts merged."""
+    nodeid = parts.base_id(nodeid)
+    name = nodeid.split("::")[-1]
+    if not name.endswith("]") or "[" not in name:
+        return name, None, None
+    func, param = name[:-1].split("[", 1)
+    kernel, dash, rest = param.rpartition("-")
+    return (func, kernel, rest) if dash else (func, param, None)
+
+
+def subjects(tests: list[dict], kernels: set[str] | None = None, under: str | None = None) -> str:
+    """'k1[a,b], k2, test_x' for these tests: per kernel, the dtypes or targets they ran with. With ``kernels`` (the
+    run's kernel names), a test whose parameter is none of them is named by its function (``test_x[normal]``)."""
+    by_kernel: dict[str, list[str]] = {}
+    for t in tests:
+        func, kernel, rest = _split(t["nodeid"])
+        key = kernel or func
+        if kernels is not None and kernel and kernel not in kernels:
+            key, rest = func, kernel if rest is None else f"{kernel}-{rest}"
+        seen = by_kernel.setdefault(key, [])
+        if rest and rest not in seen:
+            seen.append(rest)
+    return ", ".join((f"[{','.join(sorted(v))}]" if k == under else f"{k}[{','.join(sorted(v))}]") if v else k
+                     for k, v in sorted(by_kernel.items()) if v or k != under)
+
+
+def _per_function(tests: list[dict], kernels: set[str] | None) -> list[str]:
+    """'test_function: its subjects' per test function (the function alone where it has no parameter)."""
+    by_func: dict[str, list[dict]] = defaultdict(list)
+    for t in tests:
+        by_func[_split(t["nodeid"])[0]].append(t)
+    return [f"{func}: {named}" if (named := subjects(ts, kernels, func)) else func for func, ts in sorted(by_func.items())]
+
+
+def known_issues_of(tests: list[dict]) -> dict[tuple[str, str | None, str | None], str]:
+    """(test function, kernel, dtype or target) -> the known issue its test failed as expected by."""
+    return {_split(t["nodeid"]): t["known_issue"] for t in tests if t.get("known_issue") and t["outcome"] == "xfailed"}
+
+
+def skip_message(test: dict) -> str:
+    """Why a test was skipped, as its skip said it (without pytest's 'Skipped: ')."""
+    return (test.get("message") or "no reason given").removeprefix("Skipped: ").strip()
+
+
+def skip_reason(test: dict) -> str:
+    """A skip's reason with the test's own kernel, dtype or target taken out, so that alike reasons group."""
+    reason = skip_message(test)
+    _, kernel, rest = _split(test["nodeid"])
+    if kernel:
+        reason = re.sub(rf"^{re.escape(kernel)}: ", "", reason)
+    if rest:
+        reason = re.sub(rf"(?<![\w.]){re.escape(rest)}(?![\w.])", "the dtype" if _is_dtype(rest) else "the target",
+                        reason)
+    reason = re.sub(r" \([^()]*,[^()]*\)", "", reason)  # a list that differs per kernel: (fp8e4nv, fp8e5)
+    return reason[0].lower() + reason[1:] if reason else reason
+
+
+def not_run_lines(tests: list[dict], function: str) -> list[str]:
+    """'not run: <subjects>: <why>' per reason, for the skipped tests of ``function``."""
+    by_reason: dict[str, list[dict]] = defaultdict(list)
+    for t in tests:
+        if t["outcome"] == "skipped" and _split(t["nodeid"])[0] == function:
+            by_reason[skip_reason(t)].append(t)
+    return [f"not run: {subjects(ts)}: {reason}" for reason, ts in sorted(by_reason.items())]
+
+
+def _is_dtype(name: str) -> bool:
+    from kernels._types import DTYPE_NAMES
+
+    return name in DTYPE_NAMES
+
+
+def _natural(entries: list[str], width: int) -> int:
+    """How many lines ``entries`` take whole under a label."""
+    return sum(len(textwrap.wrap(e, width - 2 - LABEL, break_long_words=False, break_on_hyphens=False) or [""])
+               for e in entries)
+
+
+def _entries(label: str, entries: list[str], width: int, most: int) -> list[str]:
+    """``entries`` under ``label``, each starting a line and wrapped, in at most ``most`` lines. Where they do not all
+    fit whole, each takes at most two lines (cut at a word: ' ...'), and a last line counts those left out."""
+    room = width - 2 - LABEL
+    wrapped = [textwrap.wrap(e, room, break_long_words=False, break_on_hyphens=False) or [""] for e in entries]
+    if sum(len(w) for w in wrapped) <= most:
+        lines = [line for w in wrapped for line in w]
+    else:
+        lines = []
+        reserve = 1 if most > 1 else 0  # the line that counts the entries left out
+        for i, w in enumerate(wrapped):
+            take = min(len(w), 2 if len(wrapped) > 1 else most, most - reserve - len(lines))
+            if i == len(wrapped) - 1:
+                take = min(len(w), most - len(lines))  # the last entry may use the counting line
+            if take < 1:
+                lines.append(f"... and {len(wrapped) - i} more: the result file has them")
+                break
+            lines += w[:take - 1] + [_cut(w[take - 1], room) if take < len(w) else w[take - 1]]
+    return [f"  {(label if i == 0 else ''):<{LABEL}}{line}" for i, line in enumerate(lines)]
+
+
+def _cut(line: str, room: int) -> str:
+    """``line`` with ' ...' at its end, words dropped to make room."""
+    words = line.split(" ")
+    while len(words) > 1 and len(" ".join(words)) + 4 > room:
+        words.pop()
+    return " ".join(words) + " ..."
+
+
+def _tests(n: int) -> str:
+    return f"{n} test" + ("" if n == 1 else "s")
+
+
+def _module(nodeid: str) -> str:
+    return Path(nodeid.split("::")[0]).stem.removeprefix("test_").replace("_", " ")
+
+
+def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH, unwritten: str | None = None) -> list[str]:
+    """The verdict: one line that says it, then what failed and where to look, what passed, the known issues by
+    name, what was not run and why, and the result file (or ``unwritten``, the line that says it could not be
+    written). At most MAX_TOTAL lines, none wider than ``width`` but the last (the result file's path, whole)."""
+    tests = data.get("tests") or []
+    # The run's kernels: where a test's parameter is none of them (a hazard's), the test is named by its function.
+    kernels = {r["kernel"] for key in ("cases", "findings", "compiles", "coverage", "known_issues")
+               for r in data.get(key) or [] if isinstance(r, dict) and r.get("kernel")}
+    kernels |= {k for t in tests for f, k, r in [_split(t["nodeid"])] if k and (r or f in KERNEL_DTYPE_TESTS)}
+    kernels = kernels or None
+    by_outcome: dict[str, list[dict]] = defaultdict(list)
+    for t in tests:
+        by_outcome[t["outcome"]].append(t)
+    failed = by_outcome["failed"] + by_outcome["error"] + by_outcome["xpassed"]
+    passed, skipped = by_outcome["passed"], by_outcome["skipped"]
+    known = [t for t in by_outcome["xfailed"] if t.get("known_issue")]
+    others = [t for t in by_outcome["xfailed"] if not t.get("known_issue")]
+
+    counts = [f"{len(failed)} of {_tests(len(tests))} failed" if failed else f"{len(passed)} of {_tests(len(tests))} passed"]
+    if known:
+        ids = {t["known_issue"] for t in known}
+        counts.append(f"{len(ids)} known issue{'s' if len(ids) > 1 else ''}")
+    if skipped:
+        counts.append(f"{len(skipped)} not run")
+    if data.get("status") not in (None, "complete"):
+        counts.append(f"the run did not finish ({data.get('status')})")
+    state = "FAILED" if failed else "PASSED" if passed or known else "NOTHING RAN"
+    head = textwrap.wrap(f"VERDICT: {state}: " + "; ".join(counts), width, subsequent_indent="  ")
+    # One line, never wrapped: a path to copy (the terminal folds it where it is longer).
+    tail = [unwritten or f"result file ({data.get('status', '?')}): {path}"]
+
+    parts_: list[tuple[str, list[str]]] = []  # (label, entries), in the order printed
+    if failed:
+        parts_.append(("failed", _per_function(failed, kernels)))
+        parts_.append(("", ["each failure is above with its message and 'reproduce with:' line"]))
+    if passed:
+        bad = {(k, r) for t in tests if t["outcome"] != "passed"
+               for f, k, r in [_split(t["nodeid"])] if f in KERNEL_DTYPE_TESTS}
+        clean = [t for t in passed if _split(t["nodeid"])[0] in KERNEL_DTYPE_TESTS
+                 and _split(t["nodeid"])[1:] not in bad]
+        text = _tests(len(passed)) + (f": every test of {subjects(clean, kernels)}" if clean else "")
+        if rest := [t for t in passed if t not in clean]:
+            named = "; ".join(_per_function(rest, kernels))
+            if len(named) > 2 * (width - 2 - LABEL):  # too many to name: how many per test file
+                modules: dict[str, int] = defaultdict(int)
+                for t in rest:
+                    modules[_module(t["nodeid"])] += 1
+                named = ", ".join(f"{m} {n}" for m, n in sorted(modules.items(), key=lambda kv: (-kv[1], kv[0])))
+            text += (f"; {len(rest)} more: " if clean else ": ") + named
+        pairs = {_split(t["nodeid"])[1:] for t in clean}
+        compact = _tests(len(passed)) + (f", every test of {len(pairs)} kernel x dtype pairs of "
+                                          f"{len({k for k, _ in pairs})} kernels" if clean else "")
+        parts_.append(("passed", [text]))
+    if known:
+        by_issue: dict[str, list[dict]] = defaultdict(list)
+        for t in known:
+            by_issue[t["known_issue"]].append(t)
+        parts_.append(("known", [f"{issue}: {subjects(ts, kernels)} ({', '.join(sorted({_split(t['nodeid'])[0] for t in ts}))})"
+                                 for issue, ts in sorted(by_issue.items())]))
+    if others:
+        parts_.append(("xfailed", [f"{_tests(len(others))}: {subjects(others, kernels)}"]))
+    if skipped:
+        by_reason: dict[str, list[dict]] = defaultdict(list)
+        for t in skipped:
+            by_reason[skip_reason(t)].append(t)
+        parts_.append(("not run", [f"{_tests(len(ts))}, {reason}: {subjects(ts, kernels)}"
+                                   for reason, ts in sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0]))]))
+    # Each part as long as it needs until the whole fits MAX_TOTAL lines: what passed gives way first (to a count),
+    # then the longest part.
+    budget = [_natural(entries, width) for _, entries in parts_]
+    room = MAX_TOTAL - len(head) - len(tail)
+    labels = [label for label, _ in parts_]
+    if sum(budget) > room and "passed" in labels:
+        i = labels.index("passed")
+        parts_[i] = ("passed", [compact])
+        budget[i] = _natural([compact], width)
+    while sum(budget) > room and max(budget) > 1:
+        budget[budget.index(max(budget))] -= 1
+    body = [line for (label, entries), most in zip(parts_, budget, strict=True)
+            for line in _entries(label, entries, width, most)]
+    return head + body + tail

@@ -258,3 +258,14 @@ def test_a_dangling_link_as_results_dir_is_named(run_suite, tmp_path):
             "exist): create the directory it names, or give another") in res.output, res.output[-3000:]
     res = run_suite("suite/test_kernels.py", "--kernels=vector_add", "-k", "fp32", results_dir=link / "sub")
     assert res.returncode == 4 and f"--results-dir={link / 'sub'}: {link} is a dangling symbolic link" in res.output
+
+
+def test_a_module_made_at_run_time_is_not_listed_as_a_library(monkeypatch):
+    """Cython's cython_runtime has no file and no distribution: the header said 'imported cython_runtime (no
+    distribution) from None'."""
+    import types
+
+    from suite.session import provenance
+
+    monkeypatch.setitem(sys.modules, "zz_made_at_run_time", types.ModuleType("zz_made_at_run_time"))
+    assert provenance.libraries({"zz_made_at_run_time"}) == []

@@ -71,7 +71,10 @@ def libraries(new_modules: set[str]) -> list[dict[str, Any]]:
             version = importlib.metadata.version(name) if name else None
         except importlib.metadata.PackageNotFoundError:
             version = None
-        out.append({"module": top, "distribution": name, "version": version, "path": _module_path(top)})
+        path = _module_path(top)
+        if name is None and path is None:  # a module made at run time (Cython's cython_runtime): no code to name
+            continue
+        out.append({"module": top, "distribution": name, "version": version, "path": path})
     return out
 
 

@@ -116,9 +116,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from reports.build import build
+    from reports.build import build, plots_available
 
     files, bad = build(args.runs, args.out, history=args.history, window=args.window)
+    if missing := plots_available():
+        print(f"note: {missing}", file=sys.stderr)
     for exc in bad:
         print(f"error: {exc} (left out of the report)", file=sys.stderr)
     print("wrote " + ", ".join(str(f) for f in files))

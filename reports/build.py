@@ -29,6 +29,20 @@ def _warnings(runs: list[Run]) -> list[str]:
     return warnings
 
 
+MATPLOTLIB_MISSING = ("plots left out: matplotlib is not installed (the report's tables are whole): pip install "
+                      "matplotlib, or install the suite with its reports extra (README, From your own repository)")
+
+
+def plots_available() -> str | None:
+    """None where matplotlib imports; else why the report has no plots (an optional library: a report without
+    plots is still the whole report)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return MATPLOTLIB_MISSING
+    return None
+
+
 def assemble(runs: list[Run], with_plots: bool = True,
              bad: list[RunFileError] | None = None) -> tuple[str, list[str], list[Section], dict[str, Any]]:
     bad = bad or []
@@ -76,7 +90,10 @@ def build(paths: list[str], out_dir: str | Path, history: list[str] | None = Non
     if not runs:
         raise bad[0] if len(bad) == 1 else RunFileError(f"none of the {len(bad)} run files is usable: " +
                                                         "; ".join(str(e) for e in bad))
-    title, warnings, sections, summary = assemble(runs, bad=bad)
+    plots = plots_available()
+    title, warnings, sections, summary = assemble(runs, with_plots=plots is None, bad=bad)
+    if plots is not None:
+        warnings.append(plots)
     if history:
         past = history_mod.history(history, window)
         sections.append(history_mod.section(past))

@@ -86,6 +86,12 @@ def test_installed_from_the_readme_and_run_from_another_directory(tmp_path):
     run_files = list((project / "runs").glob("run-*.json"))
     assert len(run_files) == 1, out
     assert not list(Path(where.split()[0]).parent.parent.glob(".pytest_cache")), "pytest's cache went into the package"
+    # README: a report from the installed copy (its plots need the reports extra, matplotlib: here the outer
+    # environment's).
+    report = subprocess.run([str(python), "-m", "reports", "build", str(run_files[0]), "--out", "report"], cwd=project,
+                            capture_output=True, text=True)
+    assert report.returncode == 0, report.stdout + report.stderr
+    assert (project / "report" / "report.html").exists() and "<img" in (project / "report" / "report.html").read_text()
 
     # Inert for the project's own tests: its plain `pytest` neither loads the suite nor collects its tests.
     (project / "test_theirs.py").write_text("def test_theirs():\n    assert True\n")

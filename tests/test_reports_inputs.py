@@ -140,3 +140,22 @@ def test_paragraph_escaping(text, shown):
 
 def test_inline_text_keeps_line_starts():
     assert md_text("- 0.5") == "- 0.5" and md_text("# 3") == "# 3"
+
+
+def test_a_report_without_matplotlib_is_written_without_plots_and_says_so(tmp_path):
+    """An installed copy without matplotlib (it is the reports extra, not a dependency) ended `reports build` with
+    'internal error ... No module named matplotlib'. Now the report is whole but for its plots, and says so."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    run = sorted((ROOT / "evidence" / "reference").glob("run-*.json*"))[-1]
+    blocked = ("import sys; sys.modules['matplotlib'] = None; from reports.__main__ import main; "
+               f"sys.exit(main(['build', {str(run)!r}, '--out', {str(tmp_path / 'out')!r}]))")
+    proc = subprocess.run([sys.executable, "-c", blocked], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "note: plots left out: matplotlib is not installed" in proc.stderr
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "plots left out: matplotlib is not installed" in html and "<img" not in html
+    assert "install the suite with its reports extra" in (tmp_path / "out" / "report.md").read_text()

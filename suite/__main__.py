@@ -32,9 +32,27 @@ def pytest_args(argv: list[str], cwd: str | None = None) -> list[str]:
     args = [arg for plugin in PLUGINS for arg in ("-p", plugin)]
     args += ["-c", str(SETTINGS), "--rootdir", str(SUITE_DIR.parent),
              "-o", f"cache_dir={Path(cwd or os.getcwd()) / '.pytest_cache'}"]
+    argv = [_suite_test_id(a, cwd) for a in argv]
     names_tests = any(not a.startswith("-") and Path(a.split("::")[0]).resolve().is_relative_to(SUITE_DIR)
                       for a in argv if "::" in a or a.endswith(".py"))
     return args + list(argv) + ([] if names_tests else [str(SUITE_DIR)])
+
+
+def _suite_test_id(arg: str, cwd: str | None) -> str:
+    """A test id as the suite prints it (``suite/test_kernels.py::...``, relative to a checkout's root), made to name
+    the suite's own file wherever it is installed: a reproduction line pasted as printed runs from any directory.
+    An id of a file that exists where it is given is left as it is."""
+    if arg.startswith("-") or not arg.startswith(f"{SUITE_DIR.name}/"):
+        return arg
+    path, sep, rest = arg.partition("::")
+    if (Path(cwd or os.getcwd()) / path).exists() or not (SUITE_DIR.parent / path).exists():
+        return arg
+    return str(SUITE_DIR.parent / path) + sep + rest
+
+
+# How this run was started, so that a reproduction line starts the same way (suite/session/options.py,
+# repro_prefix): a plain pytest in another project does not load the suite's plugin (it is inert there).
+LAUNCHER_ENV = "SUITE_LAUNCHER"
 
 
 HELP_PYTEST = "--help-pytest"
@@ -96,9 +114,17 @@ def main(argv: list[str] | None = None) -> int:
               "cd to a directory that exists and run again", file=sys.stderr)
         return USAGE_ERROR
     on_import_path(cwd)
+    before = os.environ.get(LAUNCHER_ENV)
+    os.environ[LAUNCHER_ENV] = "python -m suite" if Path(sys.argv[0]).name == "__main__.py" else "triton-portability"
     import pytest
 
-    return int(pytest.main(pytest_args(argv, cwd)))
+    try:
+        return int(pytest.main(pytest_args(argv, cwd)))
+    finally:  # called in-process (a test of the runner): what follows sees the environment as it was
+        if before is None:
+            os.environ.pop(LAUNCHER_ENV, None)
+        else:
+            os.environ[LAUNCHER_ENV] = before
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ a kernel module there, and inert for that project's own pytest runs."""
 from __future__ import annotations
 
 import configparser
+import os
 import shutil
 import site
 import subprocess
@@ -41,6 +42,35 @@ def test_the_runner_runs_the_suites_tests_unless_told_which(tmp_path):
     assert f"cache_dir={tmp_path / '.pytest_cache'}" in args
     own = str(runner.SUITE_DIR / "test_kernels.py") + "::test_matches_reference"
     assert runner.pytest_args([own])[-1] == own
+
+
+def _no_interpret_env(**extra: str) -> dict[str, str]:
+    return {**{k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}, **extra}
+
+
+def _reproduces_as_printed(run: subprocess.CompletedProcess, cwd: Path, env: dict[str, str], head: str) -> None:
+    """The run failed with a reproduction line that starts as the run was started; pasted as printed (through a
+    shell, in the same directory) it fails again with the same failure."""
+    out = run.stdout + run.stderr
+    assert run.returncode == 1, out[-3000:]
+    line = next(ln.split("reproduce with: ", 1)[1] for ln in out.splitlines() if "reproduce with: " in ln)
+    assert line.startswith(head), line
+    message = next(ln for ln in out.splitlines() if "of the bound" in ln or "elements over" in ln)
+    again = subprocess.run(line + " --no-results", shell=True, cwd=cwd, capture_output=True, text=True,
+                           env=_no_interpret_env(**env))
+    assert again.returncode == 1, (line, again.stdout[-3000:] + again.stderr[-3000:])
+    assert message.strip() in again.stdout + again.stderr, (message, again.stdout[-3000:])
+
+
+def test_a_reproduction_line_from_a_checkout_runs_as_printed(tmp_path):
+    """From a checkout the line starts with pytest, as the run did, and reruns the failing case."""
+    (tmp_path / "leaky_bug.py").write_text((ROOT / "examples" / "leaky_relu.py").read_text().replace(
+        "y = tl.where(x >= 0, x, x * slope)", "y = tl.where(x > 0.5, x, x * slope)"))
+    bug = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "suite/test_kernels.py",
+                          f"--kernel-module={tmp_path / 'leaky_bug.py'}", "--kernels=leaky_relu", "-k", "fp32",
+                          "--no-results"], cwd=ROOT, capture_output=True, text=True, env=_no_interpret_env())
+    bin_dir = Path(sys.executable).parent
+    _reproduces_as_printed(bug, ROOT, {"PATH": f"{bin_dir}:{os.environ['PATH']}"}, "pytest ")
 
 
 def _venv_with_this_environments_packages(path: Path) -> Path:
@@ -92,6 +122,15 @@ def test_installed_from_the_readme_and_run_from_another_directory(tmp_path):
                             capture_output=True, text=True)
     assert report.returncode == 0, report.stdout + report.stderr
     assert (project / "report" / "report.html").exists() and "<img" in (project / "report" / "report.html").read_text()
+
+    # A planted bug's reproduction line, pasted as printed, runs from the installed copy and fails the same way.
+    (project / "leaky_bug.py").write_text((ROOT / "examples" / "leaky_relu.py").read_text().replace(
+        "y = tl.where(x >= 0, x, x * slope)", "y = tl.where(x > 0.5, x, x * slope)"))
+    bug = subprocess.run([str(tmp_path / "venv" / "bin" / "triton-portability"), "--kernel-module=leaky_bug.py",
+                          "--kernels=leaky_relu", "-k", "test_matches_reference and fp32", "--no-results"],
+                         cwd=project, capture_output=True, text=True, env=_no_interpret_env())
+    _reproduces_as_printed(bug, project, {"PATH": f"{tmp_path / 'venv' / 'bin'}:{os.environ['PATH']}"},
+                           "triton-portability ")
 
     # Inert for the project's own tests: its plain `pytest` neither loads the suite nor collects its tests.
     (project / "test_theirs.py").write_text("def test_theirs():\n    assert True\n")

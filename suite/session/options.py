@@ -453,7 +453,10 @@ def repro_prefix(ctx: Any, nodeid: str) -> list[str]:
     """The command that reruns one test alone, with every option that changes what a case does; ``--repro=CASE``
     (and ``--config`` where the case ran a config other than the default) completes it."""
     opts = ctx.options
-    parts = ["pytest", nodeid, f"--backend={ctx.backend.name}"]
+    # As the run was started: pytest in a checkout; triton-portability (or python -m suite) from an installed copy,
+    # which finds the suite's own test file from a test id as printed (suite/__main__.py).
+    launcher = os.environ.get("SUITE_LAUNCHER", "").split() or ["pytest"]
+    parts = [*launcher, nodeid, f"--backend={ctx.backend.name}"]
     parts += [f"--kernel-module={m}" for m in opts.kernel_modules]
     if opts.autotune_dir is not None:
         parts.append(f"--autotune-dir={opts.autotune_dir}")

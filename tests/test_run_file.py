@@ -124,3 +124,23 @@ def test_rocm_smi_driver_line_is_the_version(monkeypatch):
               "==========================================================================================\n")
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, banner, ""))
     assert backend_mod._driver_version(hip=True) == "6.8.5"
+
+
+def test_a_run_of_no_suite_test_announces_no_file_as_written(tmp_path):
+    """The harness's own tests announced 'results -> runs/run-....json', a file they never write: the header says
+    the file is written once a suite test reports, and a run of none leaves no file."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    (tmp_path / "test_plain.py").write_text("def test_plain():\n    assert True\n")
+    runs = tmp_path / "runs"
+    env = {**__import__("os").environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "suite.workers.crash", "-p", "suite.plugin.hooks",
+                           "-p", "no:cacheprovider", f"--results-dir={runs}", "test_plain.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    announced = [ln for ln in proc.stdout.splitlines() if "results -> " in ln]
+    assert announced and all(ln.endswith("(written once a suite test reports)") for ln in announced), announced
+    assert not list(runs.glob("run-*.json"))

@@ -382,7 +382,8 @@ def header_lines(config: pytest.Config, ctx: context.SuiteContext) -> list[str]:
         lines.append(f"portability: shard {sh['index']}/{sh['count']} of run {sh['run_id']} (the others deselected)"
                      if sh["count"] > 1 else f"portability: run id {sh['run_id']}")
     if ctx.run_file:
-        lines.append(f"portability: results -> {ctx.run_file.path}")
+        # Written when the first of the suite's own tests reports: a run of none (the harness's tests) writes none.
+        lines.append(f"portability: results -> {ctx.run_file.path} (written once a suite test reports)")
     return lines
 
 

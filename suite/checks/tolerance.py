@@ -178,9 +178,10 @@ def _flat(t: torch.Tensor, s: int, e: int, device: torch.device) -> torch.Tensor
     """Elements [s, e) of ``t`` in row-major order, as float64 on ``device``; a strided tensor larger than a chunk is
     read in place (no contiguous copy of the whole)."""
     t = t.detach()
-    if t.numel() <= CHUNK_ELEMENTS or t.is_contiguous():
-        return t.reshape(-1)[s:e].to(device, torch.float64) if t.is_contiguous() else \
-            t.to(device, torch.float64).reshape(-1)[s:e]
+    if t.is_contiguous():
+        return t.reshape(-1)[s:e].to(device, torch.float64)
+    if t.numel() <= CHUNK_ELEMENTS:  # one chunk: the whole tensor at once
+        return t.to(device, torch.float64).reshape(-1)
     rest, coords = torch.arange(s, e, device=t.device), []
     for size in reversed(t.shape):
         coords.append(rest % size)

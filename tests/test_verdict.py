@@ -13,7 +13,9 @@ def test_the_last_lines_of_a_run_are_its_whole_verdict(run_suite):
     run = run_suite("suite/test_kernels.py", "suite/test_properties.py", "--kernel-module=tests/fixtures/planted_bugs.py",
                     "--kernels=planted_vector_add_dropped_mask,dropout,fp8_codes",
                     "-k", "planted_vector_add_dropped_mask or dropout-bf16 or fp8_codes-fp8e5",
-                    env={"SUITE_SHRINK_SECONDS": "3", "COLUMNS": "80"})
+                    env={"SUITE_SHRINK_SECONDS": "3", "COLUMNS": "80", "CI": "true"})
+    # CI set, as on a CI runner (GitHub Actions sets it): pytest then prints each failure's whole message in its
+    # short summary, not one line cut to the terminal's width
     assert run.returncode == 1, run.output[-3000:]
     lines = run.output.rstrip("\n").splitlines()
     tail = lines[-15:]
@@ -37,10 +39,16 @@ def test_the_last_lines_of_a_run_are_its_whole_verdict(run_suite):
     assert not any(line.startswith(("SKIPPED [", "XFAIL ")) for line in lines), text
     # the summary above: nothing wider than the terminal (a command to copy excepted), no cell cut or repeated
     start = next(i for i, line in enumerate(lines) if "portability summary" in line)
-    wide = [line for line in lines[start:verdict + len(lines) - 15]
-            if len(line) > 80 and not line.startswith(("  pytest ", "FAILED suite/")) and "::" not in line]
-    # (a command to copy, pytest's own short summary, and a line naming a test by its id stay whole)
+    pytest_summary = next(i for i, line in enumerate(lines) if "short test summary info" in line)
+    wide = [line for line in lines[start:pytest_summary]
+            if len(line) > 80 and not line.startswith("  pytest ") and "::" not in line]
+    # (a command to copy and a line naming a test by its id stay whole; pytest's own short summary is its own)
     assert not wide, "\n".join(wide)
+    # each failure once, with its case and reproduction line; Hypothesis's drawn case (not always the case that ran:
+    # the properties raise a batch dim) and its explanation (lines of the suite's own code) are left out
+    failures = "\n".join(lines[lines.index(next(line for line in lines if "= FAILURES =" in line)):])
+    assert failures.count("reproduce with: pytest 'suite/test_properties.py::") == 2, failures  # failure, summary
+    assert "Failing test case:" not in failures and "Explanation:" not in failures, failures
     assert "Skipped: " not in "\n".join(lines[start:])
 
 

@@ -16,15 +16,18 @@ VALIDATION_SEED = 20261120
 
 # print_blob off: a failure's own message carries its reproduction line (--repro=...), so Hypothesis's advice to add
 # @reproduce_failure to the suite's test function (which the suite owns, not the kernel's author) is never printed.
+# Phase.explain off: its "these lines were always and only run by failing test cases" names lines of the suite's own
+# checking code (nothing of the kernel's), and it re-runs failing cases under a tracer: time, on the failing path.
+_SEARCH = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink]
 _COMMON = dict(deadline=None, print_blob=False,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
 PROFILES = {
     # Fast local iteration: few random examples, failures remembered in the local database.
-    "dev": settings(max_examples=10, **_COMMON),
+    "dev": settings(max_examples=10, phases=_SEARCH, **_COMMON),
     # CI: derandomized (same examples every run), bounded time, no database to read or write.
-    "ci": settings(max_examples=20, derandomize=True, database=None, **_COMMON),
+    "ci": settings(max_examples=20, derandomize=True, database=None, phases=_SEARCH, **_COMMON),
     # Nightly: many examples and large shapes on GPU runners.
-    "nightly": settings(max_examples=200, **_COMMON),
+    "nightly": settings(max_examples=200, phases=_SEARCH, **_COMMON),
     # Driver validation: derandomized, no shrinking surprises, fixed seed (applied per test).
     "validation": settings(max_examples=40, derandomize=True, database=None,
                            phases=[Phase.explicit, Phase.generate, Phase.target], **_COMMON),

@@ -317,9 +317,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             item.user_properties.append((gpu_share.SHARE_PROPERTY, retried))
         if (ctx := item.config.stash.get(CONTEXT, None)) is not None:
             gpu_share.end_of_test(ctx.backend.device)  # what it cached goes back to the GPU's other workers
+    runs_kernels = {"kernel_dtype", "kernel_spec"} & set(getattr(item, "fixturenames", ()))  # kernel modules' code
+    if call.when == "call" and runs_kernels and call.excinfo is not None:
+        _drop_drawn_case(call.excinfo.value)
     report = yield
     snapshot = item.config.stash.get(context.CHECKS_SNAPSHOT, None)
-    runs_kernels = {"kernel_dtype", "kernel_spec"} & set(getattr(item, "fixturenames", ()))  # kernel modules' code
     if call.when == "call" and runs_kernels and snapshot is not None and (changed := snapshot.changes()):
         report.outcome = "failed"  # whatever the test saw, it was judged by code a kernel module changed
         if hasattr(report, "wasxfail"):  # not an expected failure either
@@ -328,6 +330,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
                            f"no verdict of this run can be trusted: find the kernel module that assigns it")
     _fail_unless_known(item, call, report)
     return report
+
+
+def _drop_drawn_case(exc: BaseException) -> None:
+    """A failure whose message names its case and its reproduction line loses Hypothesis's note of the case it
+    drew ("Failing test case: drawn(case=...)"): the same case a second time in every failure and in pytest's short
+    summary (whole, where CI is set), and not always the case that ran (a test may raise a dim, as the batch
+    properties do)."""
+    notes = getattr(exc, "__notes__", None)
+    if notes and "reproduce with:" in str(exc):
+        exc.__notes__ = [note for note in notes if not note.startswith("Failing test case:")]
+    for inner in getattr(exc, "exceptions", ()):  # Hypothesis's group of distinct failures
+        _drop_drawn_case(inner)
 
 
 def _fail_unless_known(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport) -> None:

@@ -4,8 +4,10 @@ that describe a measurement say when and where it was made. The rule, as this fi
 1. Counts. Every "N kernels", "N dtypes", "N targets" and "N tests" outside a code block is the code's own figure
    (the kernels registered by kernels/, the dtypes they declare, the compile matrix's targets, the tests of the main
    command on the interpreter), or its paragraph dates it (YYYY-MM-DD) or names its source (an evidence/ path or a
-   run file): a figure of a past run. One that claims the whole ("all 18 kernels", "its 18 kernels") and is not
-   today's says "then" right after. A shipped autotune cache's "N entries (M kernels" is its file's.
+   run file): a figure of a past run. One that claims the whole ("all 18 kernels", "the suite's 18 kernels") and is
+   not today's says "then" right after. Figures of the shipped data are read from it: an autotune cache's "N entries
+   (M kernels", geometric mean and H100-vs-H200 gate figures (hardware_profiles/autotune/), the Hypothesis profiles'
+   examples (suite/checks/strategies.py), the example report's slower-than-torch pairs (reports/example/).
 2. Quoted outputs. A code block after `<!-- checked by tests/test_doc_figures.py (plant: NAME) -->` quotes failures
    of examples/leaky_relu.py with the bug NAME (PLANTS below) planted: each case it quotes is run again here and the
    message must read as quoted ("..." stands for text left out). One marked `(run: leaky_relu)` quotes a run of
@@ -159,6 +161,39 @@ def test_a_cache_figure_that_drifted_fails():
     assert cache_problems("The shipped `sm_90.json` was tuned: 124 entries (18 kernels x dtypes).") == []
     assert cache_problems("The shipped `sm_90.json`: 120 entries (17 kernels x dtypes).") == [
         "`sm_90.json`: '120 entries', the file holds 124", "`sm_90.json`: '17 kernels', the file's entries are of 18"]
+
+
+# docs/options.md's table of Hypothesis profiles: examples per kernel x dtype are the profiles' max_examples.
+PROFILE_ROW = re.compile(r"^\| `(\w+)`(?: \(default\))? \| [^|]+ \| (\d+)\b", re.M)
+
+
+def profile_problems(text: str, profiles: dict) -> list[str]:
+    table = text.split("| profile | for | examples per kernel x dtype |", 1)[1].split("\n\n", 1)[0]
+    rows = PROFILE_ROW.findall(table)
+    problems = [f"profile {name}: {n} examples, suite/checks/strategies.py says {profiles[name].max_examples}"
+                for name, n in rows if name in profiles and int(n) != profiles[name].max_examples]
+    if sorted(name for name, _ in rows) != sorted(profiles):
+        problems.append(f"profiles {sorted(n for n, _ in rows)}: suite/checks/strategies.py has {sorted(profiles)}")
+    return problems
+
+
+def test_the_profiles_table_is_the_profiles():
+    from suite.checks.strategies import PROFILES
+
+    problems = profile_problems((ROOT / "docs" / "options.md").read_text(), PROFILES)
+    assert not problems, "docs/options.md: " + "; ".join(problems)
+
+
+def test_a_profile_figure_that_drifted_fails():
+    from types import SimpleNamespace
+
+    profiles = {"dev": SimpleNamespace(max_examples=10), "ci": SimpleNamespace(max_examples=20)}
+    table = ("| profile | for | examples per kernel x dtype | randomness |\n|---|---|---|---|\n"
+             "| `dev` | iterating | 10 | random |\n| `ci` (default) | CI | 25 | fixed |\n")
+    assert profile_problems(table, profiles) == ["profile ci: 25 examples, suite/checks/strategies.py says 20"]
+    assert profile_problems(table.replace("| `dev` | iterating | 10 | random |\n", ""), profiles) == [
+        "profile ci: 25 examples, suite/checks/strategies.py says 20",
+        "profiles ['ci']: suite/checks/strategies.py has ['ci', 'dev']"]
 
 
 # The shipped caches' own figures (docs/autotuning.md, docs/validation.md): read from the files, not remembered.

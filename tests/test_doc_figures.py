@@ -1,13 +1,14 @@
 """Figures in README.md and docs/*.md: those that describe the current code come from the code, checked here; those
 that describe a measurement say when and where it was made. The rule, as this file holds the pages to it:
 
-1. Counts. Every "N kernels", "N dtypes", "N targets" and "N tests" outside a code block is the code's own figure
+1. Counts. Every "N kernels", "all N dtypes", "N targets" and "N tests" outside a code block is the code's figure
    (the kernels registered by kernels/, the dtypes they declare, the compile matrix's targets, the tests of the main
    command on the interpreter), or its paragraph dates it (YYYY-MM-DD) or names its source (an evidence/ path or a
    run file): a figure of a past run. One that claims the whole ("all 18 kernels", "the suite's 18 kernels") and is
    not today's says "then" right after. Figures of the shipped data are read from it: an autotune cache's "N entries
    (M kernels", geometric mean and H100-vs-H200 gate figures (hardware_profiles/autotune/), the Hypothesis profiles'
-   examples (suite/checks/strategies.py), the example report's slower-than-torch pairs (reports/example/).
+   examples (suite/checks/strategies.py), the example report's slower-than-torch pairs (reports/example/); "N
+   workers per GPU" is -n auto's (suite/workers/gpu_share.py).
 2. Quoted outputs. A code block after `<!-- checked by tests/test_doc_figures.py (plant: NAME) -->` quotes failures
    of examples/leaky_relu.py with the bug NAME (PLANTS below) planted: each case it quotes is run again here and the
    message must read as quoted ("..." stands for text left out). One marked `(run: leaky_relu)` quotes a run of
@@ -55,8 +56,9 @@ def sourced(paras: list[str], i: int) -> bool:
 # --- 1. Counts ------------------------------------------------------------------------------------------------------
 
 WORDS = {w: n for n, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())}
-COUNT = re.compile(r"\b(?:(all|the suite's) )?(\d+|" + "|".join(WORDS) + r") (?:(?:shipped|built-in|registered|GPU)"
-                   r" )?(kernels|dtypes|targets|tests)\b(?! compiled)", re.I)
+COUNT = re.compile(r"\b(?:(all|the\s+suite's)\s+)?(\d+|" + "|".join(WORDS) + r")\s+(?:(?:shipped|built-in|registered|GPU)"
+                   r"\s+)?(kernels|dtypes|targets|tests)\b(?!\s+compiled)", re.I)
+PER_GPU = re.compile(r"\b(\d+)\s+(?:(?:pytest-)?xdist\s+)?(?:workers\s+)?(?:per|a)\s+(?:visible\s+)?GPU\b")
 CACHE = re.compile(r"`((?:sm|gfx)_?\w+?\.json)`[^`]*?\b(\d+) entries(?: \((\d+) kernels)?")
 
 
@@ -67,7 +69,10 @@ def code_counts() -> dict[str, int]:
 
     registry.load_builtin()
     specs = [registry.get(name) for name in registry._REGISTRY if registry.where(name).startswith("kernels/")]
-    return {"kernels": len(specs), "dtypes": len({d for s in specs for d in s.dtypes}), "targets": len(loader.targets())}
+    from suite.workers import gpu_share
+
+    return {"kernels": len(specs), "dtypes": len({d for s in specs for d in s.dtypes}), "targets": len(loader.targets()),
+            "workers per GPU": gpu_share.WORKERS_PER_GPU}
 
 
 @functools.cache
@@ -112,6 +117,8 @@ def count_problems(text: str, counts=count_of) -> list[str]:
             if any(a <= m.start() < b for a, b in cached):
                 continue
             whole, number, noun = m.group(1), m.group(2).lower(), m.group(3).lower()
+            if noun == "dtypes" and not whole:
+                continue  # one kernel's dtypes ("three dtypes"): the spec's, checked where a page describes it
             n = WORDS.get(number, None) if not number.isdigit() else int(number)
             said = " ".join(m.group(0).split())
             if not whole and noun == "tests" and sourced(paras, i):
@@ -124,6 +131,10 @@ def count_problems(text: str, counts=count_of) -> list[str]:
             elif whole and not re.match(r"[^.;:]{0,40}\bthen\b", para[m.end():]):
                 problems.append(f"'{said}': the code has {counts(noun)} {noun}; a past whole says so ('all {number} "
                                 f"{noun} the suite then had')")
+        for m in PER_GPU.finditer(para):
+            if int(m.group(1)) != counts("workers per GPU") and not sourced(paras, i):
+                problems.append(f"'{' '.join(m.group(0).split())}': -n auto starts {counts('workers per GPU')} workers "
+                                f"per GPU (suite/workers/gpu_share.py); a figure of a past run needs its date or source")
     return problems
 
 
@@ -145,6 +156,12 @@ def test_a_count_that_drifted_fails():
     assert count_problems("On 2026-11-24 all 18 kernels the suite then had (166 tests) ran.\n", counts) == []
     assert count_problems("Compiled for six targets and 19 kernels.\n```\n3 kernels\n```\n", counts) == []
     assert count_problems("Compiled for five targets.\n", counts)[0].startswith("'five targets': the code has 6")
+    per_gpu = {"workers per GPU": 16}.get
+    assert count_problems("`-n auto` starts 16 workers per visible GPU; 16 per GPU.\n", per_gpu) == []
+    assert count_problems("`-n auto` starts 8 pytest-xdist workers per visible GPU.\n", per_gpu) == [
+        "'8 pytest-xdist workers per visible GPU': -n auto starts 16 workers per GPU (suite/workers/gpu_share.py); a "
+        "figure of a past run needs its date or source"]
+    assert count_problems("On 2026-11-21, 8 workers per GPU.\n", per_gpu) == []
 
 
 def test_the_code_counts_are_read_from_the_code():
@@ -477,6 +494,34 @@ def test_quoted_runs_have_the_codes_counts(page, run, block, monkeypatch):
     dtypes = example_spec(EXAMPLE, monkeypatch).dtypes
     problems = run_problems(block, selected, deselected, [arch for _, arch, _ in loader.targets()], dtypes)
     assert not problems, f"{page.relative_to(ROOT)}, run {run}: " + "; ".join(problems)
+
+
+SPEC_LINE = re.compile(r"The spec: (\w+) dim `(\w+)` \(up to (\d+) on the interpreter, 2\^(\d+) on a GPU, drawn near its "
+                       r"blocks (\d+) and (\d+)\),\s+(\w+)\s+dtypes,\s+(\w+)\s+value\s+classes")
+
+
+def spec_line_problems(text: str, spec) -> list[str]:
+    """The guide's one-line summary of examples/leaky_relu.py's spec, against the spec."""
+    m = SPEC_LINE.search(text)
+    if m is None:
+        return ["the line 'The spec: one dim `N` (up to ... on the interpreter, ...), N dtypes, N value classes' is gone"]
+    [dim] = spec.dims if len(spec.dims) == 1 else [None]
+    said = (WORDS.get(m.group(1)), m.group(2), int(m.group(3)), 1 << int(m.group(4)), (int(m.group(5)), int(m.group(6))),
+            WORDS.get(m.group(7)), WORDS.get(m.group(8)))
+    actual = (len(spec.dims), dim and dim.name, dim and dim.interpret_max, dim and dim.gpu_max, dim and tuple(dim.blocks),
+              len(spec.dtypes), len(spec.value_classes))
+    return [] if said == actual else [f"'{' '.join(m.group(0).split())}': the spec has {actual} (dims, name, "
+                                      f"interpret_max, gpu_max, blocks, dtypes, value classes)"]
+
+
+def test_the_guides_summary_of_the_example_spec_is_the_spec(monkeypatch):
+    spec = example_spec(EXAMPLE, monkeypatch)
+    problems = spec_line_problems((ROOT / "docs" / "adding-a-kernel.md").read_text(), spec)
+    assert not problems, "docs/adding-a-kernel.md: " + "; ".join(problems)
+    drifted = "The spec: one dim `N` (up to 4096 on the interpreter, 2^20 on a GPU, drawn near its blocks 128 and " \
+              "1024), three dtypes, four value classes"
+    assert spec_line_problems(drifted, spec) == [f"'{drifted}': the spec has (1, 'N', 5000, 1048576, (128, 1024), 3, 4) "
+                                                 "(dims, name, interpret_max, gpu_max, blocks, dtypes, value classes)"]
 
 
 def test_the_guide_and_readme_mark_their_quoted_outputs():

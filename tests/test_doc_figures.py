@@ -459,8 +459,10 @@ def test_quoted_failures_are_what_the_planted_bug_prints(page, plant, block, tmp
                                                f"quoted: {quoted}\nprinted: {actual}")
 
 
-def run_problems(block: str, selected: int, deselected: int, targets: list[str], dtypes: tuple[str, ...]) -> list[str]:
-    """What a quoted run of examples/leaky_relu.py says that the code does not: its test counts, targets, dtypes."""
+def run_problems(block: str, selected: int, deselected: int, targets: list[str], dtypes: tuple[str, ...],
+                 cases: int = 0) -> list[str]:
+    """What a quoted run of examples/leaky_relu.py says that the code does not: its test counts, targets, dtypes,
+    and the ``cases`` a dtype that failed none of them ran (the profile's examples and the spec's own)."""
     problems = []
     for m in re.finditer(r"VERDICT: \w+: \d+ of (\d+) tests", block):
         if int(m.group(1)) != selected:
@@ -478,6 +480,9 @@ def run_problems(block: str, selected: int, deselected: int, targets: list[str],
     quoted_dtypes = set(re.findall(r"^\| leaky_relu \| (fp\w+|bf\w+) +\| \d", block, re.M))
     if quoted_dtypes - set(dtypes):
         problems.append(f"dtypes {sorted(quoted_dtypes)}: the spec's are {list(dtypes)}")
+    for dtype, passed in re.findall(r"^\| leaky_relu \| (\w+) +\| (\d+) +\| 0 +\| 0 +\| [\d.]+ +\|$", block, re.M):
+        if cases and int(passed) != cases:
+            problems.append(f"leaky_relu {dtype}: {passed} cases passed, none failed: the profile runs {cases}")
     return problems
 
 
@@ -491,8 +496,11 @@ def test_quoted_runs_have_the_codes_counts(page, run, block, monkeypatch):
 
     assert run in RUNS, f"{page.relative_to(ROOT)}: no run {run!r}; the runs: {', '.join(RUNS)}"
     selected, deselected = collected(*RUNS[run])
-    dtypes = example_spec(EXAMPLE, monkeypatch).dtypes
-    problems = run_problems(block, selected, deselected, [arch for _, arch, _ in loader.targets()], dtypes)
+    from suite.checks.strategies import PROFILES
+
+    spec = example_spec(EXAMPLE, monkeypatch)
+    cases = PROFILES["ci"].max_examples + len(spec.examples)  # the quoted runs are of the default profile
+    problems = run_problems(block, selected, deselected, [arch for _, arch, _ in loader.targets()], spec.dtypes, cases)
     assert not problems, f"{page.relative_to(ROOT)}, run {run}: " + "; ".join(problems)
 
 
@@ -539,10 +547,12 @@ def test_a_stale_quote_fails():
     assert quote_matches(printed, "out: error 7.939e-07 at (0,) is 194x the bound ...; 1 of 1 elements over")
     assert not quote_matches(printed, "out: error 1.955e-05 at (0,) is 26.6x the bound 7.348e-07 (got 1.541015625, "
                                       "reference 1.5409960746765137); 1 of 1 elements over")
-    stale = "VERDICT: PASSED: 13 of 13 tests passed\n== 13 passed, 7 skipped in 20.1s ==\n| leaky_relu | sm_75  | 6 "
-    assert run_problems(stale, 13, 0, ["sm_80"], ("fp32",)) == [
+    stale = ("VERDICT: PASSED: 13 of 13 tests passed\n== 13 passed, 7 skipped in 20.1s ==\n| leaky_relu | sm_75  | 6 \n"
+             "| leaky_relu | fp32  | 10     | 0      | 0       | 0.17              |\n")
+    assert run_problems(stale, 13, 0, ["sm_80"], ("fp32",), 20) == [
         "'13 passed, 7 skipped in 20.1s': the command selects 13 tests and deselects 0",
-        "compile matrix targets ['sm_75']: the code's are ['sm_80']"]
+        "compile matrix targets ['sm_75']: the code's are ['sm_80']",
+        "leaky_relu fp32: 10 cases passed, none failed: the profile runs 20"]
 
 
 # --- 3. Measured figures --------------------------------------------------------------------------------------------

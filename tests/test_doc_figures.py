@@ -12,7 +12,8 @@ that describe a measurement say when and where it was made. The rule, as this fi
 2. Quoted outputs. A code block after `<!-- checked by tests/test_doc_figures.py (plant: NAME) -->` quotes failures
    of examples/leaky_relu.py with the bug NAME (PLANTS below) planted: each case it quotes is run again here and the
    message must read as quoted ("..." stands for text left out). One marked `(run: leaky_relu)` quotes a run of
-   examples/leaky_relu.py: its test counts (collected, not run) and compile-matrix targets are the code's.
+   examples/leaky_relu.py: its test counts (collected, not run) and compile-matrix targets are the code's. One marked
+   `(fixture: NAME)` quotes the failure of that spec of tests/fixtures/bring_your_own.py, run again here.
 3. Measured figures. A number with a unit (x, %, s, ms, us, min, GB/s, TB/s) outside a code block has, in its
    paragraph or the one just before (a table's introduction), a date, an evidence/ path, a run file or a
    `<!-- checked by tests/... -->` marker; a paragraph whose figures are settings or definitions, not measurements
@@ -371,14 +372,15 @@ PLANTS: dict[str, tuple[list[tuple[str, str]], bool]] = {
     "bf16-arith": ([("x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)", "x = tl.load(x_ptr + offs, mask=mask)"),
                     ("x * slope)", "x * slope.to(x.dtype))")], True),
 }
-MARKED = re.compile(r"^" + re.escape(CHECKED) + r"((?: \((?:plant|run): [\w-]+\))+) -->\n```[^\n]*\n(.*?)^```", re.S | re.M)
+MARKED = re.compile(r"^" + re.escape(CHECKED) + r"((?: \((?:plant|run|fixture): [\w-]+\))+) -->\n```[^\n]*\n(.*?)^```",
+                    re.S | re.M)
 CASE_LINE = re.compile(r"^(\w+)\[(\w+)\] (\{[^}]*\}) (\w+) (\w+) seed=(\d+)$")
 
 
 def marked_blocks(text: str) -> list[tuple[str, str, str]]:
     """(plant|run, name, the block's text) of every block the page marks as checked here."""
     return [(kind, name, block) for marks, block in MARKED.findall(text)
-            for kind, name in re.findall(r"\((plant|run): ([\w-]+)\)", marks)]
+            for kind, name in re.findall(r"\((plant|run|fixture): ([\w-]+)\)", marks)]
 
 
 def quote_matches(actual: str, quoted: str) -> bool:
@@ -459,6 +461,39 @@ def test_quoted_failures_are_what_the_planted_bug_prints(page, plant, block, tmp
                                                f"quoted: {quoted}\nprinted: {actual}")
 
 
+FIXTURE = ROOT / "tests" / "fixtures" / "bring_your_own.py"
+
+
+@pytest.mark.parametrize("page,name,block", [(p, n, b) for p, k, n, b in QUOTED if k == "fixture"],
+                         ids=[f"{p.relative_to(ROOT)}-{n}" for p, k, n, _ in QUOTED if k == "fixture"])
+def test_quoted_fixture_failures_are_what_the_fixture_prints(page, name, block, monkeypatch):
+    """A block marked `(fixture: NAME)` quotes the failure of the spec NAME of tests/fixtures/bring_your_own.py, on a
+    small case of its first dtype, layout and value class."""
+    import runpy
+
+    from kernels import registry
+    from kernels.spec import Case
+    from suite.checks import interpreter, launches, memcheck
+    from suite.checks.harness import run_case
+    from suite.session.backend import resolve
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    interpreter.install()
+    launches.install()
+    memcheck.install()
+    monkeypatch.setattr(registry, "_REGISTRY", {})
+    monkeypatch.setattr(registry, "_WHERE", {})
+    runpy.run_path(str(FIXTURE))
+    assert name in registry._REGISTRY, f"{page.relative_to(ROOT)}: {FIXTURE.name} registers no {name}"
+    spec = registry._REGISTRY[name]
+    shape = ",".join(f"{d.name}={max(d.min, 8)}" for d in spec.dims)
+    case = Case.parse(name, spec.dtypes[0], f"{shape};layout={spec.layouts[0]};values={spec.value_classes[0]};seed=0")
+    result = run_case(spec, case, resolve("interpret"), spec.default_config_for("interpret"))
+    quoted = block.strip()
+    assert not result.passed and quote_matches(result.message(), quoted), (
+        f"{page.relative_to(ROOT)}, {name}:\nquoted: {quoted}\nprinted: {result.message()}")
+
+
 def run_problems(block: str, selected: int, deselected: int, targets: list[str], dtypes: tuple[str, ...],
                  cases: int = 0) -> list[str]:
     """What a quoted run of examples/leaky_relu.py says that the code does not: its test counts, targets, dtypes,
@@ -537,7 +572,7 @@ def test_the_guide_and_readme_mark_their_quoted_outputs():
     assert ("README.md", "plant", "fp16-after-where") in marked and ("README.md", "run", "leaky_relu") in marked
     guide = {n for p, k, n in marked if p == "adding-a-kernel.md"}
     assert {"leaky_relu", "fp16-store", "grid-floor", "mask-le", "store-unmasked", "alloc-launcher",
-            "bf16-arith"} <= guide, guide
+            "bf16-arith", "broken_libdevice_gap"} <= guide, guide
 
 
 def test_a_stale_quote_fails():

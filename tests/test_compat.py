@@ -138,7 +138,7 @@ def test_a_session_on_a_triton_that_moved_a_target_is_a_usage_error(run_suite, t
 # --- the interpreter fixes ------------------------------------------------------------------------------------
 
 @interpreter_only
-@pytest.mark.parametrize("name", ["interpreter-bool-masks", "interpreter-index-numpy24"])
+@pytest.mark.parametrize("name", ["interpreter-bool-masks", "interpreter-index-numpy24", "interpreter-patch-once"])
 def test_the_interpreter_fixes_for_this_triton_are_installed_at_session_start(name):
     assert (name in compat._applied) == compat.BY_NAME[name].applies(), (name, triton.__version__)
 
@@ -280,3 +280,76 @@ def test_each_hook_checks_its_own_patch_before_it_hooks(monkeypatch, module, pat
             mod.loaded(None, "fp32", {}, {}, None)
         else:
             mod.install()
+
+
+# --- interpreter-patch-once --------------------------------------------------------------------------------------
+
+@triton.jit
+def _twice_plus_one(x):
+    return x * 2 + 1
+
+
+@triton.jit
+def _helpers_per_program(x_ptr, y_ptr, total_ptr, N, BLOCK: tl.constexpr):
+    """A helper of the module's own, called twice, and Triton's own tl.sum (a helper whose module holds tl.core)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < N
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    y = _twice_plus_one(_twice_plus_one(x))
+    tl.store(y_ptr + offs, y, mask=mask)
+    tl.atomic_add(total_ptr, tl.sum(tl.where(mask, y, 0.0), axis=0))
+
+
+def _count_language_patching(monkeypatch, patch_once: bool) -> tuple[int, torch.Tensor, torch.Tensor]:
+    """How often the interpreter patched the language for one launch of 4 programs (each calling two helpers of its
+    module's and tl.sum), with or without the patch, and the launch's outputs."""
+    from triton.runtime import interpreter
+
+    original = interpreter._patch_lang
+    while hasattr(original, "__wrapped__"):  # the interpreter's own, under the suite's patch where installed
+        original = original.__wrapped__
+    calls = []
+
+    def counting(fn):
+        calls.append(fn)
+        return original(fn)
+
+    monkeypatch.setattr(interpreter, "_patch_lang", counting)
+    monkeypatch.setattr(interpreter.GridExecutor, "__call__", interpreter.GridExecutor.__call__)  # undone after
+    if patch_once:
+        compat._patch_once(monkeypatch.setattr)
+    x = torch.arange(100, dtype=torch.float32)
+    y, total = torch.empty_like(x), torch.zeros(1)
+    _helpers_per_program[(4,)](x, y, total, 100, BLOCK=32)
+    return len(calls), y, total
+
+
+@interpreter_only
+def test_the_language_is_patched_once_per_launch_not_at_every_helper_call(monkeypatch):
+    import triton.language.core as core
+
+    untouched = core.tensor.__add__
+    with monkeypatch.context() as m:
+        every_call, y_before, total_before = _count_language_patching(m, patch_once=False)
+    with monkeypatch.context() as m:
+        once, y, total = _count_language_patching(m, patch_once=True)
+    expected = (torch.arange(100, dtype=torch.float32) * 2 + 1) * 2 + 1
+    assert torch.equal(y, expected) and torch.equal(y_before, expected)
+    assert total.item() == total_before.item() == expected.sum().item()
+    # without: the launch's own, then per program its two helper calls and tl.sum's helpers; with: the launch's own
+    # and tl.sum's module (tl.core) once
+    assert every_call >= 1 + 4 * 3 and once == 2, (every_call, once)
+    assert core.tensor.__add__ is untouched  # the launch's patches were restored as before
+
+
+@interpreter_only
+def test_the_patch_is_undone_by_nothing_outside_a_launch(monkeypatch):
+    """Outside a launch (a helper called from Python) the interpreter's own patching runs, every time."""
+    from triton.runtime import interpreter
+
+    calls = []
+    monkeypatch.setattr(interpreter, "_patch_lang", lambda fn: calls.append(fn) or compat._KeptScope())
+    compat._patch_once(monkeypatch.setattr)
+    interpreter._patch_lang(_twice_plus_one.fn)
+    interpreter._patch_lang(_twice_plus_one.fn)
+    assert len(calls) == 2

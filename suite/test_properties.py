@@ -124,20 +124,46 @@ def make_runner(spec: KernelSpec, case: Case, backend, config: dict | None = Non
     return run
 
 
+class _Agreed:
+    """The inputs of a case and the outputs two runs on them agreed on bitwise (check_determinism), for the
+    batch-invariance check of the same case and config that follows: a third run on the same inputs would give the
+    same outputs, so it is not made. Taken once; any other case or config finds nothing."""
+
+    key: tuple | None = None
+    kept: tuple[dict, dict] | None = None
+
+    @classmethod
+    def put(cls, case: Case, config: dict | None, kept: tuple[dict, dict] | None) -> None:
+        cls.key, cls.kept = ((case, repr(config)), kept) if kept is not None else (None, None)
+
+    @classmethod
+    def take(cls, case: Case, config: dict | None) -> tuple[dict, dict] | None:
+        found = cls.kept if cls.key == (case, repr(config)) else None
+        cls.key, cls.kept = None, None
+        return found
+
+
 def check_determinism(spec: KernelSpec, case: Case, backend, config: dict | None = None) -> str | None:
+    _Agreed.put(case, config, None)
     inputs = draw_inputs(spec, case, backend)
     run = make_runner(spec, case, backend, config)
     first, second = run(inputs), run(inputs)
     diff = [name for name in first if not same_bits(first[name], second[name])]
-    return f"outputs {diff} differ bitwise between two runs on the same inputs" if diff else None
+    if diff:
+        return f"outputs {diff} differ bitwise between two runs on the same inputs"
+    _Agreed.put(case, config, (inputs, first))
+    return None
 
 
 def check_batch_invariance(spec: KernelSpec, case: Case, backend, config: dict | None = None) -> str | None:
     rows = case.shape[spec.batch_dim]
     part = max(1, rows // 2)
-    inputs = draw_inputs(spec, case, backend)
     run = make_runner(spec, case, backend, config)
-    full = run(inputs)
+    if agreed := _Agreed.take(case, config):
+        inputs, full = agreed
+    else:
+        inputs = draw_inputs(spec, case, backend)
+        full = run(inputs)
     sliced = {k: (v[:part] if k in spec.batch_inputs else v) for k, v in inputs.items()}
     small = run(sliced)
     diff = [name for name in spec.batch_outputs if not same_bits(full[name][:part], small[name])]
@@ -248,39 +274,42 @@ def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
             return
         if shrink.skip(case):
             return
-        for name, claimed, fn in checks_for(spec):
-            broke = None  # why the case broke while checking the property: failed after the except, so no chain shows
-            try:
-                with timing.phase("property"):  # the property's own comparisons (its launches count as launch)
-                    message = checked_alone_on_oom(fn, spec, case, backend, ctx.options.config)
-            except gpu_share.MemoryHeld as held:  # not run: other processes held the GPU's memory
-                warnings.warn(f"(checking {name!r}) {str(held)[:600]}", UserWarning, stacklevel=1)
-                continue
-            except (memcheck.MemoryViolation, interpreter.InterpreterGap) as problem:
-                what = "the interpreter cannot run this: " if isinstance(problem, interpreter.InterpreterGap) else ""
-                broke = f"{what}{problem}"
-            except Exception as exc:  # noqa: BLE001 - a launch that raised (a compile or interpreter error) or the
-                # property's own code: one failure, one message, as test_matches_reference gives it, never a traceback
-                # through the suite's internals
-                broke = raised(exc)
-            if broke is not None:
+        try:
+            for name, claimed, fn in checks_for(spec):
+                broke = None  # why the case broke while checking the property: failed after the except, so no chain shows
+                try:
+                    with timing.phase("property"):  # the property's own comparisons (its launches count as launch)
+                        message = checked_alone_on_oom(fn, spec, case, backend, ctx.options.config)
+                except gpu_share.MemoryHeld as held:  # not run: other processes held the GPU's memory
+                    warnings.warn(f"(checking {name!r}) {str(held)[:600]}", UserWarning, stacklevel=1)
+                    continue
+                except (memcheck.MemoryViolation, interpreter.InterpreterGap) as problem:
+                    what = "the interpreter cannot run this: " if isinstance(problem, interpreter.InterpreterGap) else ""
+                    broke = f"{what}{problem}"
+                except Exception as exc:  # noqa: BLE001 - a launch that raised (a compile or interpreter error) or the
+                    # property's own code: one failure, one message, as test_matches_reference gives it, never a traceback
+                    # through the suite's internals
+                    broke = raised(exc)
+                if broke is not None:
+                    cfg = ctx.options.config or autotune.choose_config(spec, case.dtype, case.shape, backend)
+                    line = repro_line(request, case, options.config_args(spec, cfg, backend.family))
+                    shrink.failed(case, cfg, line)
+                    # Not a verdict on the property: the summary says it was stopped, never that it holds.
+                    findings[name].update(stopped=f"{case}: {broke}"[:2000], repro=line)
+                    fail(Failure(case, name, fn, cfg, f"{case} (checking {name!r})", broke, line, sep=": "))
+                finding = findings[name]
+                finding["cases_checked"] += 1
+                if message is None:
+                    continue
                 cfg = ctx.options.config or autotune.choose_config(spec, case.dtype, case.shape, backend)
                 line = repro_line(request, case, options.config_args(spec, cfg, backend.family))
-                shrink.failed(case, cfg, line)
-                # Not a verdict on the property: the summary says it was stopped, never that it holds.
-                findings[name].update(stopped=f"{case}: {broke}"[:2000], repro=line)
-                fail(Failure(case, name, fn, cfg, f"{case} (checking {name!r})", broke, line, sep=": "))
-            finding = findings[name]
-            finding["cases_checked"] += 1
-            if message is None:
-                continue
-            cfg = ctx.options.config or autotune.choose_config(spec, case.dtype, case.shape, backend)
-            line = repro_line(request, case, options.config_args(spec, cfg, backend.family))
-            if finding["holds"]:
-                finding.update(holds=False, message=f"{case}: {message}"[:2000], repro=line)
-            if claimed:
-                shrink.failed(case, cfg, line)
-                fail(Failure(case, name, fn, cfg, f"property {name!r} does not hold for {case}", message, line))
+                if finding["holds"]:
+                    finding.update(holds=False, message=f"{case}: {message}"[:2000], repro=line)
+                if claimed:
+                    shrink.failed(case, cfg, line)
+                    fail(Failure(case, name, fn, cfg, f"property {name!r} does not hold for {case}", message, line))
+        finally:
+            _Agreed.put(case, None, None)  # the case's tensors are not kept past its properties (GPU memory)
         earlier = next((f for f in failures if f.case == case), None)
         if earlier is not None and not repeating:  # wrong before, right now (Hypothesis's replay of it, say)
             rate = earlier.rate or Rate(1, 1)

@@ -165,3 +165,40 @@ def test_the_compile_matrix_leaves_unspecialized_arguments_unspecialized() -> No
     names = list(signature)
     assert {names[i] for (i,) in attrs} == {n for n, t in signature.items()
                                              if t != "constexpr" and n not in unspecialized}
+
+
+def test_the_batch_check_takes_the_outputs_two_runs_agreed_on_and_nothing_else(monkeypatch) -> None:
+    """After check_determinism found two runs of a case bitwise equal, the batch-invariance check of that case and
+    config compares its half batch with those outputs (on those inputs) instead of a third run; for another case or
+    config, or after runs that disagreed, it runs the whole batch itself."""
+    import suite.test_properties as props
+
+    spec = SimpleNamespace(batch_dim="M", batch_inputs={"x"}, batch_outputs=["y"])
+    runs: list[int] = []
+    outputs = {"flip": False}
+
+    def runner(*_args):
+        def run(inputs):
+            runs.append(len(inputs["x"]))
+            y = inputs["x"] * 2
+            if outputs["flip"] and len(runs) % 2 == 0:
+                y = y + 1  # a second run that disagrees
+            return {"y": y}
+        return run
+
+    drawn = []
+    monkeypatch.setattr(props, "make_runner", runner)
+    monkeypatch.setattr(props, "draw_inputs", lambda *_a: drawn.append(1) or {"x": torch.arange(8.0)})
+    case = Case("k", "fp32", {"M": 8}, "contiguous", "normal", 0)
+    assert props.check_determinism(spec, case, None, {"BLOCK": 4}) is None
+    assert props.check_batch_invariance(spec, case, None, {"BLOCK": 4}) is None
+    assert runs == [8, 8, 4] and len(drawn) == 1  # the whole batch ran twice, then only the half
+    runs.clear()
+    props.check_determinism(spec, case, None, {"BLOCK": 4})
+    props.check_batch_invariance(spec, case, None, {"BLOCK": 8})  # another config: runs its own whole batch
+    assert runs == [8, 8, 8, 4]
+    runs.clear()
+    outputs["flip"] = True
+    assert props.check_determinism(spec, case, None, {"BLOCK": 4}) is not None
+    props.check_batch_invariance(spec, case, None, {"BLOCK": 4})  # runs that disagreed lend nothing
+    assert runs == [8, 8, 8, 4]

@@ -10,7 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # The dtype names a spec may use (kernels.spec.DTYPES maps each to its torch dtype).
-DTYPE_NAMES = ("fp32", "fp16", "bf16", "fp64", "int32", "int64", "fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16")
+DTYPE_NAMES = ("fp32", "fp16", "bf16", "fp64", "int32", "int64", "int8", "uint8", "fp8e4nv", "fp8e4b8", "fp8e5",
+               "fp8e5b16")
+# The integer ones: inputs drawn as integers in the dtype's range (kernels/inputs.py), outputs compared exactly.
+INTEGER_DTYPES = ("int32", "int64", "int8", "uint8")
 
 # Vendor families whose configs differ; the interpreter takes its own small configs.
 FAMILIES = ("nvidia", "amd", "interpret")

@@ -19,6 +19,7 @@ from kernels._types import (
     BACKENDS,
     DTYPE_NAMES,
     FAMILIES,
+    INTEGER_DTYPES,
     KNOWN_ISSUE_TESTS,
     CodePath,
     Dim,
@@ -70,9 +71,16 @@ def check_spec(spec: Any) -> None:
     dtypes = _check_dtypes(spec.dtypes, fail)
     outputs = _strings(spec.outputs, "outputs", fail, identifiers=True,
                        empty="is empty: declare the names of the outputs make_outputs returns, e.g. outputs=('out',)")
-    for name in ("make_inputs", "make_outputs", "run", "reference", "flops", "min_bytes"):
+    for name in ("make_inputs", "run", "reference", "flops", "min_bytes"):
         if not callable(getattr(spec, name)):
             raise fail(name, f"must be callable, got {type(getattr(spec, name)).__name__}")
+    if spec.make_outputs is not None and not callable(spec.make_outputs):
+        raise fail("make_outputs", f"must be callable, or None where run returns the outputs the launcher "
+                                   f"allocates, got {type(spec.make_outputs).__name__}")
+    if spec.make_outputs is None and spec.initial_outputs:
+        raise fail("initial_outputs", f"{sorted(spec.initial_outputs)}: make_outputs is None (run returns the "
+                                      f"outputs its launcher allocates), so the suite has no output to start from a "
+                                      f"value; give make_outputs and launch on the suite's tensors instead")
     for name in ("torch_baseline", "tune_bucket", "compile_signature", "torch_fallback"):
         value = getattr(spec, name)
         if value is not None and not callable(value):
@@ -88,6 +96,9 @@ def check_spec(spec: Any) -> None:
     layouts = _strings(spec.layouts, "layouts", fail, empty="is empty: name at least one layout, e.g. ('contiguous',)")
     values = _strings(spec.value_classes, "value_classes", fail,
                       empty="is empty: name at least one value class, e.g. ('normal',)")
+    if dtypes and all(d in INTEGER_DTYPES for d in dtypes) and "special" in values:
+        raise fail("value_classes", f"'special' (inf, -inf, NaN) has no values in the integer dtypes {list(dtypes)}: "
+                                    f"integer inputs take 'normal', 'large' and 'negative'")
     nonfinite = _strings(spec.nonfinite_reference, "nonfinite_reference", fail)
     if unknown := [v for v in nonfinite if v not in values]:
         raise fail("nonfinite_reference", f"{unknown} are not among value_classes {list(values)}")

@@ -76,7 +76,7 @@ def load_module(target: str, base: str | None = None) -> None:
         module = importlib.util.module_from_spec(spec)
         sys.modules[mod_name] = module
         before = set(_REGISTRY)
-        with _beside(path):
+        with beside(path):
             _guarded(option, lambda: spec.loader.exec_module(module))
         _require_registered(option, before)
         _LOADED.add(key)
@@ -103,7 +103,7 @@ def _require_registered(option: str, before: set[str]) -> None:
 
 
 @contextlib.contextmanager
-def _beside(path: Path) -> Iterator[None]:
+def beside(path: Path) -> Iterator[None]:
     """The module's directory on sys.path while it imports, as Python does for a script, so that a helper file beside
     it imports; last, not first as for a script: a module named after the library it wraps (examples/liger_kernel.py
     imports liger_kernel) would otherwise import itself."""

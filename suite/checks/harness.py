@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from kernels.spec import Case, KernelSpec, Tolerance
-from suite.checks import autotune, interpreter, launches, memcheck
+from suite.checks import autotune, interpreter, launches, memcheck, returned
 from suite.checks.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output, loose_bound
 from suite.session import options
 from suite.session.results import json_number
@@ -185,6 +185,7 @@ class CaseResult:
     # Why the tolerance's magnitude would pass a result off by 50% here; "": nothing to judge (loose_tolerance).
     loose: str | None = None
     footprint: int = 0  # out of memory: bytes the case needed of the GPU (suite/workers/gpu_share.py: footprint)
+    unchecked: list[str] = field(default_factory=list)  # checks that cannot apply to it (suite/checks/returned.py)
 
     def message(self) -> str:
         if self.error:
@@ -225,7 +226,10 @@ def declared_outputs(spec: KernelSpec, outputs: Any, what: str) -> dict[str, tor
 
 def prepare_outputs(spec: KernelSpec, inputs: dict, case: Case) -> tuple[dict[str, torch.Tensor], dict]:
     """The outputs of one launch and their guards: make_outputs' tensors moved between poisoned guard regions, each
-    filled with the poison, or with its initial value where the spec declares one (``initial_outputs``)."""
+    filled with the poison, or with its initial value where the spec declares one (``initial_outputs``). None yet
+    where ``run`` returns the outputs its launcher allocates (suite/checks/returned.py): :func:`launch` fills them in."""
+    if returned.returns_outputs(spec):
+        return {}, {}
     outputs = declared_outputs(spec, spec.make_outputs(inputs, case), "make_outputs")
     guards = guard(outputs)
     poison(outputs)
@@ -249,13 +253,23 @@ def prepare_outputs(spec: KernelSpec, inputs: dict, case: Case) -> tuple[dict[st
 def run_spec(spec: KernelSpec, inputs: dict, outputs: dict, config: dict) -> None:
     """``spec.run`` with ``config``; an autotuned kernel runs that config and times nothing (suite/checks/launches.py)."""
     with launches.chosen(config):
-        spec.run(inputs, outputs, config)
+        _take_returned(spec, outputs, spec.run(inputs, outputs, config))
+
+
+def _take_returned(spec: KernelSpec, outputs: dict, value: Any) -> None:
+    """Where ``run`` returns the outputs its launcher allocated (make_outputs=None), put them into ``outputs``."""
+    if returned.returns_outputs(spec):
+        got, problem = returned.collect(spec, value)
+        if problem:
+            raise BrokenSpec(problem)
+        outputs.clear()
+        outputs.update(got)
 
 
 def launch(spec: KernelSpec, inputs: dict, outputs: dict, config: dict) -> launches.Launches:
     """``spec.run`` with ``config``: an autotuned kernel runs that config (suite/checks/launches.py); the launches it made."""
     with launches.recording() as seen, launches.chosen(config):
-        spec.run(inputs, outputs, config)
+        _take_returned(spec, outputs, spec.run(inputs, outputs, config))
     return seen
 
 
@@ -279,7 +293,7 @@ def launched_nothing(spec: KernelSpec, case: Case, config: dict, outputs: dict[s
 def unreached_outputs(spec: KernelSpec, outputs: dict[str, torch.Tensor], seen: launches.Launches) -> str | None:
     """Why the run's outputs cannot be checked: an output that no kernel launch received (the launcher allocated its
     own and copied it in), or None. A run that launched nothing is launched_nothing's to report."""
-    if not seen.kernels:
+    if not seen.kernels or returned.returns_outputs(spec):  # returned outputs are the launcher's own tensors
         return None
     missed = [name for name in spec.outputs if outputs[name].numel() and not seen.reached(outputs[name])]
     if not missed:
@@ -345,7 +359,8 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
             error = f"with config {json.dumps(current, sort_keys=True)}: {error}"
         note = interpreter.bf16_note(interpreter.take_bf16_operations()) if not passed and failure != "spec" else ""
         return CaseResult(case, passed, ratio, list(checks), error, time.perf_counter() - start, failure,
-                          dict(current), configs_run=configs.index(current) + 1, note=note)
+                          dict(current), configs_run=configs.index(current) + 1, note=note,
+                          unchecked=returned.unchecked(spec))
 
     worst: CaseResult | None = None
     skipped: list[str] = []
@@ -558,7 +573,7 @@ def _never_written(spec: KernelSpec, inputs: dict, case: Case, config: dict, nam
     FNUZ fp8) and the reference is NaN, a NaN output is ambiguous: the kernel runs again on outputs poisoned
     with zeros, and what is still zero there was not written either. An output that starts from a declared value
     holds no poison: nothing to tell."""
-    if name in spec.initial_outputs:
+    if name in spec.initial_outputs or returned.returns_outputs(spec):  # no poison to tell by
         return torch.zeros_like(out, dtype=torch.bool)
     mask = unwritten(out)
     if out.dtype == torch.bool:  # a bool reference is 0 or 1, never the poison's byte
@@ -585,6 +600,7 @@ def record(result: CaseResult, nodeid: str, repro: str) -> dict[str, Any]:
                     for c in result.checks},
         "message": None if result.passed else result.message()[:2000],
         **({"failure": result.failure} if result.failure else {}),
+        **({"unchecked": result.unchecked} if result.unchecked else {}),
         "config": result.config,
         "configs_run": result.configs_run,
         "duration_s": round(result.duration_s, 4),

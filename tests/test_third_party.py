@@ -1,0 +1,117 @@
+"""Issue 41, item 10: a real third-party library tested from docs/adding-a-kernel.md alone.
+
+- (a) Launchers that allocate their own outputs (``c = torch.empty(...); kernel[grid](...); return c``) are tested
+  as they are: ``make_outputs=None`` and ``run`` returns the outputs (a tensor, a tuple in the order of ``outputs``,
+  or a dict). The checks that cannot apply to memory the launcher allocated (guard regions, never-written elements)
+  are recorded and printed as unchecked, never passed; an out-of-bounds store is still stopped by the interpreter's
+  memory checker; a return that does not match the declared outputs is a broken spec.
+- (b) Integer case dtypes (int8, uint8): inputs drawn as integers in the dtype's range, in every layout; outputs
+  compared exactly; the compile matrix compiles them (with a library file beside the spec module, which the compile
+  process could not import).
+
+The library is tests/fixtures/tinyquant.py, its specs tests/fixtures/tinyquant_specs.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from kernels import inputs
+from kernels.spec import Case, SpecError
+from kernels.vector_add import SPEC as VECTOR_ADD
+from suite.checks import returned
+
+TINYQUANT = "--kernel-module=tests/fixtures/tinyquant_specs.py"
+FAST_SHRINK = {"SUITE_SHRINK_SECONDS": "3"}
+
+
+def test_a_library_whose_launchers_return_their_outputs(run_suite):
+    run = run_suite("suite/test_kernels.py", "suite/test_properties.py", "suite/test_compile_matrix.py", TINYQUANT,
+                    "--kernels=tq_int8_mm,tq_int8_mm_dict,tq_int8_mm_rowsum,tq_int8_mm_unmasked,tq_int8_mm_three",
+                    "-n", "2", env=FAST_SHRINK)
+    assert run.returncode == 1, run.output[-3000:]
+    data = run.run_data()
+    outcomes: dict[str, set[str]] = {}
+    for t in data["tests"]:
+        kernel = t["nodeid"].split("[")[1].split("-")[0]
+        outcomes.setdefault(kernel, set()).add(t["outcome"])
+    for kernel in ("tq_int8_mm", "tq_int8_mm_dict", "tq_int8_mm_rowsum"):
+        assert outcomes[kernel] == {"passed"}, (kernel, [t for t in data["tests"] if kernel in t["nodeid"]])
+    cases = [c for c in data["cases"] if c["kernel"] == "tq_int8_mm_rowsum"]
+    assert len(cases) == 20 and all(c["outcome"] == "passed" for c in cases)
+    assert {c["layout"] for c in cases} == {"contiguous", "transposed", "padded_rows"}
+    assert all(c["unchecked"] == list(returned.UNCHECKED) for c in cases), cases[0]
+
+    failed = {c["kernel"]: c for c in data["cases"] if c["outcome"] == "failed"}
+    assert set(failed) == {"tq_int8_mm_unmasked", "tq_int8_mm_three"}, failed
+    # No guard region around the launcher's c, but the interpreter's memory checker stops the store past its end.
+    assert failed["tq_int8_mm_unmasked"]["failure"] == "memory", failed["tq_int8_mm_unmasked"]
+    assert "out-of-bounds store in kernel int8_mm_kernel" in failed["tq_int8_mm_unmasked"]["message"]
+    assert "writes argument 'c_ptr'" in failed["tq_int8_mm_unmasked"]["message"]
+    assert failed["tq_int8_mm_three"]["failure"] == "spec"
+    assert failed["tq_int8_mm_three"]["message"] == (
+        "broken spec: run returned 1 value(s), the spec declares 2 output(s) ['c', 'rowsum'] (with make_outputs=None, "
+        "run returns the outputs: a dict of ['c', 'rowsum'], or a tuple of 2 tensors in that order)")
+
+    out = " ".join(run.output.split())
+    assert ("UNCHECKED for outputs the launcher allocates and run returns (make_outputs=None) in tq_int8_mm, "
+            "tq_int8_mm_dict, tq_int8_mm_rowsum, tq_int8_mm_three, tq_int8_mm_unmasked: guard regions") in out, out[-3000:]
+    # The compile process imports the library beside the spec module, as the run's own process does.
+    compiles = [c for c in data["compiles"] if c["kernel"] in ("tq_int8_mm", "tq_int8_mm_rowsum")]
+    assert len(compiles) == 18 and {c["status"] for c in compiles} == {"ok"}, [c.get("error") for c in compiles]
+
+
+def test_returned_outputs_are_matched_to_the_declared_ones():
+    spec = dataclasses.replace(VECTOR_ADD, make_outputs=None, outputs=("c", "s"), output_tolerances={},
+                               batch_outputs=(), batch_dim=None, batch_inputs=(), initial_outputs={})
+    c, s = torch.zeros(2), torch.ones(3)
+    assert returned.collect(spec, (c, s)) == ({"c": c, "s": s}, None)
+    assert returned.collect(spec, {"s": s, "c": c}) == ({"s": s, "c": c}, None)
+    assert returned.collect(spec, c)[1].startswith("run returned 1 value(s), the spec declares 2 output(s)")
+    assert returned.collect(spec, {"c": c})[1].startswith("run returned outputs ['c'], the spec declares ['c', 's']")
+    assert returned.collect(spec, None)[1].startswith("run returned NoneType (with make_outputs=None")
+    assert returned.collect(spec, (c, 1.0))[1].startswith("run returned non-tensor output(s) ['s']")
+    one = dataclasses.replace(VECTOR_ADD, make_outputs=None)
+    assert returned.collect(one, c) == ({"out": c}, None)
+    assert returned.unchecked(one) == list(returned.UNCHECKED) and returned.unchecked(VECTOR_ADD) == []
+
+
+def test_returned_outputs_cannot_start_from_a_value():
+    with pytest.raises(SpecError, match=r"kernel spec 'vector_add': field 'initial_outputs': \['out'\]: make_outputs "
+                                        r"is None \(run returns the outputs its launcher allocates\)"):
+        dataclasses.replace(VECTOR_ADD, make_outputs=None, initial_outputs={"out": 0.0})
+    with pytest.raises(SpecError, match="field 'make_outputs': must be callable, or None where run returns"):
+        dataclasses.replace(VECTOR_ADD, make_outputs="out")
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int32"])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "padded_rows"])
+def test_integer_inputs_span_the_dtype_in_every_layout(dtype, layout):
+    info = torch.iinfo(inputs.DTYPES[dtype])
+    case = Case("k", dtype, {"M": 40, "N": 50}, layout=layout, seed=7)
+    x = inputs.rows(case, "cpu", inputs.generator(case))
+    assert x.dtype == inputs.DTYPES[dtype] and x.shape == (40, 50)
+    assert x.is_contiguous() == (layout == "contiguous")
+    # Drawn over the whole range, not a float normal cast to an integer (which gives -3..3).
+    assert int(x.min()) < info.min + (info.max - info.min) // 8 and int(x.max()) > info.max - (info.max - info.min) // 8
+    assert torch.equal(x, inputs.rows(case, "cpu", inputs.generator(case)))  # seeded by the case
+    large = inputs.rows(dataclasses.replace(case, values="large"), "cpu", inputs.generator(case)).long()
+    assert bool(((large - info.min < 8) | (info.max - large < 8)).all())
+    plain = inputs.values((40, 50), case, torch.Generator().manual_seed(1))  # a plain torch.Generator too
+    assert plain.dtype == torch.int64 and int(plain.min()) >= info.min and int(plain.max()) <= info.max
+    scale = inputs.place(inputs.generator(case).normal((40, 50)), case, "cpu", layout, dtype="fp32")
+    assert scale.dtype == torch.float32 and scale.stride() == x.stride()
+
+
+def test_integer_value_classes_that_do_not_exist_say_so():
+    case = Case("k", "uint8", {"N": 5}, values="negative")
+    with pytest.raises(ValueError, match="value class 'negative' has no uint8 values"):
+        inputs.values((5,), case, inputs.generator(case))
+    with pytest.raises(ValueError, match="value class 'special' .* has no int8 values"):
+        inputs.values((5,), dataclasses.replace(case, dtype="int8", values="special"), inputs.generator(case))
+    with pytest.raises(SpecError, match=r"field 'value_classes': 'special' \(inf, -inf, NaN\) has no values in the "
+                                        r"integer dtypes \['int8'\]"):
+        dataclasses.replace(VECTOR_ADD, dtypes=("int8",), value_classes=("normal", "special"))

@@ -15,6 +15,8 @@ The library is tests/fixtures/tinyquant.py, its specs tests/fixtures/tinyquant_s
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -23,12 +25,13 @@ from kernels import inputs
 from kernels.spec import Case, SpecError
 from kernels.vector_add import SPEC as VECTOR_ADD
 from suite.checks import returned
+from tests.conftest import ROOT
 
 TINYQUANT = "--kernel-module=tests/fixtures/tinyquant_specs.py"
 FAST_SHRINK = {"SUITE_SHRINK_SECONDS": "3"}
 
 
-def test_a_library_whose_launchers_return_their_outputs(run_suite):
+def test_a_library_whose_launchers_return_their_outputs(run_suite, tmp_path):
     run = run_suite("suite/test_kernels.py", "suite/test_properties.py", "suite/test_compile_matrix.py", TINYQUANT,
                     "--kernels=tq_int8_mm,tq_int8_mm_dict,tq_int8_mm_rowsum,tq_int8_mm_unmasked,tq_int8_mm_three",
                     "-n", "2", env=FAST_SHRINK)
@@ -62,6 +65,11 @@ def test_a_library_whose_launchers_return_their_outputs(run_suite):
     # The compile process imports the library beside the spec module, as the run's own process does.
     compiles = [c for c in data["compiles"] if c["kernel"] in ("tq_int8_mm", "tq_int8_mm_rowsum")]
     assert len(compiles) == 18 and {c["status"] for c in compiles} == {"ok"}, [c.get("error") for c in compiles]
+    # The run file (int8 cases, unchecked checks) matches the schema and builds a report.
+    report = subprocess.run([sys.executable, "-m", "reports", "build", str(run.run_files()[0]), "--out",
+                             str(tmp_path / "report")], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert report.returncode == 0, report.stdout + report.stderr
+    assert "tq_int8_mm_rowsum" in (tmp_path / "report" / "report.md").read_text()
 
 
 def test_returned_outputs_are_matched_to_the_declared_ones():
@@ -115,3 +123,21 @@ def test_integer_value_classes_that_do_not_exist_say_so():
     with pytest.raises(SpecError, match=r"field 'value_classes': 'special' \(inf, -inf, NaN\) has no values in the "
                                         r"integer dtypes \['int8'\]"):
         dataclasses.replace(VECTOR_ADD, dtypes=("int8",), value_classes=("normal", "special"))
+
+
+def test_a_launcher_that_reuses_its_output_buffer_is_compared_run_against_run():
+    """Determinism reruns the launcher: where it returns the same buffer twice, the first run's outputs are kept as
+    they were, so two different results are not one tensor compared with itself."""
+    from kernels import registry
+    from suite.checks import interpreter, launches
+    from suite.session.backend import resolve
+    from suite.test_properties import check_determinism
+
+    registry.load_module("tests/fixtures/tinyquant_specs.py", str(ROOT))
+    interpreter.install()
+    launches.install()
+    spec = registry.get("tq_int8_mm_cached")
+    case = Case.parse(spec.name, "int8", "M=5,N=6,K=7;seed=1")
+    assert check_determinism(spec, case, resolve("interpret")) == "outputs ['c'] differ bitwise between two runs on " \
+                                                                  "the same inputs"
+    assert check_determinism(registry.get("tq_int8_mm"), case, resolve("interpret")) is None

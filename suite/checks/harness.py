@@ -302,7 +302,8 @@ def unreached_outputs(spec: KernelSpec, outputs: dict[str, torch.Tensor], seen: 
     return (f"output(s) {missed} reached none of the run's {len(seen.kernels)} kernel launch(es) ({kernels}): the "
             f"launcher allocated its own output and the result was copied in, so the poison and guard regions cannot "
             f"see what the kernel wrote. Launch the @triton.jit function on the suite's tensors (outputs[{missed[0]!r}]"
-            f"), as the launcher does with the tensors it allocates")
+            f"), as the launcher does with the tensors it allocates, or test the launcher as it is: make_outputs=None "
+            f"and run returns what it returns")
 
 
 def check_reference(spec: KernelSpec, case: Case, inputs: dict, outputs: dict[str, torch.Tensor],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -14,6 +15,7 @@ import torch
 
 from kernels.spec import Case, KernelSpec, Tolerance
 from suite.checks import autotune, interpreter, launches, memcheck, returned
+from suite.checks.tolerance import _MAGNITUDE_HINT as MAGNITUDE_HINT
 from suite.checks.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output, loose_bound
 from suite.session import options
 from suite.session.results import json_number
@@ -354,11 +356,15 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
     state: dict[str, Any] = {"inputs": inputs, "ref": None, "mags": None}
     current, default = configs[0], spec.default_config_for(backend.family)
     interpreter.take_bf16_operations()
+    interpreter.take_fp8_casts()
 
     def result(passed: bool, ratio: float, checks=(), error=None, failure=None) -> CaseResult:
         if error is not None and current != default:
             error = f"with config {json.dumps(current, sort_keys=True)}: {error}"
         note = interpreter.bf16_note(interpreter.take_bf16_operations()) if not passed and failure != "spec" else ""
+        if not passed and failure != "spec" and (fp8 := interpreter.fp8_note(interpreter.take_fp8_casts())):
+            note += fp8  # the interpreter's rounding, which no tolerance (magnitude) would fix: no hint at one
+            checks = [dataclasses.replace(c, detail=c.detail.replace(MAGNITUDE_HINT, "")) for c in checks]
         return CaseResult(case, passed, ratio, list(checks), error, time.perf_counter() - start, failure,
                           dict(current), configs_run=configs.index(current) + 1, note=note,
                           unchecked=returned.unchecked(spec))

@@ -8,6 +8,7 @@ kernel module is loaded.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import sys
@@ -25,9 +26,11 @@ from kernels._types import (
     Dim,
     JitKernel,
     KnownIssue,
+    MissingArgument,
     Property,
     Tolerance,
     jit_name,
+    split_config,
 )
 
 _NAME = re.compile(r"[A-Za-z0-9_.]+")
@@ -133,6 +136,7 @@ def check_spec(spec: Any) -> None:
     if spec.jit_fn is not None and not hasattr(spec.jit_fn, "arg_names"):
         raise fail("jit_fn", f"must be a @triton.jit function, got {type(spec.jit_fn).__name__}")
     _check_jit_fns(spec, fail)
+    _check_constexprs(spec, fail)
     _check_known_issues(spec.known_issues, dtypes, fail)
 
 
@@ -300,6 +304,36 @@ def _check_jit_fns(spec: Any, fail: Callable[[str, str], SpecError]) -> None:
         names.append(jit_name(kernel.fn))
     if dup := sorted({n for n in names if names.count(n) > 1}):
         raise fail("jit_fns", f"{dup} appear more than once (jit_fn counts too): name each function once")
+
+
+def _check_constexprs(spec: Any, fail: Callable[[str, str], SpecError]) -> None:
+    """Every tl.constexpr of every jitted function gets a value from its signature for each dtype and family default
+    config that launches it: one the signature leaves out (a value a @triton.heuristics computes, a constant the
+    launcher passes) would fail the compile matrix on every target. Other errors of a signature are the compile
+    matrix's to report."""
+    kernels = [("compile_signature", k) for k in spec.jit_kernels()[:1] if spec.jit_fn is not None]
+    kernels += [(f"jit_fns[{i}]", k) for i, k in enumerate(spec.jit_fns)]
+    configs: dict[str, tuple[str, dict]] = {}  # each distinct default config, with the first family that has it
+    for family in FAMILIES:
+        configs.setdefault(json.dumps(spec.default_config_for(family), sort_keys=True, default=str),
+                           (family, spec.default_config_for(family)))
+    for field, kernel in kernels:
+        for family, config in configs.values():
+            meta, _ = split_config(config)
+            for dtype in spec.dtypes:
+                if kernel.used is not None and not kernel.used(dtype, config):
+                    continue
+                try:
+                    kernel.signature(dtype, meta)
+                except MissingArgument as exc:
+                    if exc.constexpr:
+                        raise fail(field, f"{exc.kernel}'s tl.constexpr {exc.argument!r} gets no value from the "
+                                          f"signature (dtype {dtype!r}, the {family} default config {config}), so the "
+                                          f"compile matrix would fail on every target: give it in the signature's "
+                                          f"constexprs (the value the launcher passes, or that its @triton.heuristics "
+                                          f"computes)") from None
+                except Exception:  # noqa: BLE001, S112 - the compile matrix reports a signature that raises
+                    continue
 
 
 def triton_specifier_problem(text: Any) -> str | None:

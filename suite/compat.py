@@ -203,6 +203,7 @@ PATCHES: tuple[Patch, ...] = (
           (Target("triton.runtime.jit", "JITFunction.run", ("self",)),
            Target(INTERP, "InterpretedFunction.run", ("self",)),
            Target("triton.runtime.autotuner", "Autotuner.run", ("self",)),
+           Target("triton.runtime.autotuner", "Heuristics.run", ("self",)),
            Target("triton.runtime.autotuner", "Autotuner.__init__", ("self", "fn", "arg_names", "configs")))),
     Patch("do-bench-counting", "suite/checks/autotune.py",
           "every triton.testing.do_bench call outside a declared benchmark counts as tuning (a normal run times "

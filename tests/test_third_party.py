@@ -15,6 +15,7 @@ The library is tests/fixtures/tinyquant.py, its specs tests/fixtures/tinyquant_s
 from __future__ import annotations
 
 import dataclasses
+import re
 import subprocess
 import sys
 
@@ -167,3 +168,46 @@ def test_an_fp8_output_the_interpreter_rounds_wrongly_names_the_interpreter(run_
     assert "Tolerance(magnitude=" not in failed["message"]
     known = [t for t in data["tests"] if "tq_to_fp8_known" in t["nodeid"]]
     assert [t["outcome"] for t in known] == ["xfailed"] and known[0]["known_issue"] == "interpreter-fp8-cast", known
+
+
+def test_constexprs_heuristics_and_untuned_autotuners_are_said(run_suite):
+    """(d) A tl.constexpr the launch never passes is a broken spec naming the kernel, the constexpr and the spec; what
+    a @triton.heuristics computed is recorded per case; an autotuned kernel that ran one config is a summary line."""
+    run = run_suite("suite/test_kernels.py", TINYQUANT, "--kernel-module=tests/fixtures/subclassed_autotuner.py",
+                    "--kernels=tq_double,tq_double_forgetful,unnamed_autotune_add", "-n", "0", env=FAST_SHRINK)
+    assert run.returncode == 1, run.output[-3000:]
+    data = run.run_data()
+    forgetful = [c for c in data["cases"] if c["kernel"] == "tq_double_forgetful"]
+    assert forgetful and all(c["failure"] == "spec" for c in forgetful), forgetful
+    assert forgetful[0]["message"].startswith(
+        "broken spec: kernel spec 'tq_double_forgetful': its run launches double_kernel with no value for its "
+        "tl.constexpr 'BLOCK' (double_kernel() missing 1 required positional argument: 'BLOCK'): pass BLOCK=... at "
+        "that launch"), forgetful[0]["message"]
+    ran = {c["shape"]["N"]: c.get("heuristics") for c in data["cases"] if c["kernel"] == "tq_double"}
+    assert ran[128] == {"double_kernel": {"EVEN": True}} and ran[100] == {"double_kernel": {"EVEN": False}}, ran
+    out = " ".join(run.output.split())
+    assert ("UNTUNED unnamed_autotune_add[fp32]: autotuned kernel cached_add ran the first of its 3 configs in every "
+            "case (the spec's configs name none of its parameters): list it in jit_fn/jit_fns, or give "
+            "configs=autotune_configs(cached_add)") in out, out[-3000:]
+    [coverage] = [c for c in data["coverage"] if c["kernel"] == "unnamed_autotune_add"]
+    assert coverage["untuned"] == {"cached_add": 3}, coverage
+
+
+def test_a_constexpr_the_compile_signature_leaves_out_is_refused_when_the_spec_is_made():
+    from kernels import registry
+    from kernels.spec import signature
+
+    registry.load_module("tests/fixtures/tinyquant_specs.py", str(ROOT))
+    double = registry.get("tq_double")
+    kernel = double.jit_fn
+
+    def without_even(dtype, meta):
+        return signature(kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"}, {"BLOCK": 64})
+
+    with pytest.raises(SpecError, match=re.escape(
+            "kernel spec 'tq_double': field 'compile_signature': double_kernel's tl.constexpr 'EVEN' gets no value from "
+            "the signature (dtype 'fp32', the nvidia default config {}), so the compile matrix would fail on every "
+            "target: give it in the signature's constexprs")):
+        dataclasses.replace(double, name="tq_double", compile_signature=without_even)
+    # A signature that raises anything else is the compile matrix's to report, not the spec's.
+    dataclasses.replace(double, compile_signature=lambda dtype, meta: (_ for _ in ()).throw(RuntimeError("later")))

@@ -188,6 +188,7 @@ class CaseResult:
     loose: str | None = None
     footprint: int = 0  # out of memory: bytes the case needed of the GPU (suite/workers/gpu_share.py: footprint)
     unchecked: list[str] = field(default_factory=list)  # checks that cannot apply to it (suite/checks/returned.py)
+    heuristics: dict[str, dict[str, Any]] = field(default_factory=dict)  # what @triton.heuristics computed, per kernel
 
     def message(self) -> str:
         if self.error:
@@ -365,9 +366,12 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
         if not passed and failure != "spec" and (fp8 := interpreter.fp8_note(interpreter.take_fp8_casts())):
             note += fp8  # the interpreter's rounding, which no tolerance (magnitude) would fix: no hint at one
             checks = [dataclasses.replace(c, detail=c.detail.replace(MAGNITUDE_HINT, "")) for c in checks]
+        heuristics = dict(state.get("heuristics") or {})
+        if not passed:
+            note += launches.heuristics_line(heuristics)
         return CaseResult(case, passed, ratio, list(checks), error, time.perf_counter() - start, failure,
                           dict(current), configs_run=configs.index(current) + 1, note=note,
-                          unchecked=returned.unchecked(spec))
+                          unchecked=returned.unchecked(spec), heuristics=heuristics)
 
     worst: CaseResult | None = None
     skipped: list[str] = []
@@ -442,6 +446,7 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
                 outputs, guards = prepare_outputs(spec, inputs, case)
                 seen = launch(spec, inputs, outputs, config)
                 synchronize(backend.device)
+            state.setdefault("heuristics", {}).update(seen.heuristics)
     except BrokenSpec as exc:
         raise _Stop(result(False, math.inf, error=f"broken spec: {exc}", failure="spec")) from None
     except Exception as exc:  # a compile or launch failure is a result, not a harness crash
@@ -454,6 +459,9 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
                                failure="interpreter")) from None
         if isinstance(exc, launches.NotAnAutotuneConfig):
             raise _Stop(result(False, math.inf, error=f"broken spec: {exc}", failure="spec")) from None
+        if unpassed := launches.unpassed_constexpr(spec, exc):
+            exc.__traceback__ = None
+            raise _Stop(result(False, math.inf, error=f"broken spec: {unpassed}", failure="spec")) from None
         if extra and type(exc).__name__ == "OutOfResources":
             exc.__traceback__ = None
             raise _DoesNotFit(str(exc).split(".")[0]) from None
@@ -608,6 +616,7 @@ def record(result: CaseResult, nodeid: str, repro: str) -> dict[str, Any]:
         "message": None if result.passed else result.message()[:2000],
         **({"failure": result.failure} if result.failure else {}),
         **({"unchecked": result.unchecked} if result.unchecked else {}),
+        **({"heuristics": result.heuristics} if result.heuristics else {}),
         "config": result.config,
         "configs_run": result.configs_run,
         "duration_s": round(result.duration_s, 4),

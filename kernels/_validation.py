@@ -22,6 +22,7 @@ from kernels._types import (
     FAMILIES,
     INTEGER_DTYPES,
     KNOWN_ISSUE_TESTS,
+    Case,
     CodePath,
     Dim,
     JitKernel,
@@ -115,6 +116,7 @@ def check_spec(spec: Any) -> None:
         _check_example(spec, i, example, dim_names, layouts, values, fail)
     _check_properties(spec.properties, fail)
     _check_paths(spec.paths, fail)
+    _check_path_reads(spec, dim_names, fail)
     if spec.batch_dim is not None:
         if spec.batch_dim not in dim_names:
             raise fail("batch_dim", f"{spec.batch_dim!r} is not a dim; dims: {list(dim_names)}")
@@ -501,6 +503,33 @@ def _check_paths(paths: Any, fail: Callable[[str, str], SpecError]) -> None:
     for path in paths:
         if path.applies is not None and not callable(path.applies):
             raise fail("paths", f"path {path.name!r}: applies must be callable (dtype, family) -> bool or None")
+
+
+def _check_path_reads(spec: Any, dim_names: tuple[str, ...], fail: Callable[[str, str], SpecError]) -> None:
+    """A path whose ``taken`` reads a size that is no dim (a dim that is a product of others, ``M = B * S``) raises
+    KeyError for every case, which counts as not taken: it would fail every run as unreachable ("widen the dims").
+    Probed on one case of the smallest sizes with each family's default config; a key that some config of the spec
+    has is a config's, not a dim's."""
+    if not dim_names:
+        return
+    shape = {d.name: (d.choices[0] if d.choices else max(1, d.min)) for d in spec.dims}
+    case = Case(kernel=spec.name, dtype=spec.dtypes[0], shape=shape)
+    config_keys = {k for f in FAMILIES for c in (spec.configs.get(f) or ()) for k in c}
+    config_keys |= {k for c in spec.default_config.values() for k in c}
+    for path in spec.paths:
+        for family in FAMILIES:
+            try:
+                path.taken(case, spec.default_config_for(family))
+            except KeyError as exc:
+                key = exc.args[0] if exc.args else None
+                if isinstance(key, str) and key not in dim_names and key not in config_keys:
+                    raise fail("paths", f"path {path.name!r}: taken(case, config) reads {key!r}, which is no dim of "
+                                        f"the spec (dims: {list(dim_names)}) and no config key, so no case would ever "
+                                        f"take it. A size that is a product of dims (M = B * S) is no dim of a case: "
+                                        f"compute it from them, e.g. paths.block_loop({key!r}, block_of, size=lambda "
+                                        f"case: case.shape['B'] * case.shape['S'])") from None
+            except Exception:  # noqa: BLE001, S112 - the run reports a path that raises otherwise
+                continue
 
 
 def _shape_problems(shape: Any, dim_names: tuple[str, ...], dims: Iterable[Any], positive: bool = False) -> list[str]:

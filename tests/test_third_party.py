@@ -174,7 +174,8 @@ def test_constexprs_heuristics_and_untuned_autotuners_are_said(run_suite):
     """(d) A tl.constexpr the launch never passes is a broken spec naming the kernel, the constexpr and the spec; what
     a @triton.heuristics computed is recorded per case; an autotuned kernel that ran one config is a summary line."""
     run = run_suite("suite/test_kernels.py", TINYQUANT, "--kernel-module=tests/fixtures/subclassed_autotuner.py",
-                    "--kernels=tq_double,tq_double_forgetful,unnamed_autotune_add", "-n", "0", env=FAST_SHRINK)
+                    "--kernels=tq_double,tq_double_forgetful,tq_double_rows,unnamed_autotune_add", "-n", "0",
+                    env=FAST_SHRINK)
     assert run.returncode == 1, run.output[-3000:]
     data = run.run_data()
     forgetful = [c for c in data["cases"] if c["kernel"] == "tq_double_forgetful"]
@@ -191,6 +192,9 @@ def test_constexprs_heuristics_and_untuned_autotuners_are_said(run_suite):
             "configs=autotune_configs(cached_add)") in out, out[-3000:]
     [coverage] = [c for c in data["coverage"] if c["kernel"] == "unnamed_autotune_add"]
     assert coverage["untuned"] == {"cached_add": 3}, coverage
+    # (e) The loop and tail over the flattened B * S elements count as taken.
+    [rows] = [c for c in data["coverage"] if c["kernel"] == "tq_double_rows"]
+    assert rows["paths"]["bs_loop"] > 0 and rows["paths"]["bs_tail"] > 0 and rows["unexercised"] == [], rows
 
 
 def test_a_constexpr_the_compile_signature_leaves_out_is_refused_when_the_spec_is_made():
@@ -211,3 +215,24 @@ def test_a_constexpr_the_compile_signature_leaves_out_is_refused_when_the_spec_i
         dataclasses.replace(double, name="tq_double", compile_signature=without_even)
     # A signature that raises anything else is the compile matrix's to report, not the spec's.
     dataclasses.replace(double, compile_signature=lambda dtype, meta: (_ for _ in ()).throw(RuntimeError("later")))
+
+
+def test_a_path_over_a_product_of_dims():
+    """(e) A loop/tail path over a size that is no dim (the flattened B * S rows) raised KeyError in every case, so it
+    never counted as taken and the run said "widen the dims". It is refused when the spec is made, naming the size
+    and the fix; with ``size=`` it counts."""
+    from kernels import paths, registry
+    from suite.checks import reach
+
+    registry.load_module("tests/fixtures/tinyquant_specs.py", str(ROOT))
+    rows = registry.get("tq_double_rows")
+    with pytest.raises(SpecError, match=re.escape(
+            "field 'paths': path 'bs_loop': taken(case, config) reads 'BS', which is no dim of the spec (dims: ['B', "
+            "'S']) and no config key, so no case would ever take it. A size that is a product of dims (M = B * S) is "
+            "no dim of a case: compute it from them, e.g. paths.block_loop('BS', block_of, size=lambda case: "
+            "case.shape['B'] * case.shape['S'])")):
+        dataclasses.replace(rows, paths=paths.block_loop("BS", lambda case, cfg: 64))
+    loop, tail = rows.paths
+    assert reach.taken(loop, Case(rows.name, "fp32", {"B": 3, "S": 30}), {})  # 90 elements: two blocks of 64
+    assert reach.taken(tail, Case(rows.name, "fp32", {"B": 3, "S": 30}), {})
+    assert not reach.taken(tail, Case(rows.name, "fp32", {"B": 2, "S": 32}), {})  # 64: one full block

@@ -236,3 +236,23 @@ def test_a_path_over_a_product_of_dims():
     assert reach.taken(loop, Case(rows.name, "fp32", {"B": 3, "S": 30}), {})  # 90 elements: two blocks of 64
     assert reach.taken(tail, Case(rows.name, "fp32", {"B": 3, "S": 30}), {})
     assert not reach.taken(tail, Case(rows.name, "fp32", {"B": 2, "S": 32}), {})  # 64: one full block
+
+
+def test_a_library_that_needs_a_gpu_at_import(run_suite):
+    """(f) A library that asks CUDA about the device as it imports: the spec imports it inside run and skips with the
+    library's own reason where it refuses; the compile matrix still compiles its kernel for every target. The
+    library beside the spec module imports inside run (its directory used to leave sys.path after the import)."""
+    run = run_suite("suite/test_kernels.py", "suite/test_properties.py", "suite/test_compile_matrix.py",
+                    "--kernel-module=tests/fixtures/needs_gpu_specs.py", "--kernels=gpu_lib_double", "-n", "0")
+    assert run.returncode == 0, run.output[-3000:]
+    tests = {t["nodeid"].split("::")[1].split("[")[0] + "-" + t["nodeid"].split("[")[1]: t
+             for t in run.run_data()["tests"]}
+    for name in ("test_matches_reference-gpu_lib_double-fp32]", "test_properties-gpu_lib_double-fp32]"):
+        if torch.cuda.is_available():  # the library imports on a GPU machine, and its cases run
+            assert tests[name]["outcome"] == "passed", tests[name]
+            continue
+        assert tests[name]["outcome"] == "skipped", tests[name]
+        assert "needs_gpu_lib refuses to import here: needs_gpu_lib: torch.cuda.get_device_capability() needs a CUDA " \
+               "device, and there is none" in tests[name]["message"], tests[name]
+    compiled = [c for c in run.run_data()["compiles"] if c["kernel"] == "gpu_lib_double"]
+    assert len(compiled) == 6 and {c["status"] for c in compiled} == {"ok"}, compiled

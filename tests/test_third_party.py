@@ -256,3 +256,36 @@ def test_a_library_that_needs_a_gpu_at_import(run_suite):
                "device, and there is none" in tests[name]["message"], tests[name]
     compiled = [c for c in run.run_data()["compiles"] if c["kernel"] == "gpu_lib_double"]
     assert len(compiled) == 6 and {c["status"] for c in compiled} == {"ok"}, compiled
+
+
+def test_a_tolerance_hint_gives_way_to_the_interpreters_fp8_limit():
+    """Where a failing case converted floats to fp8 on an interpreter that rounds them wrongly, the magnitude hint
+    (give Tolerance(magnitude=...)) is left out: the note names the interpreter's limit instead. Here the values are
+    tiny (fp8's subnormals, where the interpreter's errors are small) but for one outlier near fp8e4nv's largest
+    value, and the tolerance allows a reduction over a block of 128, as a blockwise quantizer's might: every error is
+    within the bound at the output's largest |reference|, which is when the hint used to be given."""
+    from kernels import registry
+    from kernels.spec import Tolerance
+    from suite.checks import interpreter, launches
+    from suite.checks.harness import run_case
+    from suite.checks.tolerance import _MAGNITUDE_HINT
+    from suite.session.backend import resolve
+
+    if interpreter.fp8_conversion_error() is None:
+        pytest.skip("this Triton's interpreter converts fp32 to fp8 as torch does")
+    registry.load_module("tests/fixtures/tinyquant_specs.py", str(ROOT))
+    interpreter.install()
+    launches.install()
+
+    def tiny(case, device):
+        x = inputs.generator(case).uniform((case.shape["N"],)) * 0.031 - 0.0155  # just below fp8e4nv's 2**-6
+        x[:1] = 440.0
+        return {"x": inputs.place(x, case, device)}
+
+    spec = dataclasses.replace(registry.get("tq_to_fp8"), name="tq_to_fp8_tiny", make_inputs=tiny, examples=(),
+                               tolerance=Tolerance(reduction=lambda case: 4096))
+    result = run_case(spec, Case.parse(spec.name, "fp32", "N=300;seed=3"), resolve("interpret"), {})
+    message = result.message()
+    assert not result.passed and message.startswith("q: error "), message
+    assert "note: on the interpreter this kernel converted floats to fp8 (fp32->fp8e4nv x" in message, message
+    assert _MAGNITUDE_HINT not in message and "Tolerance(magnitude=" not in message, message

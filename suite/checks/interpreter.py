@@ -171,7 +171,7 @@ def fp8_note(seen: Counter[str]) -> str:
     casts = ", ".join(f"{cast} x{n}" for cast, n in seen.most_common(4))
     return (f"\nnote: on the interpreter this kernel converted floats to fp8 ({casts}), and the interpreter converted "
             f"fp32 to fp8 wrongly: its conversion drops the carry into the exponent ({wrong}; docs/hazards.md, hazard 14): the "
-            f"result above is the interpreter's, not the kernel's, and no tolerance fixes it. Run this case on a GPU "
+            f"result above may be the interpreter's, not the kernel's (no tolerance fixes that). Run this case on a GPU "
             f"(--backend=cuda or --backend=rocm), or declare a KnownIssue(backend='interpret', failure_pattern='the "
             f"interpreter converted fp32 to fp8', ...) in the spec and check it on a GPU")
 

@@ -10,7 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # The dtype names a spec may use (kernels.spec.DTYPES maps each to its torch dtype).
-DTYPE_NAMES = ("fp32", "fp16", "bf16", "fp64", "int32", "int64", "fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16")
+DTYPE_NAMES = ("fp32", "fp16", "bf16", "fp64", "int32", "int64", "int8", "uint8", "fp8e4nv", "fp8e4b8", "fp8e5",
+               "fp8e5b16")
+# The integer ones: inputs drawn as integers in the dtype's range (kernels/inputs.py), outputs compared exactly.
+INTEGER_DTYPES = ("int32", "int64", "int8", "uint8")
 
 # Vendor families whose configs differ; the interpreter takes its own small configs.
 FAMILIES = ("nvidia", "amd", "interpret")
@@ -91,9 +94,31 @@ def autotune_configs(fn: Any) -> tuple[dict[str, Any], ...]:
     return tuple(out)
 
 
+def constexpr_names(fn: Any) -> tuple[str, ...]:
+    """The ``tl.constexpr`` parameters of a ``@triton.jit`` function (wrapped or not), by their annotations."""
+    import inspect
+
+    inner = getattr(unwrap_jit(fn), "fn", None)
+    try:
+        params = inspect.signature(inner).parameters.values()
+    except (TypeError, ValueError):
+        return ()
+    return tuple(p.name for p in params
+                 if "constexpr" in (p.annotation if isinstance(p.annotation, str) else getattr(p.annotation, "__name__", "")))
+
+
+class MissingArgument(KeyError):
+    """:func:`signature` was given neither a type nor a constexpr value for an argument of the kernel."""
+
+    def __init__(self, kernel: str, argument: str, constexpr: bool) -> None:
+        super().__init__(f"{kernel}: no {'value for tl.constexpr' if constexpr else 'type for argument'} {argument!r}")
+        self.kernel, self.argument, self.constexpr = kernel, argument, constexpr
+
+
 def signature(fn: Any, types: Mapping[str, str], constexprs: Mapping[str, Any]) -> tuple[dict, dict]:
     """A cross-compile signature for ``triton.compile(ASTSource(...))``: every argument of
-    the jitted ``fn`` in order, typed from ``types`` (``*fp16``, ``i32``, ...) or constexpr."""
+    the jitted ``fn`` in order, typed from ``types`` (``*fp16``, ``i32``, ...) or constexpr.
+    :class:`MissingArgument` (a KeyError) for an argument given neither."""
     sig = {}
     for name in unwrap_jit(fn).arg_names:
         if name in constexprs:
@@ -101,7 +126,7 @@ def signature(fn: Any, types: Mapping[str, str], constexprs: Mapping[str, Any]) 
         elif name in types:
             sig[name] = types[name]
         else:
-            raise KeyError(f"{jit_name(fn)}: no type for argument {name!r}")
+            raise MissingArgument(jit_name(fn), name, name in constexpr_names(fn))
     return sig, dict(constexprs)
 
 

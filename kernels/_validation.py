@@ -8,6 +8,7 @@ kernel module is loaded.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import sys
@@ -19,14 +20,18 @@ from kernels._types import (
     BACKENDS,
     DTYPE_NAMES,
     FAMILIES,
+    INTEGER_DTYPES,
     KNOWN_ISSUE_TESTS,
+    Case,
     CodePath,
     Dim,
     JitKernel,
     KnownIssue,
+    MissingArgument,
     Property,
     Tolerance,
     jit_name,
+    split_config,
 )
 
 _NAME = re.compile(r"[A-Za-z0-9_.]+")
@@ -70,9 +75,16 @@ def check_spec(spec: Any) -> None:
     dtypes = _check_dtypes(spec.dtypes, fail)
     outputs = _strings(spec.outputs, "outputs", fail, identifiers=True,
                        empty="is empty: declare the names of the outputs make_outputs returns, e.g. outputs=('out',)")
-    for name in ("make_inputs", "make_outputs", "run", "reference", "flops", "min_bytes"):
+    for name in ("make_inputs", "run", "reference", "flops", "min_bytes"):
         if not callable(getattr(spec, name)):
             raise fail(name, f"must be callable, got {type(getattr(spec, name)).__name__}")
+    if spec.make_outputs is not None and not callable(spec.make_outputs):
+        raise fail("make_outputs", f"must be callable, or None where run returns the outputs the launcher "
+                                   f"allocates, got {type(spec.make_outputs).__name__}")
+    if spec.make_outputs is None and spec.initial_outputs:
+        raise fail("initial_outputs", f"{sorted(spec.initial_outputs)}: make_outputs is None (run returns the "
+                                      f"outputs its launcher allocates), so the suite has no output to start from a "
+                                      f"value; give make_outputs and launch on the suite's tensors instead")
     for name in ("torch_baseline", "tune_bucket", "compile_signature", "torch_fallback"):
         value = getattr(spec, name)
         if value is not None and not callable(value):
@@ -88,6 +100,9 @@ def check_spec(spec: Any) -> None:
     layouts = _strings(spec.layouts, "layouts", fail, empty="is empty: name at least one layout, e.g. ('contiguous',)")
     values = _strings(spec.value_classes, "value_classes", fail,
                       empty="is empty: name at least one value class, e.g. ('normal',)")
+    if dtypes and all(d in INTEGER_DTYPES for d in dtypes) and "special" in values:
+        raise fail("value_classes", f"'special' (inf, -inf, NaN) has no values in the integer dtypes {list(dtypes)}: "
+                                    f"integer inputs take 'normal', 'large' and 'negative'")
     nonfinite = _strings(spec.nonfinite_reference, "nonfinite_reference", fail)
     if unknown := [v for v in nonfinite if v not in values]:
         raise fail("nonfinite_reference", f"{unknown} are not among value_classes {list(values)}")
@@ -101,6 +116,7 @@ def check_spec(spec: Any) -> None:
         _check_example(spec, i, example, dim_names, layouts, values, fail)
     _check_properties(spec.properties, fail)
     _check_paths(spec.paths, fail)
+    _check_path_reads(spec, dim_names, fail)
     if spec.batch_dim is not None:
         if spec.batch_dim not in dim_names:
             raise fail("batch_dim", f"{spec.batch_dim!r} is not a dim; dims: {list(dim_names)}")
@@ -122,6 +138,7 @@ def check_spec(spec: Any) -> None:
     if spec.jit_fn is not None and not hasattr(spec.jit_fn, "arg_names"):
         raise fail("jit_fn", f"must be a @triton.jit function, got {type(spec.jit_fn).__name__}")
     _check_jit_fns(spec, fail)
+    _check_constexprs(spec, fail)
     _check_known_issues(spec.known_issues, dtypes, fail)
 
 
@@ -291,6 +308,36 @@ def _check_jit_fns(spec: Any, fail: Callable[[str, str], SpecError]) -> None:
         raise fail("jit_fns", f"{dup} appear more than once (jit_fn counts too): name each function once")
 
 
+def _check_constexprs(spec: Any, fail: Callable[[str, str], SpecError]) -> None:
+    """Every tl.constexpr of every jitted function gets a value from its signature for each dtype and family default
+    config that launches it: one the signature leaves out (a value a @triton.heuristics computes, a constant the
+    launcher passes) would fail the compile matrix on every target. Other errors of a signature are the compile
+    matrix's to report."""
+    kernels = [("compile_signature", k) for k in spec.jit_kernels()[:1] if spec.jit_fn is not None]
+    kernels += [(f"jit_fns[{i}]", k) for i, k in enumerate(spec.jit_fns)]
+    configs: dict[str, tuple[str, dict]] = {}  # each distinct default config, with the first family that has it
+    for family in FAMILIES:
+        configs.setdefault(json.dumps(spec.default_config_for(family), sort_keys=True, default=str),
+                           (family, spec.default_config_for(family)))
+    for field, kernel in kernels:
+        for family, config in configs.values():
+            meta, _ = split_config(config)
+            for dtype in spec.dtypes:
+                if kernel.used is not None and not kernel.used(dtype, config):
+                    continue
+                try:
+                    kernel.signature(dtype, meta)
+                except MissingArgument as exc:
+                    if exc.constexpr:
+                        raise fail(field, f"{exc.kernel}'s tl.constexpr {exc.argument!r} gets no value from the "
+                                          f"signature (dtype {dtype!r}, the {family} default config {config}), so the "
+                                          f"compile matrix would fail on every target: give it in the signature's "
+                                          f"constexprs (the value the launcher passes, or that its @triton.heuristics "
+                                          f"computes)") from None
+                except Exception:  # noqa: BLE001, S112 - the compile matrix reports a signature that raises
+                    continue
+
+
 def triton_specifier_problem(text: Any) -> str | None:
     """Why ``text`` is not a Triton version specifier such as '>=3.0,<4' ('' means every version), or None."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -456,6 +503,33 @@ def _check_paths(paths: Any, fail: Callable[[str, str], SpecError]) -> None:
     for path in paths:
         if path.applies is not None and not callable(path.applies):
             raise fail("paths", f"path {path.name!r}: applies must be callable (dtype, family) -> bool or None")
+
+
+def _check_path_reads(spec: Any, dim_names: tuple[str, ...], fail: Callable[[str, str], SpecError]) -> None:
+    """A path whose ``taken`` reads a size that is no dim (a dim that is a product of others, ``M = B * S``) raises
+    KeyError for every case, which counts as not taken: it would fail every run as unreachable ("widen the dims").
+    Probed on one case of the smallest sizes with each family's default config; a key that some config of the spec
+    has is a config's, not a dim's."""
+    if not dim_names:
+        return
+    shape = {d.name: (d.choices[0] if d.choices else max(1, d.min)) for d in spec.dims}
+    case = Case(kernel=spec.name, dtype=spec.dtypes[0], shape=shape)
+    config_keys = {k for f in FAMILIES for c in (spec.configs.get(f) or ()) for k in c}
+    config_keys |= {k for c in spec.default_config.values() for k in c}
+    for path in spec.paths:
+        for family in FAMILIES:
+            try:
+                path.taken(case, spec.default_config_for(family))
+            except KeyError as exc:
+                key = exc.args[0] if exc.args else None
+                if isinstance(key, str) and key not in dim_names and key not in config_keys:
+                    raise fail("paths", f"path {path.name!r}: taken(case, config) reads {key!r}, which is no dim of "
+                                        f"the spec (dims: {list(dim_names)}) and no config key, so no case would ever "
+                                        f"take it. A size that is a product of dims (M = B * S) is no dim of a case: "
+                                        f"compute it from them, e.g. paths.block_loop({key!r}, block_of, size=lambda "
+                                        f"case: case.shape['B'] * case.shape['S'])") from None
+            except Exception:  # noqa: BLE001, S112 - the run reports a path that raises otherwise
+                continue
 
 
 def _shape_problems(shape: Any, dim_names: tuple[str, ...], dims: Iterable[Any], positive: bool = False) -> list[str]:

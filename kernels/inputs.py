@@ -9,6 +9,12 @@ A spec's ``make_inputs(case, device)`` typically reads::
 them to the case's dtype and lays them out on the device (contiguous, padded_rows, transposed); ``rows`` is the two
 together for an [M, N] input.
 
+**Integer case dtypes** (int8, uint8, int32, int64): ``values`` draws int64 integers in the dtype's range instead
+(:func:`integer_values`), which ``place`` casts exactly: ``normal`` uniform over the whole range (int64: over
+[-2**61, 2**61)), ``large`` within 8 of either end, ``negative`` below zero; ``special`` (inf, NaN) has no integer
+values and raises. ``place(..., dtype="fp32")`` builds a tensor of another dtype (an int8 matmul's fp32 scales) in
+the case's layout.
+
 **The same numbers on every backend, drawn where the case runs.** ``generator(case)`` returns a :class:`Stream`:
 counter-based random numbers (Philox4x32-10, the generator of ``tl.randint4x``) keyed by the case's seed. Element
 ``j`` of a stream's ``i``-th draw is a function of (seed, i, j) alone, so a GPU draws it in a Triton kernel, next to
@@ -102,7 +108,9 @@ class Stream(torch.Generator):
         return self._next(shape, _BITS, device) % (high - low) + low
 
     def values(self, shape: tuple[int, ...], case: Case, device: str | torch.device | None = None) -> torch.Tensor:
-        """Float64 values of the case's value class (see :func:`values`)."""
+        """Float64 values of the case's value class (see :func:`values`); int64 for an integer case dtype."""
+        if is_integer(case.dtype):
+            return integer_values(shape, case, lambda lo, hi, n: self.integers(lo, hi, (n,), device))
         return _value_class(self.normal(shape, device), case, self._specials)
 
     def _specials(self, x: torch.Tensor) -> torch.Tensor:
@@ -131,6 +139,33 @@ def _value_class(x: torch.Tensor, case: Case, specials) -> torch.Tensor:
     raise ValueError(f"unknown value class {kind!r}")
 
 
+def is_integer(dtype: str) -> bool:
+    """Whether the dtype named ``dtype`` (a case dtype such as ``"int8"``) is an integer type."""
+    return not DTYPES[dtype].is_floating_point
+
+
+def integer_values(shape: tuple[int, ...], case: Case, draw) -> torch.Tensor:
+    """Int64 integers of the case's value class in the range of its integer dtype; ``draw(low, high, n)`` gives
+    ``n`` integers in [low, high)."""
+    info = torch.iinfo(DTYPES[case.dtype])
+    lo, hi = max(info.min, -(2**61)), min(info.max, 2**61 - 1)
+    n = math.prod(shape)
+    if case.values == "normal":
+        return draw(lo, hi + 1, n).reshape(shape)
+    if case.values == "large":  # within 8 of either end: where sums and products overflow
+        k = draw(0, 16, n)
+        return torch.where(k < 8, lo + k, hi - (k - 8)).reshape(shape)
+    if case.values == "negative":
+        if lo >= 0:
+            raise ValueError(f"value class 'negative' has no {case.dtype} values (the dtype is unsigned): leave it "
+                             f"out of the spec's value_classes for {case.dtype}")
+        return draw(lo, 0, n).reshape(shape)
+    if case.values == "special":
+        raise ValueError(f"value class 'special' (inf, -inf, NaN) has no {case.dtype} values: integer dtypes take "
+                         f"'normal', 'large' and 'negative'")
+    raise ValueError(f"unknown value class {case.values!r}")
+
+
 def generator(case: Case) -> Stream:
     return Stream(case.seed, _DRAW_DEVICE)
 
@@ -140,6 +175,9 @@ def values(shape: tuple[int, ...], case: Case, gen: torch.Generator) -> torch.Te
     device), or, given a plain ``torch.Generator``, torch's normal numbers on the generator's device."""
     if isinstance(gen, Stream):
         return gen.values(tuple(shape), case)
+    if is_integer(case.dtype):
+        return integer_values(tuple(shape), case, lambda lo, hi, n: torch.randint(
+            lo, hi, (n,), generator=gen, dtype=torch.int64, device=gen.device))
 
     def specials(x: torch.Tensor) -> torch.Tensor:  # exactly max(1, n // 16) of them, cycling inf, -inf, NaN
         flat = x.reshape(-1)
@@ -157,21 +195,23 @@ def values(shape: tuple[int, ...], case: Case, gen: torch.Generator) -> torch.Te
 PADDED_ROWS = 13  # the padding of the padded_rows layout, in elements: odd, so rows are aligned to no block
 
 
-def place(x64: torch.Tensor, case: Case, device: str, layout: str | None = None) -> torch.Tensor:
-    """Cast to the case dtype and lay out on the device.
+def place(x64: torch.Tensor, case: Case, device: str, layout: str | None = None,
+          dtype: str | None = None) -> torch.Tensor:
+    """Cast to the case dtype (or ``dtype``, a dtype name) and lay out on the device.
 
-    ``padded_rows`` gives a 2-D tensor a row stride larger than its width;
-    ``transposed`` stores the matrix column-major (a transposed view).
+    ``padded_rows`` gives a 2-D tensor a row stride larger than its width (the padding holds NaN, or -94 in an
+    integer tensor, 0x5A in a uint8 one); ``transposed`` stores the matrix column-major (a transposed view).
     """
     layout = layout or "contiguous"
-    dtype = DTYPES[case.dtype]
+    dtype = DTYPES[dtype or case.dtype]
     x = x64.to(device).to(dtype)
     if layout == "contiguous" or x.dim() < 2:
         return x.contiguous()
     rows, cols = x.shape[-2], x.shape[-1]
     if layout == "padded_rows":
         pad = PADDED_ROWS
-        buf = torch.full((*x.shape[:-1], cols + pad), float("nan"), dtype=dtype, device=device)
+        fill = float("nan") if dtype.is_floating_point else 0x5A if dtype == torch.uint8 else -94
+        buf = torch.full((*x.shape[:-1], cols + pad), fill, dtype=dtype, device=device)
         buf[..., :cols] = x
         return buf[..., :cols]
     if layout == "transposed":

@@ -14,13 +14,17 @@ from kernels.spec import Case, CodePath, cdiv
 BlockOf = Callable[[Case, Mapping[str, Any]], int]
 
 
-def block_loop(dim: str, block_of: BlockOf, what: str = "the loop over blocks") -> tuple[CodePath, ...]:
-    """``{dim}_loop``: the dim spans more than one block; ``{dim}_tail``: its last block is masked."""
+def block_loop(dim: str, block_of: BlockOf, what: str = "the loop over blocks",
+               size: Callable[[Case], int] | None = None) -> tuple[CodePath, ...]:
+    """``{dim}_loop``: the dim spans more than one block; ``{dim}_tail``: its last block is masked. ``size``: the
+    length the loop runs over where it is no dim of the case but computed from dims (the rows of a flattened
+    ``[B, S, K]`` input: ``size=lambda case: case.shape["B"] * case.shape["S"]``); ``dim`` then only names the paths."""
+    length = size or (lambda case: case.shape[dim])
     return (
         CodePath(f"{dim.lower()}_loop", f"{what} along {dim} runs more than once",
-                 lambda case, cfg: cdiv(case.shape[dim], block_of(case, cfg)) > 1),
+                 lambda case, cfg: cdiv(length(case), block_of(case, cfg)) > 1),
         CodePath(f"{dim.lower()}_tail", f"{dim} is not a multiple of its block: the last block is masked",
-                 lambda case, cfg: case.shape[dim] % block_of(case, cfg) != 0),
+                 lambda case, cfg: length(case) % block_of(case, cfg) != 0),
     )
 
 

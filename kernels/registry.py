@@ -76,7 +76,7 @@ def load_module(target: str, base: str | None = None) -> None:
         module = importlib.util.module_from_spec(spec)
         sys.modules[mod_name] = module
         before = set(_REGISTRY)
-        with _beside(path):
+        with beside(path, keep=True):  # kept: a library beside it may be imported lazily, inside run
             _guarded(option, lambda: spec.loader.exec_module(module))
         _require_registered(option, before)
         _LOADED.add(key)
@@ -103,10 +103,12 @@ def _require_registered(option: str, before: set[str]) -> None:
 
 
 @contextlib.contextmanager
-def _beside(path: Path) -> Iterator[None]:
+def beside(path: Path, keep: bool = False) -> Iterator[None]:
     """The module's directory on sys.path while it imports, as Python does for a script, so that a helper file beside
     it imports; last, not first as for a script: a module named after the library it wraps (examples/liger_kernel.py
-    imports liger_kernel) would otherwise import itself."""
+    imports liger_kernel) would otherwise import itself. ``keep``: it stays there after the import, as a script's
+    directory does (a spec that imports a library beside it inside ``run``, because the library needs a GPU at
+    import, finds it there)."""
     directory = str(path.resolve().parent)
     if directory in sys.path:
         yield
@@ -115,8 +117,9 @@ def _beside(path: Path) -> Iterator[None]:
     try:
         yield
     finally:
-        with contextlib.suppress(ValueError):
-            sys.path.remove(directory)
+        if not keep:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(directory)
 
 
 class _ExitAtImport(BaseException):

@@ -18,6 +18,7 @@ from kernels._types import (  # noqa: F401 - re-exported: kernel modules import 
     BACKENDS,
     DTYPE_NAMES,
     FAMILIES,
+    INTEGER_DTYPES,
     KNOWN_ISSUE_TESTS,
     LAUNCH_OPTIONS,
     VENDOR_ONLY_OPTIONS,
@@ -26,11 +27,13 @@ from kernels._types import (  # noqa: F401 - re-exported: kernel modules import 
     Dim,
     JitKernel,
     KnownIssue,
+    MissingArgument,
     Property,
     Tolerance,
     amd_options,
     autotune_configs,
     cdiv,
+    constexpr_names,
     is_autotuned,
     is_autotuner,
     jit_name,
@@ -48,6 +51,8 @@ DTYPES: dict[str, torch.dtype] = {
     "fp64": torch.float64,
     "int32": torch.int32,
     "int64": torch.int64,
+    "int8": torch.int8,
+    "uint8": torch.uint8,
     "fp8e4nv": torch.float8_e4m3fn,
     "fp8e4b8": torch.float8_e4m3fnuz,
     "fp8e5": torch.float8_e5m2,
@@ -55,6 +60,7 @@ DTYPES: dict[str, torch.dtype] = {
 }
 
 assert tuple(DTYPES) == DTYPE_NAMES, "DTYPES and kernels/_types.py DTYPE_NAMES name the same dtypes"
+assert INTEGER_DTYPES == tuple(k for k, v in DTYPES.items() if not v.is_floating_point), "INTEGER_DTYPES: the integers"
 
 
 @dataclass(frozen=True)
@@ -72,8 +78,11 @@ class KernelSpec:
     dims: tuple[Dim, ...]
     dtypes: tuple[str, ...]
     make_inputs: Callable[[Case, str], dict[str, torch.Tensor]]
-    make_outputs: Callable[[dict[str, torch.Tensor], Case], dict[str, torch.Tensor]]
-    run: Callable[[dict[str, torch.Tensor], dict[str, torch.Tensor], dict | None], None]
+    # None: the launcher allocates its own outputs and ``run`` returns them (a dict name -> tensor, or a tensor /
+    # tuple of tensors in the order of ``outputs``), called with an empty dict for the outputs; see
+    # suite/checks/returned.py for the checks such outputs get and the ones they cannot.
+    make_outputs: Callable[[dict[str, torch.Tensor], Case], dict[str, torch.Tensor]] | None
+    run: Callable[[dict[str, torch.Tensor], dict[str, torch.Tensor], dict | None], Any]
     reference: Callable[[dict[str, torch.Tensor], Case], dict[str, torch.Tensor]]
     # The names of the outputs make_outputs returns; the reference must return exactly these, and each
     # is compared.

@@ -232,7 +232,8 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
                         f"Dim sizes above 0), or make_outputs returns empty tensors", pytrace=False)
 
     def warn_untuned() -> None:
-        for name, count in sorted(launches.take_untuned().items()):
+        coverage.untuned = launches.take_untuned()  # the summary names them (suite/checks/launches.py: untuned_lines)
+        for name, count in sorted(coverage.untuned.items()):
             warnings.warn(f"{spec.name}[{dtype}]: autotuned kernel {name} ran the first of its {count} configs in "
                           f"every case: the spec's configs name none of its parameters, so its other configs were "
                           f"never run. List it in jit_fn/jit_fns (the spec then takes its configs), or give "

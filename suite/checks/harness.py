@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -13,7 +14,8 @@ from typing import Any
 import torch
 
 from kernels.spec import Case, KernelSpec, Tolerance
-from suite.checks import autotune, interpreter, launches, memcheck
+from suite.checks import autotune, interpreter, launches, memcheck, returned
+from suite.checks.tolerance import _MAGNITUDE_HINT as MAGNITUDE_HINT
 from suite.checks.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output, loose_bound
 from suite.session import options
 from suite.session.results import json_number
@@ -185,6 +187,8 @@ class CaseResult:
     # Why the tolerance's magnitude would pass a result off by 50% here; "": nothing to judge (loose_tolerance).
     loose: str | None = None
     footprint: int = 0  # out of memory: bytes the case needed of the GPU (suite/workers/gpu_share.py: footprint)
+    unchecked: list[str] = field(default_factory=list)  # checks that cannot apply to it (suite/checks/returned.py)
+    heuristics: dict[str, dict[str, Any]] = field(default_factory=dict)  # what @triton.heuristics computed, per kernel
 
     def message(self) -> str:
         if self.error:
@@ -225,7 +229,10 @@ def declared_outputs(spec: KernelSpec, outputs: Any, what: str) -> dict[str, tor
 
 def prepare_outputs(spec: KernelSpec, inputs: dict, case: Case) -> tuple[dict[str, torch.Tensor], dict]:
     """The outputs of one launch and their guards: make_outputs' tensors moved between poisoned guard regions, each
-    filled with the poison, or with its initial value where the spec declares one (``initial_outputs``)."""
+    filled with the poison, or with its initial value where the spec declares one (``initial_outputs``). None yet
+    where ``run`` returns the outputs its launcher allocates (suite/checks/returned.py): :func:`launch` fills them in."""
+    if returned.returns_outputs(spec):
+        return {}, {}
     outputs = declared_outputs(spec, spec.make_outputs(inputs, case), "make_outputs")
     guards = guard(outputs)
     poison(outputs)
@@ -249,13 +256,23 @@ def prepare_outputs(spec: KernelSpec, inputs: dict, case: Case) -> tuple[dict[st
 def run_spec(spec: KernelSpec, inputs: dict, outputs: dict, config: dict) -> None:
     """``spec.run`` with ``config``; an autotuned kernel runs that config and times nothing (suite/checks/launches.py)."""
     with launches.chosen(config):
-        spec.run(inputs, outputs, config)
+        _take_returned(spec, outputs, spec.run(inputs, outputs, config))
+
+
+def _take_returned(spec: KernelSpec, outputs: dict, value: Any) -> None:
+    """Where ``run`` returns the outputs its launcher allocated (make_outputs=None), put them into ``outputs``."""
+    if returned.returns_outputs(spec):
+        got, problem = returned.collect(spec, value)
+        if problem:
+            raise BrokenSpec(problem)
+        outputs.clear()
+        outputs.update(got)
 
 
 def launch(spec: KernelSpec, inputs: dict, outputs: dict, config: dict) -> launches.Launches:
     """``spec.run`` with ``config``: an autotuned kernel runs that config (suite/checks/launches.py); the launches it made."""
     with launches.recording() as seen, launches.chosen(config):
-        spec.run(inputs, outputs, config)
+        _take_returned(spec, outputs, spec.run(inputs, outputs, config))
     return seen
 
 
@@ -279,7 +296,7 @@ def launched_nothing(spec: KernelSpec, case: Case, config: dict, outputs: dict[s
 def unreached_outputs(spec: KernelSpec, outputs: dict[str, torch.Tensor], seen: launches.Launches) -> str | None:
     """Why the run's outputs cannot be checked: an output that no kernel launch received (the launcher allocated its
     own and copied it in), or None. A run that launched nothing is launched_nothing's to report."""
-    if not seen.kernels:
+    if not seen.kernels or returned.returns_outputs(spec):  # returned outputs are the launcher's own tensors
         return None
     missed = [name for name in spec.outputs if outputs[name].numel() and not seen.reached(outputs[name])]
     if not missed:
@@ -288,7 +305,8 @@ def unreached_outputs(spec: KernelSpec, outputs: dict[str, torch.Tensor], seen: 
     return (f"output(s) {missed} reached none of the run's {len(seen.kernels)} kernel launch(es) ({kernels}): the "
             f"launcher allocated its own output and the result was copied in, so the poison and guard regions cannot "
             f"see what the kernel wrote. Launch the @triton.jit function on the suite's tensors (outputs[{missed[0]!r}]"
-            f"), as the launcher does with the tensors it allocates")
+            f"), as the launcher does with the tensors it allocates, or test the launcher as it is: make_outputs=None "
+            f"and run returns what it returns")
 
 
 def check_reference(spec: KernelSpec, case: Case, inputs: dict, outputs: dict[str, torch.Tensor],
@@ -339,13 +357,21 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
     state: dict[str, Any] = {"inputs": inputs, "ref": None, "mags": None}
     current, default = configs[0], spec.default_config_for(backend.family)
     interpreter.take_bf16_operations()
+    interpreter.take_fp8_casts()
 
     def result(passed: bool, ratio: float, checks=(), error=None, failure=None) -> CaseResult:
         if error is not None and current != default:
             error = f"with config {json.dumps(current, sort_keys=True)}: {error}"
         note = interpreter.bf16_note(interpreter.take_bf16_operations()) if not passed and failure != "spec" else ""
+        if not passed and failure != "spec" and (fp8 := interpreter.fp8_note(interpreter.take_fp8_casts())):
+            note += fp8  # the interpreter's rounding, which no tolerance (magnitude) would fix: no hint at one
+            checks = [dataclasses.replace(c, detail=c.detail.replace(MAGNITUDE_HINT, "")) for c in checks]
+        heuristics = dict(state.get("heuristics") or {})
+        if not passed:
+            note += launches.heuristics_line(heuristics)
         return CaseResult(case, passed, ratio, list(checks), error, time.perf_counter() - start, failure,
-                          dict(current), configs_run=configs.index(current) + 1, note=note)
+                          dict(current), configs_run=configs.index(current) + 1, note=note,
+                          unchecked=returned.unchecked(spec), heuristics=heuristics)
 
     worst: CaseResult | None = None
     skipped: list[str] = []
@@ -420,6 +446,7 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
                 outputs, guards = prepare_outputs(spec, inputs, case)
                 seen = launch(spec, inputs, outputs, config)
                 synchronize(backend.device)
+            state.setdefault("heuristics", {}).update(seen.heuristics)
     except BrokenSpec as exc:
         raise _Stop(result(False, math.inf, error=f"broken spec: {exc}", failure="spec")) from None
     except Exception as exc:  # a compile or launch failure is a result, not a harness crash
@@ -432,6 +459,9 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
                                failure="interpreter")) from None
         if isinstance(exc, launches.NotAnAutotuneConfig):
             raise _Stop(result(False, math.inf, error=f"broken spec: {exc}", failure="spec")) from None
+        if unpassed := launches.unpassed_constexpr(spec, exc):
+            exc.__traceback__ = None
+            raise _Stop(result(False, math.inf, error=f"broken spec: {unpassed}", failure="spec")) from None
         if extra and type(exc).__name__ == "OutOfResources":
             exc.__traceback__ = None
             raise _DoesNotFit(str(exc).split(".")[0]) from None
@@ -558,7 +588,7 @@ def _never_written(spec: KernelSpec, inputs: dict, case: Case, config: dict, nam
     FNUZ fp8) and the reference is NaN, a NaN output is ambiguous: the kernel runs again on outputs poisoned
     with zeros, and what is still zero there was not written either. An output that starts from a declared value
     holds no poison: nothing to tell."""
-    if name in spec.initial_outputs:
+    if name in spec.initial_outputs or returned.returns_outputs(spec):  # no poison to tell by
         return torch.zeros_like(out, dtype=torch.bool)
     mask = unwritten(out)
     if out.dtype == torch.bool:  # a bool reference is 0 or 1, never the poison's byte
@@ -585,6 +615,8 @@ def record(result: CaseResult, nodeid: str, repro: str) -> dict[str, Any]:
                     for c in result.checks},
         "message": None if result.passed else result.message()[:2000],
         **({"failure": result.failure} if result.failure else {}),
+        **({"unchecked": result.unchecked} if result.unchecked else {}),
+        **({"heuristics": result.heuristics} if result.heuristics else {}),
         "config": result.config,
         "configs_run": result.configs_run,
         "duration_s": round(result.duration_s, 4),

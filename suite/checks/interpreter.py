@@ -17,6 +17,10 @@ Installed once per process when the backend is the interpreter (``install``), be
 - **bf16 arithmetic** is still done on the raw uint16 bit patterns (triton #4972; docs/hazards.md, hazard 1). That is
   not patched over: the interpreter notes which bf16 operations a case ran (the session's ``bf16_operations``) and the harness
   names them when the case fails, with what to do.
+- **float -> fp8 conversions** are rounded wrongly by Triton 3.6's interpreter (its ``_convert_float`` drops the
+  carry into the exponent: fp32 126.5 becomes 64 in e4m3fn, not 128; ties round away from even). Not patched over
+  either: where the installed interpreter's conversion is wrong (:func:`fp8_conversion_error`, probed once), the
+  conversions a case ran are noted, and a failing case names the interpreter's limit instead of a tolerance hint.
 
 ``@triton.autotune`` kernels are handled in suite/checks/launches.py (they run a chosen config and time nothing), on every
 backend.
@@ -24,6 +28,7 @@ backend.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Callable
@@ -130,11 +135,53 @@ def bf16_note(seen: Counter[str]) -> str:
             f"should, or declare a KnownIssue(backend='interpret', dtype='bf16', ...) and check it on a GPU")
 
 
+def take_fp8_casts() -> Counter[str]:
+    """The float -> fp8 conversions run since the last call, 'src->dst' -> count; and forget them."""
+    casts = stash.session().fp8_casts
+    seen = Counter(casts)
+    casts.clear()
+    return seen
+
+
+@functools.cache
+def fp8_conversion_error() -> str | None:
+    """What the installed interpreter's fp32 -> fp8 conversion gets wrong (probed once: 126.5 to e4m3fn and e5m2,
+    which round up into the next power of two, converted as ``x.to(tl.float8e4nv)`` converts, against torch's), or
+    None where it is right."""
+    import torch
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    for tl_dtype, torch_dtype in ((tl.float8e4nv, torch.float8_e4m3fn), (tl.float8e5, torch.float8_e5m2)):
+        got = interpreter._convert_float(np.array([126.5], dtype=np.float32), tl.float32, tl_dtype,
+                                         interpreter._ir.ROUNDING_MODE.RTNE)  # what x.to(fp8) asks for
+        got_value = torch.tensor(np.asarray(got).view(np.uint8)).view(torch_dtype).float().item()
+        want = torch.tensor([126.5]).to(torch_dtype).float().item()
+        if got_value != want:
+            return f"fp32 126.5 becomes {got_value:g} in {tl_dtype}, not {want:g}"
+    return None
+
+
+def fp8_note(seen: Counter[str]) -> str:
+    """What to tell the author of a case that failed after float -> fp8 conversions on an interpreter that rounds
+    them wrongly; "" where it ran none or the interpreter's conversion is right."""
+    wrong = fp8_conversion_error() if seen else None
+    if not wrong:
+        return ""
+    casts = ", ".join(f"{cast} x{n}" for cast, n in seen.most_common(4))
+    return (f"\nnote: on the interpreter this kernel converted floats to fp8 ({casts}), and the interpreter converted "
+            f"fp32 to fp8 wrongly: its conversion drops the carry into the exponent ({wrong}; docs/hazards.md, hazard 14): the "
+            f"result above may be the interpreter's, not the kernel's (no tolerance fixes that). Run this case on a GPU "
+            f"(--backend=cuda or --backend=rocm), or declare a KnownIssue(backend='interpret', failure_pattern='the "
+            f"interpreter converted fp32 to fp8', ...) in the spec and check it on a GPU")
+
+
 def install() -> None:
     """Fill in the interpreter's gaps (see the module docstring), once per process; TRITON_INTERPRET=1 must be set."""
     from suite import compat
 
-    patches = ("interpreter-float-scalars", "interpreter-bf16-constants", "interpreter-libdevice", "interpreter-bf16-notes")
+    patches = ("interpreter-float-scalars", "interpreter-bf16-constants", "interpreter-libdevice", "interpreter-bf16-notes",
+               "interpreter-fp8-notes")
     if compat.applied(*patches):
         return
     import triton.language as tl
@@ -171,6 +218,15 @@ def install() -> None:
 
     interpreter.InterpreterBuilder.binary_op = noting_binary_op
     interpreter.InterpreterBuilder.create_dot = noting_dot
+    fp_to_fp = interpreter.InterpreterBuilder.create_fp_to_fp
+
+    def noting_fp_to_fp(self, src, dst_type, *rest):
+        dst, source = dst_type.scalar, src.dtype.scalar
+        if dst.is_fp8() and not source.is_fp8():
+            stash.session().fp8_casts[f"{source}->{dst}"] += 1
+        return fp_to_fp(self, src, dst_type, *rest)
+
+    interpreter.InterpreterBuilder.create_fp_to_fp = noting_fp_to_fp
     compat.mark_applied(*patches)
 
 

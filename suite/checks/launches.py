@@ -17,6 +17,7 @@ test would make the run's timings depend on what ran before, and the suite's con
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,8 @@ class Launches:
 
     kernels: list[str] = field(default_factory=list)
     storages: set[int] = field(default_factory=set)
+    # What each kernel's @triton.heuristics computed at its last launch: kernel -> {parameter: value}.
+    heuristics: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def reached(self, tensor: Any) -> bool:
         """Whether ``tensor``'s memory was handed to a launch (itself, a view of it, or a view of its storage)."""
@@ -168,7 +171,41 @@ def install() -> None:
             self.configs = configs
 
     autotuner.run = run
+    heuristics_run = autotuner_mod.Heuristics.run
+
+    def run_heuristics(self, *args, **kwargs):
+        state = stash.session().launches
+        outer, state.heuristic_keys = getattr(state, "heuristic_keys", None), tuple(self.values)
+        try:
+            return heuristics_run(self, *args, **kwargs)
+        finally:
+            state.heuristic_keys = outer
+
+    autotuner_mod.Heuristics.run = run_heuristics
     compat.mark_applied("launch-interception")
+
+
+def _plain(value: Any) -> Any:
+    """A heuristic's value as the run file can hold it."""
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    return str(value)
+
+
+def untuned_lines(coverage: list[dict]) -> list[str]:
+    """The summary's line for each kernel x dtype test in which an autotuned kernel ran only its first config."""
+    return [f"UNTUNED {c['kernel']}[{c['dtype']}]: autotuned kernel {name} ran the first of its {count} configs in every "
+            f"case (the spec's configs name none of its parameters): list it in jit_fn/jit_fns, or give "
+            f"configs=autotune_configs({name})"
+            for c in coverage for name, count in sorted((c.get("untuned") or {}).items())]
+
+
+def heuristics_line(found: Mapping[str, Mapping[str, Any]]) -> str:
+    """The values @triton.heuristics computed, for a failing case's message ("" where none did)."""
+    if not found:
+        return ""
+    return "\n@triton.heuristics computed: " + "; ".join(
+        f"{kernel}: " + ", ".join(f"{k}={v!r}" for k, v in values.items()) for kernel, values in sorted(found.items()))
 
 
 def _wrap_run(cls: type) -> None:
@@ -179,6 +216,34 @@ def _wrap_run(cls: type) -> None:
         if record is not None and not kwargs.get("warmup", False):
             name = getattr(getattr(self, "fn", None), "__name__", None) or getattr(self, "__name__", "kernel")
             _note(record, name, args, {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")})
+            if keys := getattr(stash.session().launches, "heuristic_keys", None):  # what a @triton.heuristics computed
+                record.heuristics[name] = {k: _plain(kwargs[k]) for k in keys if k in kwargs}
         return original(self, *args, **kwargs)
 
     cls.run = run
+
+
+_MISSING = re.compile(r"(\w+)\(\) missing \d+ required (?:positional |keyword-only )?arguments?: (.+)|missing a required "
+                      r"argument: ('\w+')")
+
+
+def unpassed_constexpr(spec: Any, exc: BaseException) -> str | None:
+    """Why a launch failed where it passed no value for a ``tl.constexpr`` of one of the spec's jitted functions (the
+    interpreter's or the JIT's ``missing ... required argument``), naming the function, the constexpr and the spec;
+    None for any other error."""
+    from kernels.spec import constexpr_names
+
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, TypeError) and (match := _MISSING.search(str(exc))):
+            called, names = match.group(1), re.findall(r"'(\w+)'", match.group(2) or match.group(3))
+            for kernel in spec.jit_kernels():
+                if called not in (None, kernel.name):
+                    continue
+                if missing := [n for n in names if n in constexpr_names(kernel.fn)]:
+                    return (f"kernel spec {spec.name!r}: its run launches {kernel.name} with no value for its "
+                            f"tl.constexpr {missing[0]!r} ({exc}): pass {missing[0]}=... at that launch, give the "
+                            f"parameter a default, or compute it with @triton.heuristics")
+        exc = exc.__cause__ or exc.__context__
+    return None

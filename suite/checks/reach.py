@@ -72,6 +72,8 @@ class Coverage:
         self.not_fitting: Counter[str] = Counter()
         # Why the test stopped before its cases could take the paths (a known issue's first failing case), if it did.
         self.stopped_by: str | None = None
+        # Autotuned kernels whose configs no case named: each ran only its first config (name -> how many it has).
+        self.untuned: dict[str, int] = {}
 
     def add(self, case: Case, configs: Sequence[Mapping[str, Any]], not_fitting: Sequence[str] = ()) -> None:
         for why in not_fitting:
@@ -88,7 +90,8 @@ class Coverage:
     def record(self) -> dict[str, Any]:
         return {"kernel": self.spec.name, "dtype": self.dtype, "configs": dict(self.configs), "paths": dict(self.paths),
                 "covered_by_search": list(self.searched), "unexercised": [p.name for p in self.missing()],
-                "configs_not_fitting": dict(self.not_fitting), **({"stopped_by": self.stopped_by} if self.stopped_by else {})}
+                "configs_not_fitting": dict(self.not_fitting), **({"stopped_by": self.stopped_by} if self.stopped_by else {}),
+                **({"untuned": dict(self.untuned)} if self.untuned else {})}
 
 
 def find_case(strategy: Any, path: CodePath, configs: Sequence[Mapping[str, Any]]) -> tuple[Case, dict] | None:

@@ -9,6 +9,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from suite.checks import returned
+from suite.checks.launches import untuned_lines
 from suite.plugin import glance
 from suite.workers import parts
 
@@ -94,7 +96,8 @@ def write_summary(tr, data: dict, path: Path, width: int = glance.MIN_WIDTH) -> 
     broken = {(c["kernel"], c["dtype"]): c for c in data["cases"] if c.get("failure") == "spec"}
     for (kernel, dtype), c in sorted(broken.items()):
         tr.write_line(f"BROKEN SPEC {kernel}[{dtype}]: {(c['message'] or '').splitlines()[0][:300]}")
-    for line in intermittent_lines(data):
+    for line in (returned.summary_lines(data["cases"]) + untuned_lines(data.get("coverage") or [])
+                 + intermittent_lines(data)):
         tr.write_line(line)
     failing = [c for c in data["cases"] if c["outcome"] in ("failed", "xfailed")]
     for c in failing[:20]:

@@ -289,7 +289,8 @@ def _spec_in(ref: str, name: str) -> KernelSpec:
             loader = importlib.util.spec_from_file_location(f"compile_matrix_ref{len(_loaded)}_{Path(ref).stem}", ref)
             module = importlib.util.module_from_spec(loader)
             sys.modules[loader.name] = module
-            loader.loader.exec_module(module)
+            with registry.beside(Path(ref)):  # a library file beside the module imports, as in the run's process
+                loader.loader.exec_module(module)
         else:
             module = importlib.import_module(ref)
         _loaded[ref] = module

@@ -165,3 +165,26 @@ def test_the_reach_table_of_every_kernel_fits_eighty_columns():
     table = glance.fit_table(rows, headers, 80)
     assert max(len(line) for line in table.splitlines()) <= 80, table
     assert "descriptor" in table and "(stopped:" in table, table
+
+
+def test_what_ran_unchecked_is_its_own_part_of_the_verdict_never_passed():
+    """A GPU run without --memcheck: every kernel's memory accesses unchecked, said in the verdict with the option
+    that checks them; an autotuned kernel that ran one config; a clean interpreter run says nothing of it."""
+    tests = [_test(f"suite/test_kernels.py::test_matches_reference[k{i}-fp16]", "passed") for i in range(5)]
+    data = {"tests": tests, "status": "complete",
+            "memcheck": {"mode": "off", "kernels": {}, "unchecked": {f"k{i}": "memory checking is off in this run"
+                                                                     for i in range(5)}},
+            "coverage": [{"kernel": "k1", "dtype": "fp16", "untuned": {"k1_kernel": 4}}]}
+    lines = glance.verdict_lines(data, "r.json", 80)
+    text = "\n".join(lines)
+    assert lines[0] == "VERDICT: PASSED: 5 of 5 tests passed", text
+    body = " ".join(" ".join(lines).split())
+    assert "unchecked memory accesses of 5 kernels: memory checking is off in this run; --memcheck checks them" in body
+    assert "autotuning of k1[fp16]: k1_kernel ran the first of its 4 configs only" in body, text
+    assert all(len(line) <= 80 for line in lines[:-1]), text
+    label = next(line for line in lines if line.startswith("  unchecked"))
+    passed = next(line for line in lines if line.startswith("  passed"))
+    assert label.index("memory") == passed.index("5 tests"), text  # one column for every part
+    data["memcheck"] = {"mode": "interpreter", "kernels": {"k0": {}}, "unchecked": {}}
+    data["coverage"] = []
+    assert not any("unchecked" in line for line in glance.verdict_lines(data, "r.json", 80))

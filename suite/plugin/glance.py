@@ -11,6 +11,10 @@ says the same whatever printed the details above it:
       known    interpreter-bf16-truncating-cast: dropout[bf16] (test_properties)
       not run  8 tests, the dtype is not supported on interpreter (interpreter profile): fp8_codes[fp8e4b8,...]
     result file (complete): runs/run-....json
+
+What ran but could not be checked has a part of its own, ``unchecked`` (never counted as passed): kernels whose memory
+accesses no checker saw and why (on a GPU without --memcheck, every kernel), the checks outputs a launcher allocates
+itself cannot have, an autotuned kernel that ran one config.
 """
 
 from __future__ import annotations
@@ -262,16 +266,16 @@ def _is_dtype(name: str) -> bool:
     return name in DTYPE_NAMES
 
 
-def _natural(entries: list[str], width: int) -> int:
-    """How many lines ``entries`` take whole under a label."""
-    return sum(len(textwrap.wrap(e, width - 2 - LABEL, break_long_words=False, break_on_hyphens=False) or [""])
+def _natural(entries: list[str], width: int, label: int = LABEL) -> int:
+    """How many lines ``entries`` take whole under a label ``label`` wide."""
+    return sum(len(textwrap.wrap(e, width - 2 - label, break_long_words=False, break_on_hyphens=False) or [""])
                for e in entries)
 
 
-def _entries(label: str, entries: list[str], width: int, most: int) -> list[str]:
+def _entries(label: str, entries: list[str], width: int, most: int, label_width: int = LABEL) -> list[str]:
     """``entries`` under ``label``, each starting a line and wrapped, in at most ``most`` lines. Where they do not all
     fit whole, each takes at most two lines (cut at a word: ' ...'), and a last line counts those left out."""
-    room = width - 2 - LABEL
+    room = width - 2 - label_width
     wrapped = [textwrap.wrap(e, room, break_long_words=False, break_on_hyphens=False) or [""] for e in entries]
     if sum(len(w) for w in wrapped) <= most:
         lines = [line for w in wrapped for line in w]
@@ -286,7 +290,7 @@ def _entries(label: str, entries: list[str], width: int, most: int) -> list[str]
                 lines.append(f"... and {len(wrapped) - i} more: the result file has them")
                 break
             lines += w[:take - 1] + [_cut(w[take - 1], room) if take < len(w) else w[take - 1]]
-    return [f"  {(label if i == 0 else ''):<{LABEL}}{line}" for i, line in enumerate(lines)]
+    return [f"  {(label if i == 0 else ''):<{label_width}}{line}" for i, line in enumerate(lines)]
 
 
 def _cut(line: str, room: int) -> str:
@@ -303,6 +307,33 @@ def _tests(n: int) -> str:
 
 def _module(nodeid: str) -> str:
     return Path(nodeid.split("::")[0]).stem.removeprefix("test_").replace("_", " ")
+
+
+def unchecked_entries(data: dict) -> list[str]:
+    """What the run ran but could not check, from the run file: kernels whose memory accesses no checker saw (and
+    why), checks that cannot apply to outputs a launcher allocates itself, autotuned kernels that ran one config.
+    Never counted as passed: the verdict names them under ``unchecked``."""
+    out = []
+    memory = data.get("memcheck") or {}
+    by_why: dict[str, list[str]] = defaultdict(list)
+    for kernel, why in sorted((memory.get("unchecked") or {}).items()):
+        by_why[why].append(kernel)
+    for why, kernels in sorted(by_why.items()):
+        every = len(kernels) > 3
+        names = f"{len(kernels)} kernels" if every else ", ".join(kernels)
+        hint = "; --memcheck checks them" if memory.get("mode") == "off" else ""
+        out.append(f"memory accesses of {names}: {why}{hint}")
+    by_checks: dict[tuple[str, ...], set[str]] = defaultdict(set)
+    for case in data.get("cases") or []:
+        if isinstance(case, dict) and case.get("unchecked"):
+            by_checks[tuple(c.split(" (")[0] for c in case["unchecked"])].add(case.get("kernel", "?"))
+    for checks, kernels in sorted(by_checks.items()):
+        out.append(f"{' and '.join(checks)} of {', '.join(sorted(kernels))}: outputs the launcher allocates")
+    for c in data.get("coverage") or []:
+        for name, count in sorted((c.get("untuned") or {}).items()):
+            out.append(f"autotuning of {c.get('kernel')}[{c.get('dtype')}]: {name} ran the first of its {count} "
+                       f"configs only")
+    return out
 
 
 def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH, unwritten: str | None = None) -> list[str]:
@@ -372,17 +403,21 @@ def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH, unwritte
             by_reason[skip_reason(t)].append(t)
         parts_.append(("not run", [f"{_tests(len(ts))}, {reason}: {subjects(ts, kernels)}"
                                    for reason, ts in sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0]))]))
+    if unchecked := unchecked_entries(data):
+        parts_.append(("unchecked", unchecked))
+    # The labels' column: wider only where a label needs it ("unchecked").
+    label_width = max(LABEL, *(len(label) + 2 for label, _ in parts_)) if parts_ else LABEL
     # Each part as long as it needs until the whole fits MAX_TOTAL lines: what passed gives way first (to a count),
     # then the longest part.
-    budget = [_natural(entries, width) for _, entries in parts_]
+    budget = [_natural(entries, width, label_width) for _, entries in parts_]
     room = MAX_TOTAL - len(head) - len(tail)
     labels = [label for label, _ in parts_]
     if sum(budget) > room and "passed" in labels:
         i = labels.index("passed")
         parts_[i] = ("passed", [compact])
-        budget[i] = _natural([compact], width)
+        budget[i] = _natural([compact], width, label_width)
     while sum(budget) > room and max(budget) > 1:
         budget[budget.index(max(budget))] -= 1
     body = [line for (label, entries), most in zip(parts_, budget, strict=True)
-            for line in _entries(label, entries, width, most)]
+            for line in _entries(label, entries, width, most, label_width)]
     return head + body + tail

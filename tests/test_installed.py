@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import configparser
 import os
+import shlex
 import shutil
 import site
 import subprocess
@@ -45,7 +46,8 @@ def test_the_runner_runs_the_suites_tests_unless_told_which(tmp_path):
 
 
 def _no_interpret_env(**extra: str) -> dict[str, str]:
-    return {**{k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}, **extra}
+    """This environment without what this process's own run set (the interpreter, its launcher), plus ``extra``."""
+    return {**{k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "SUITE_LAUNCHER")}, **extra}
 
 
 def _reproduces_as_printed(run: subprocess.CompletedProcess, cwd: Path, env: dict[str, str], head: str) -> None:
@@ -62,15 +64,27 @@ def _reproduces_as_printed(run: subprocess.CompletedProcess, cwd: Path, env: dic
     assert message.strip() in again.stdout + again.stderr, (message, again.stdout[-3000:])
 
 
-def test_a_reproduction_line_from_a_checkout_runs_as_printed(tmp_path):
-    """From a checkout the line starts with pytest, as the run did, and reruns the failing case."""
+@pytest.mark.parametrize("active", [True, False], ids=["environment-active", "as-readme-runs-it"])
+def test_a_reproduction_line_from_a_checkout_runs_as_printed(tmp_path, active):
+    """From a checkout the line starts as the run did, and reruns the failing case pasted as printed: with the
+    environment active, ``python -m pytest``; as README's quick start runs it (``.venv/bin/python -m pytest``,
+    nothing activated, where a bare ``pytest`` is another environment's or none), with that interpreter's path."""
     (tmp_path / "leaky_bug.py").write_text((ROOT / "examples" / "leaky_relu.py").read_text().replace(
         "y = tl.where(x >= 0, x, x * slope)", "y = tl.where(x > 0.5, x, x * slope)"))
+    bin_dir = Path(sys.executable).parent
+    others = [p for p in os.environ["PATH"].split(os.pathsep) if Path(p).resolve() != bin_dir.resolve()]
+    path = os.pathsep.join([str(bin_dir), *others] if active else others)
     bug = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "suite/test_kernels.py",
                           f"--kernel-module={tmp_path / 'leaky_bug.py'}", "--kernels=leaky_relu", "-k", "fp32",
-                          "--no-results"], cwd=ROOT, capture_output=True, text=True, env=_no_interpret_env())
-    bin_dir = Path(sys.executable).parent
-    _reproduces_as_printed(bug, ROOT, {"PATH": f"{bin_dir}:{os.environ['PATH']}"}, "pytest ")
+                          "--no-results"], cwd=ROOT, capture_output=True, text=True, env=_no_interpret_env(PATH=path))
+    head = "python -m pytest " if active else f"{shlex.quote(_typed(sys.executable))} -m pytest "
+    _reproduces_as_printed(bug, ROOT, {"PATH": path}, head)
+
+
+def _typed(path: str) -> str:
+    """``path`` as the suite prints it from the repository root: relative where it is inside, else whole."""
+    relative = os.path.relpath(os.path.abspath(path), ROOT)
+    return os.path.abspath(path) if relative.startswith("..") else relative
 
 
 def _venv_with_this_environments_packages(path: Path) -> Path:

@@ -49,6 +49,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     compat.fixed_constants()  # the same draws whatever this process imported before a test (suite/compat.py)
     if not context.is_worker(config):
+        options.note_launcher()  # before any worker starts: they inherit it for their reproduction lines
         crash.process().announce = crash.announce_past_capture(config)
         stop_on_sigterm()
     if context.defers(config):  # an xdist controller: its workers start first (suite/plugin/context.py)

@@ -14,6 +14,8 @@ import json
 import math
 import os
 import re
+import shlex
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -449,13 +451,53 @@ def config_problem(spec: Any, config: dict[str, Any]) -> str | None:
     return None
 
 
+LAUNCHER_ENV = "SUITE_LAUNCHER"
+
+
+def _command(path: str, names: tuple[str, ...]) -> str:
+    """How to type ``path`` (an interpreter or the pytest script): its bare name where the shell finds this very
+    file by it (an activated environment), else its path relative to the working directory (``.venv/bin/python``
+    in a checkout), else the whole path."""
+    import shutil
+
+    path = os.path.abspath(path)
+    for name in names:
+        found = shutil.which(name)
+        if found and os.path.abspath(found) == path:
+            return name
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive
+        relative = path
+    return relative if not relative.startswith("..") else path
+
+
+def detected_launcher(argv0: str | None = None, executable: str | None = None) -> str:
+    """How this process was started, as a command to type from the working directory: ``pytest``, or
+    ``python -m pytest`` with the very interpreter that ran (``.venv/bin/python -m pytest`` where README's quick
+    start ran it without activating the environment; a bare ``pytest`` there would be another environment's)."""
+    argv0, executable = argv0 if argv0 is not None else sys.argv[0], executable or sys.executable
+    here = Path(argv0)
+    if here.name == "__main__.py" or here.name in ("-c", "-m") or not here.name:  # python -m pytest, pytest.main()
+        return shlex.join([_command(executable, ("python", "python3")), "-m", "pytest"])
+    return shlex.quote(_command(argv0, (here.name, "pytest")))
+
+
+def note_launcher() -> None:
+    """The controller, at start-up: how the run was started, for its workers' reproduction lines (repro_prefix);
+    left as it is where suite/__main__.py (triton-portability, python -m suite) or the caller set it."""
+    if not os.environ.get(LAUNCHER_ENV):
+        os.environ[LAUNCHER_ENV] = detected_launcher()
+
+
 def repro_prefix(ctx: Any, nodeid: str) -> list[str]:
     """The command that reruns one test alone, with every option that changes what a case does; ``--repro=CASE``
     (and ``--config`` where the case ran a config other than the default) completes it."""
     opts = ctx.options
-    # As the run was started: pytest in a checkout; triton-portability (or python -m suite) from an installed copy,
-    # which finds the suite's own test file from a test id as printed (suite/__main__.py).
-    launcher = os.environ.get("SUITE_LAUNCHER", "").split() or ["pytest"]
+    # As the run was started (note_launcher): pytest or python -m pytest (with the interpreter that ran) in a checkout;
+    # triton-portability (or python -m suite) from an installed copy, which finds the suite's own test file from a
+    # test id as printed (suite/__main__.py).
+    launcher = shlex.split(os.environ.get(LAUNCHER_ENV, "")) or ["pytest"]
     parts = [*launcher, nodeid, f"--backend={ctx.backend.name}"]
     parts += [f"--kernel-module={m}" for m in opts.kernel_modules]
     if opts.autotune_dir is not None:

@@ -128,7 +128,7 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from reports import noise
+    from reports import noise, render
     from reports.compare import compare, compare_json, compare_markdown
 
     if len(args.runs) < 2:
@@ -148,7 +148,10 @@ def _compare(args: argparse.Namespace) -> int:
     text = compare_markdown(base, cand, cmp, args.p_value, args.threshold)
     if args.json:
         sys.stdout.write(json.dumps(compare_json(base, cand, cmp, args.p_value, args.threshold), indent=1) + "\n")
-    else:
+    elif sys.stdout.isatty():  # a person reads it: a test id or command is copied as it is, no Markdown escape
+        with render.plain():
+            sys.stdout.write(compare_markdown(base, cand, cmp, args.p_value, args.threshold))
+    else:  # piped (a CI job's summary, a file): Markdown whose run-file strings cannot open a tag, link or heading
         sys.stdout.write(text)
     if args.out:
         write_atomic(Path(args.out), text)

@@ -436,8 +436,11 @@ def verdict(cmp: Comparison) -> str:
     if cmp.platform_slower:
         parts.append(f"platform-wide slowdown {pct(_shift(cmp.platform))}")
     if cmp.correctness:
-        parts.append(f"{len(cmp.correctness)} correctness regression(s) "
-                     f"({_named(_outcome_text(r) for r in cmp.correctness)})")
+        kinds = Counter(r["kind"] for r in cmp.correctness)  # a failing test and its failing cases are each one
+        counted = ", ".join(f"{n} {kind}{'s' if n > 1 else ''}" for kind, n in sorted(kinds.items(), key=lambda kv: (
+            ("test", "case", "benchmark").index(kv[0]) if kv[0] in ("test", "case", "benchmark") else 3, kv[0])))
+        parts.append(f"{len(cmp.correctness)} correctness regression(s) ({counted}: "
+                     f"{_named(_outcome_text(r) for r in cmp.correctness)})")
     if cmp.compile_failures:
         where = ", ".join(dict.fromkeys(f"{r['kernel']} on {r['target']}" for r in cmp.compile_failures))
         parts.append(f"{sum(r['configs'] for r in cmp.compile_failures)} compile regression(s) ({where})")

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import html
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,11 +76,30 @@ _MD_INLINE = re.compile(r"(?P<char>\\|\](?=[(\[:])|(?<=[\w.+-])@(?=[\w-]))|(?<=[
 _MD_BLOCK_START = re.compile(r"^(?:(?P<mark>[#>+\-=~`|])|(?P<em>[*_])(?!(?P=em))|(?P<n>\d{1,9})(?P<end>[.)]))")
 
 
+# Set while a Markdown text is written for a terminal (`compare`'s output): a result file's strings are printed as
+# they are, with no escapes, so that a test id copied from it ("test[leaky_relu-fp32]") is the test id; only a
+# table's pipe is still escaped, as it would break the table.
+_PLAIN: list[bool] = [False]
+
+
+@contextlib.contextmanager
+def plain() -> Iterator[None]:
+    """Markdown for a terminal inside: md_text and md_paragraph leave a result file's strings as they are."""
+    _PLAIN.append(True)
+    try:
+        yield
+    finally:
+        _PLAIN.pop()
+
+
 def md_text(x: Any) -> str:
     """Text for Markdown: a result file's strings (a kernel named <script>, a message that holds "[link](url)",
     "![](http://image)" or a URL) are shown, never rendered, as the HTML page escapes them. Only what could open a
     tag, entity or link is escaped, so that 'p < 0.01' and '->' stay readable as text; a note's own **bold** is
-    kept. Newlines become spaces: one string stays on its line."""
+    kept. Newlines become spaces: one string stays on its line. Inside :func:`plain`, nothing is escaped."""
+    if _PLAIN[-1]:
+        text = fmt(x)
+        return " ".join(text.splitlines()) if "\n" in text or "\r" in text else text
     text = _HTML_START.sub(lambda m: "&lt;" if m.group() == "<" else "&amp;", fmt(x))
     text = " ".join(text.splitlines()) if "\n" in text or "\r" in text else text
     return _MD_INLINE.sub(lambda m: "\\" + m.group() if m.group("char") else
@@ -87,6 +108,8 @@ def md_text(x: Any) -> str:
 
 def md_paragraph(x: Any) -> str:
     """md_text for a paragraph of its own: a heading, quote, list, rule or fence it starts with is shown as text."""
+    if _PLAIN[-1]:
+        return md_text(x).lstrip()
     return _MD_BLOCK_START.sub(lambda m: f"{m.group('n')}\\{m.group('end')}" if m.group("n") else "\\" + m.group(),
                                md_text(x).lstrip(), count=1)
 

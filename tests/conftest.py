@@ -34,6 +34,10 @@ def pytest_configure(config: pytest.Config) -> None:
     this process); a test that needs a GPU starts its own suite run with --backend=cuda."""
     if getattr(config.option, "backend", None) == "auto":
         config.option.backend = "interpret"
+    # The suite runs these tests start (in subprocesses of their own making too) print reproduction lines starting
+    # with pytest, as typed where the environment is active, not with this harness run's own launcher, which the
+    # suite's plugin notes for its own workers; tests of the launcher set or clear SUITE_LAUNCHER themselves.
+    os.environ["SUITE_LAUNCHER"] = "pytest"
 
 
 @pytest.fixture

@@ -437,7 +437,8 @@ def test_a_new_failure_in_a_test_that_already_failed_is_a_regression(tmp_path, c
 def test_a_case_failing_in_both_runs_in_another_way_is_a_regression(tmp_path, capsys, cand, words):
     code, out, _ = cli(capsys, "compare", *_failing_pair(tmp_path, _wrong(900), cand))
     verdict = _verdict(out)
-    assert code == 1 and "1 correctness regression(s) (softmax[fp16] M=4,N=9 contiguous normal seed=1: failed:" in verdict
+    assert code == 1 and ("1 correctness regression(s) (1 case: softmax[fp16] M=4,N=9 contiguous normal seed=1: "
+                          "failed:") in verdict
     assert words in verdict and "failure changed" in out
 
 
@@ -546,3 +547,23 @@ def test_a_benchmark_the_base_could_not_time_is_still_only_not_compared(tmp_path
     paths = [write(tmp_path / "base.json", base), write(tmp_path / "cand.json", perf_run(B, 2))]
     code, out, _ = cli(capsys, "compare", *paths)
     assert code == 0 and "Not compared: 2 benchmark(s) (2 invalid timing: median 0 ms in the base run)" in out
+
+
+def test_compare_on_a_terminal_prints_test_ids_as_they_are_and_counts_tests_and_cases(tmp_path, capsys, monkeypatch):
+    """A person reading compare in a terminal copies a test id from it: no Markdown escape in it (piped, the output
+    stays Markdown a run file's strings cannot turn into links); the verdict says how many of the regressions are
+    tests and how many their cases."""
+    base = make_run(run_id=A)
+    cand = make_run(run_id=B)
+    wrong = _wrong(900)
+    cand["tests"][0].update(outcome="failed", message=wrong["message"])
+    cand["cases"] = [c for c in cand["cases"] if c["kernel"] != "softmax" or c["seed"] == 0] + [wrong]
+    paths = [write(tmp_path / "base.json", base), write(tmp_path / "cand.json", cand)]
+    code, piped, _ = cli(capsys, "compare", *paths)
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True, raising=False)
+    code_tty, tty, _ = cli(capsys, "compare", *paths)
+    assert code == code_tty == 1
+    assert "(1 test, 1 case: " in _verdict(tty), _verdict(tty)
+    assert "suite/test_kernels.py::test_matches_reference[softmax-fp16]: passed -> failed" in tty, _verdict(tty)
+    assert "\\]" not in tty, tty
+    assert "test_matches_reference[softmax-fp16\\]: passed" in piped, _verdict(piped)  # "]:" may open a reference

@@ -141,10 +141,10 @@ def test_what_passed_gives_way_to_the_known_issues_and_the_reasons_not_run():
     lines = glance.verdict_lines({"tests": tests, "status": "complete"}, "r.json", 80)
     text = "\n".join(lines)
     assert len(lines) <= glance.MAX_TOTAL and all(len(line) <= 80 for line in lines), text
-    assert "  passed   90 tests, every test of 90 kernel x dtype pairs of 30 kernels" in lines, text
+    assert "  passed   90 tests: every test of 90 kernel x dtype pairs of 30 kernels" in lines, text
     assert all(f"issue-{i}: known_{i}[bf16] (test_matches_reference)" in text for i in range(3)), text
     assert text.count("30 tests, the dtype is not supported on interpreter (reason") >= 2, text
-    assert "more: the result file has them" in text, text
+    assert "... and 2 more (60 tests): the result file has them" in text, text  # the counts add up to 150
 
 
 def test_a_test_of_no_kernel_is_named_by_its_function():

@@ -287,7 +287,10 @@ def _entries(label: str, entries: list[str], width: int, most: int, label_width:
             if i == len(wrapped) - 1:
                 take = min(len(w), most - len(lines))  # the last entry may use the counting line
             if take < 1:
-                lines.append(f"... and {len(wrapped) - i} more: the result file has them")
+                left = entries[i:]
+                counts = [int(m.group(1)) for e in left if (m := re.match(r"(\d+) tests?\b", e))]
+                tests = f" ({_tests(sum(counts))})" if len(counts) == len(left) else ""  # the counts still add up
+                lines.append(f"... and {len(left)} more{tests}: the result file has them")
                 break
             lines += w[:take - 1] + [_cut(w[take - 1], room) if take < len(w) else w[take - 1]]
     return [f"  {(label if i == 0 else ''):<{label_width}}{line}" for i, line in enumerate(lines)]
@@ -377,17 +380,22 @@ def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH, unwritte
         clean = [t for t in passed if _split(t["nodeid"])[0] in KERNEL_DTYPE_TESTS
                  and _split(t["nodeid"])[1:] not in bad]
         text = _tests(len(passed)) + (f": every test of {subjects(clean, kernels)}" if clean else "")
-        if rest := [t for t in passed if t not in clean]:
+        modules: dict[str, int] = defaultdict(int)  # the other passed tests, how many per test file
+        rest = [t for t in passed if t not in clean]
+        for t in rest:
+            modules[_module(t["nodeid"])] += 1
+        per_module = ", ".join(f"{m} {n}" for m, n in sorted(modules.items(), key=lambda kv: (-kv[1], kv[0])))
+        if rest:
             named = "; ".join(_per_function(rest, kernels))
             if len(named) > 2 * (width - 2 - LABEL):  # too many to name: how many per test file
-                modules: dict[str, int] = defaultdict(int)
-                for t in rest:
-                    modules[_module(t["nodeid"])] += 1
-                named = ", ".join(f"{m} {n}" for m, n in sorted(modules.items(), key=lambda kv: (-kv[1], kv[0])))
+                named = per_module
             text += (f"; {len(rest)} more: " if clean else ": ") + named
         pairs = {_split(t["nodeid"])[1:] for t in clean}
-        compact = _tests(len(passed)) + (f", every test of {len(pairs)} kernel x dtype pairs of "
+        # The count alone, where room is short: still says which passed tests are not the kernel x dtype pairs'.
+        compact = _tests(len(passed)) + (f": every test of {len(pairs)} kernel x dtype pairs of "
                                           f"{len({k for k, _ in pairs})} kernels" if clean else "")
+        if rest:
+            compact += (f"; {len(rest)} more: " if clean else ": ") + per_module
         parts_.append(("passed", [text]))
     if known:
         by_issue: dict[str, list[dict]] = defaultdict(list)

@@ -49,6 +49,11 @@ def test_the_last_lines_of_a_run_are_its_whole_verdict(run_suite):
     failures = "\n".join(lines[lines.index(next(line for line in lines if "= FAILURES =" in line)):])
     assert failures.count("reproduce with: pytest 'suite/test_properties.py::") == 2, failures  # failure, summary
     assert "Failing test case:" not in failures and "Explanation:" not in failures, failures
+    # the summary's list of reproduction lines has the property tests' failures too, not only the cases'
+    recap = [line for line in lines if line.startswith(("FAILED ", "XFAILED ")) and " reproduce" in line]
+    assert [line.split(":")[0] for line in recap] == [
+        "FAILED case planted_vector_add_dropped_mask[fp32]", "XFAILED property dropout[bf16] scaled_exactly",
+        "FAILED property planted_vector_add_dropped_mask[fp32] deterministic"], "\n".join(recap)
     assert "Skipped: " not in "\n".join(lines[start:])
 
 

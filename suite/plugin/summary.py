@@ -105,8 +105,27 @@ def write_summary(tr, data: dict, path: Path, width: int = glance.MIN_WIDTH) -> 
                       f"{c['repro']}")
     if len(failing) > 20:
         tr.write_line(f"... and {len(failing) - 20} more failing cases in the result file")
+    properties = failing_properties(data)
+    for outcome, f in properties[:20]:
+        tr.write_line(f"{outcome.upper()} property {f['kernel']}[{f['dtype']}] {f['property']}{rate_note(f)}: "
+                      f"reproduce with: {f['repro']}")
+    if len(properties) > 20:
+        tr.write_line(f"... and {len(properties) - 20} more failing properties in the result file")
     if line := timing_lines(data):
         tr.write_line(line)
+
+
+def failing_properties(data: dict) -> list[tuple[str, dict]]:
+    """(its test's outcome, finding) for each property that failed the run or its known issue's test: claimed and
+    wrong, or stopped by an error while checking it, with a reproduction line."""
+    outcomes = {}
+    for t in data.get("tests") or []:
+        func, kernel, dtype = glance._split(t["nodeid"])
+        if func == "test_properties" and t["outcome"] in ("failed", "xfailed"):
+            outcomes[(kernel, dtype)] = t["outcome"]
+    return [(outcomes[(f["kernel"], f["dtype"])], f) for f in data.get("findings") or []
+            if (f["kernel"], f["dtype"]) in outcomes and f.get("repro")
+            and (f.get("stopped") or (f.get("claimed") and not f.get("holds")))]
 
 
 def rate_note(record: dict) -> str:

@@ -169,8 +169,36 @@ def check_batch_invariance(spec: KernelSpec, case: Case, backend, config: dict |
     sliced = {k: (v[:part] if k in spec.batch_inputs else v) for k, v in inputs.items()}
     small = run(sliced)
     diff = [name for name in spec.batch_outputs if not same_bits(full[name][:part], small[name])]
-    return (f"the first {part} of {rows} rows differ bitwise when run as a batch of {part}: outputs {diff}"
-            if diff else None)
+    if not diff:
+        return None
+    return (f"the first {part} of {rows} along {spec.batch_dim} differ bitwise when run as a batch of {part}: outputs "
+            f"{diff}; {where_bits_differ(diff[0], full[diff[0]][:part], small[diff[0]], part)}")
+
+
+def where_bits_differ(name: str, whole, part_run, part: int) -> str:
+    """Where ``part_run`` (the half batch's output) differs bitwise from ``whole`` (the whole batch's first part):
+    how many elements, the first, and how many of them the half batch never wrote (they hold the poison: a grid or
+    mask that follows the batch size, more often than an order of summation)."""
+    import torch
+
+    from suite.checks.harness import unwritten
+
+    if whole.shape != part_run.shape or whole.dtype != part_run.dtype:
+        return f"{name}: shape or dtype differ ({tuple(whole.shape)} {whole.dtype} against {tuple(part_run.shape)} " \
+               f"{part_run.dtype})"
+    if whole.dtype.is_floating_point:
+        view = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[whole.element_size()]
+        differ = whole.contiguous().view(view) != part_run.contiguous().view(view)
+    else:
+        differ = whole != part_run
+    count = int(differ.sum())
+    first = tuple(int(i) for i in differ.nonzero()[0]) if count else ()
+    never = int((differ & unwritten(part_run)).sum())
+    text = f"{name}: {count} element(s) differ, first at {first}"
+    if never:
+        text += (f", {never} of them never written in the batch of {part} (they still hold the poison: a grid or "
+                 f"mask that follows the batch size?)")
+    return text
 
 
 def checked_alone_on_oom(fn, spec: KernelSpec, case: Case, backend, config: dict | None):

@@ -146,7 +146,7 @@ def test_a_row_reduction_that_follows_the_batch_size_fails_the_property(run_suit
     findings = {(f["kernel"], f["property"]): f for f in run.run_data()["findings"]}
     planted = findings[("planted_row_center_by_batch", "batch_invariant")]
     assert planted["claimed"] and not planted["holds"], planted
-    assert "the first 24 of 48 rows differ bitwise when run as a batch of 24: outputs ['y']" in planted["message"]
+    assert "the first 24 of 48 along M differ bitwise when run as a batch of 24: outputs ['y']; y: " in planted["message"]
     assert findings[("planted_row_center_by_batch", "deterministic")]["holds"]
     assert all(findings[("row_center_fixed", p)]["holds"] for p in ("deterministic", "batch_invariant")), findings
 
@@ -202,3 +202,22 @@ def test_the_batch_check_takes_the_outputs_two_runs_agreed_on_and_nothing_else(m
     assert props.check_determinism(spec, case, None, {"BLOCK": 4}) is not None
     props.check_batch_invariance(spec, case, None, {"BLOCK": 4})  # runs that disagreed lend nothing
     assert runs == [8, 8, 8, 4]
+
+
+def test_where_a_half_batch_differs_names_the_elements_it_never_wrote() -> None:
+    """A grid that follows the batch size (n // BLOCK programs) leaves the half batch's tail unwritten: the message
+    says where the outputs differ and that those elements still hold the poison; a sum in another order differs
+    where it was written, and says nothing of the poison."""
+    from suite.checks.harness import poison
+    from suite.test_properties import where_bits_differ
+
+    whole = torch.arange(8.0)
+    half = {"y": torch.empty(8)}
+    poison(half)
+    half["y"][:5] = whole[:5]
+    text = where_bits_differ("y", whole, half["y"], 8)
+    assert text == ("y: 3 element(s) differ, first at (5,), 3 of them never written in the batch of 8 (they still "
+                    "hold the poison: a grid or mask that follows the batch size?)"), text
+    reordered = whole.clone()
+    reordered[2] = torch.nextafter(reordered[2], torch.tensor(9.0))
+    assert where_bits_differ("y", whole, reordered, 8) == "y: 1 element(s) differ, first at (2,)"

@@ -343,7 +343,7 @@ def test_the_language_is_patched_once_per_launch_not_at_every_helper_call(monkey
 
 
 @interpreter_only
-def test_the_patch_is_undone_by_nothing_outside_a_launch(monkeypatch):
+def test_outside_a_launch_the_interpreter_patches_the_language_as_before(monkeypatch):
     """Outside a launch (a helper called from Python) the interpreter's own patching runs, every time."""
     from triton.runtime import interpreter
 

@@ -152,3 +152,31 @@ def test_installed_from_the_readme_and_run_from_another_directory(tmp_path):
                             cwd=project, capture_output=True, text=True)
     assert theirs.returncode == 0 and "1 passed" in theirs.stdout, theirs.stdout + theirs.stderr
     assert "portability:" not in theirs.stdout
+
+
+def test_the_launcher_is_what_a_person_would_type_from_the_run_s_directory(tmp_path, monkeypatch):
+    """The pytest script or the interpreter: by its bare name where the shell finds that very file by it, else by its
+    path relative to the working directory, else whole; a script that called pytest.main() is rerun as
+    ``python -m pytest``, never as the script."""
+    from suite.session import options
+
+    bin_dir = tmp_path / "venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    for name in ("python", "pytest"):
+        (bin_dir / name).write_text("#!/bin/sh\n")
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    main = str(tmp_path / "lib" / "pytest" / "__main__.py")
+    assert options.detected_launcher(main, str(bin_dir / "python")) == "venv/bin/python -m pytest"
+    assert options.detected_launcher(str(bin_dir / "pytest"), str(bin_dir / "python")) == "venv/bin/pytest"
+    assert options.detected_launcher(str(tmp_path / "my_runner.py"), str(bin_dir / "python")) == \
+        "venv/bin/python -m pytest"
+    monkeypatch.setenv("PATH", str(bin_dir))
+    assert options.detected_launcher(main, str(bin_dir / "python")) == "python -m pytest"
+    assert options.detected_launcher(str(bin_dir / "pytest"), str(bin_dir / "python")) == "pytest"
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # the interpreter is not below it: its whole path
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert options.detected_launcher(main, str(bin_dir / "python")) == shlex.join([str(bin_dir / "python"), "-m",
+                                                                                    "pytest"])

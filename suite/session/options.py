@@ -478,9 +478,10 @@ def detected_launcher(argv0: str | None = None, executable: str | None = None) -
     start ran it without activating the environment; a bare ``pytest`` there would be another environment's)."""
     argv0, executable = argv0 if argv0 is not None else sys.argv[0], executable or sys.executable
     here = Path(argv0)
-    if here.name == "__main__.py" or here.name in ("-c", "-m") or not here.name:  # python -m pytest, pytest.main()
-        return shlex.join([_command(executable, ("python", "python3")), "-m", "pytest"])
-    return shlex.quote(_command(argv0, (here.name, "pytest")))
+    if here.name.startswith(("pytest", "py.test")):  # the pytest script (pytest, pytest-3, py.test)
+        return shlex.quote(_command(argv0, (here.name, "pytest")))
+    # python -m pytest (argv0 is pytest's __main__.py), or pytest.main() called from a script of the user's own
+    return shlex.join([_command(executable, ("python", "python3")), "-m", "pytest"])
 
 
 def note_launcher() -> None:

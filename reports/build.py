@@ -13,7 +13,7 @@ from reports.loading import Run, RunFileError, json_safe, load_some, platform_la
 from reports.perf import perf_section
 from reports.render import Section, Table, html_page, markdown
 from reports.shards import merge_some
-from reports.toolchain import _module_key
+from reports.toolchain import module_key
 from reports.verdict import verdict_section
 
 SUMMARY_FORMAT = "portability-report/1"
@@ -31,7 +31,7 @@ def _warnings(runs: list[Run]) -> list[str]:
         hashes: dict[str, set[str]] = {}
         for r in same:
             for m in r.data.get("kernel_modules") or []:
-                hashes.setdefault(_module_key(m), set()).add(m.get("sha256") or "?")
+                hashes.setdefault(module_key(m), set()).add(m.get("sha256") or "?")
         for key, seen in sorted(hashes.items()):
             if len(seen) > 1:
                 warnings.append(f"{platform_label(p)}: kernel module {key} differs between its runs ({len(seen)} "

@@ -81,7 +81,7 @@ def compile_changes(base: Run, cand: Run) -> tuple[list[dict[str, Any]], int]:
     return rows, compared
 
 
-def _module_key(record: dict[str, Any]) -> str:
+def module_key(record: dict[str, Any]) -> str:
     """A --kernel-module the same in both runs: a dotted name as given, a file by its name (runs on two machines
     give it from different directories)."""
     module = record["module"]
@@ -112,7 +112,7 @@ def code_changes(base: Run, cand: Run) -> list[str]:
     b_mods, c_mods = base.data.get("kernel_modules"), cand.data.get("kernel_modules")
     if not b_mods and not c_mods:
         return []
-    b_by, c_by = {_module_key(m): m for m in b_mods or []}, {_module_key(m): m for m in c_mods or []}
+    b_by, c_by = {module_key(m): m for m in b_mods or []}, {module_key(m): m for m in c_mods or []}
     out = []
     for key in sorted(b_by.keys() | c_by.keys()):
         b, c = b_by.get(key), c_by.get(key)

@@ -179,18 +179,12 @@ def where_bits_differ(name: str, whole, part_run, part: int) -> str:
     """Where ``part_run`` (the half batch's output) differs bitwise from ``whole`` (the whole batch's first part):
     how many elements, the first, and how many of them the half batch never wrote (they hold the poison: a grid or
     mask that follows the batch size, more often than an order of summation)."""
-    import torch
-
-    from suite.checks.harness import unwritten
+    from suite.checks.harness import same_bits_at, unwritten
 
     if whole.shape != part_run.shape or whole.dtype != part_run.dtype:
         return f"{name}: shape or dtype differ ({tuple(whole.shape)} {whole.dtype} against {tuple(part_run.shape)} " \
                f"{part_run.dtype})"
-    if whole.dtype.is_floating_point:
-        view = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[whole.element_size()]
-        differ = whole.contiguous().view(view) != part_run.contiguous().view(view)
-    else:
-        differ = whole != part_run
+    differ = ~same_bits_at(whole, part_run)
     count = int(differ.sum())
     first = tuple(int(i) for i in differ.nonzero()[0]) if count else ()
     never = int((differ & unwritten(part_run)).sum())

@@ -49,11 +49,9 @@ def run_suite(tmp_path):
         if not any(a.startswith("--backend") for a in args):  # the same backend on a GPU machine as on a laptop
             args = ("--backend=interpret", *args)
         cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--results-dir={results_dir}", *args]
-        # This process may have TRITON_INTERPRET set by the plugin; the child chooses its own backend. Its reproduction
-        # lines start with pytest, as typed where the environment is active (this process's own launcher, noted by
-        # the plugin, is not the child's); a test of the launcher passes SUITE_LAUNCHER="" to have it detected.
+        # This process may have TRITON_INTERPRET set by the plugin; the child chooses its own backend (and inherits
+        # SUITE_LAUNCHER=pytest, set in pytest_configure above).
         child_env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-        child_env["SUITE_LAUNCHER"] = "pytest"
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
                               env={**child_env, **(env or {})})
         return SuiteRun(proc, results_dir)

@@ -61,7 +61,6 @@ def test_planted_kernel_bug_fails_the_default_run(pristine, tmp_path, what):
     source.write_text(text.replace(line, planted))
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["SUITE_SHRINK_SECONDS"] = "3"
-    env["SUITE_LAUNCHER"] = "pytest"  # not this process's own launcher
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--no-results", "-q",
                            "suite/test_kernels.py", f"--kernels={kernel}", "-k", "fp32"],
                           cwd=repo, env=env, capture_output=True, text=True, timeout=600)

@@ -4,9 +4,12 @@ wider than the screen, the runs' fingerprints folded. Skips, saying why, where n
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,6 +59,27 @@ def chromium_or_skip():
     return sync_api, executable
 
 
+@contextlib.contextmanager
+def opened(report: Path) -> Iterator[tuple[Any, list[str], list[str]]]:
+    """``report`` loaded in Chromium at WIDTH x HEIGHT: the page, and the console errors, page errors and dialogs it
+    raised (lists that fill while the page is open)."""
+    sync_api, executable = chromium_or_skip()
+    errors: list[str] = []
+    dialogs: list[str] = []
+    with sync_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=executable)
+        try:
+            page = chromium.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            page.goto(report.as_uri())
+            page.wait_for_load_state("load")
+            yield page, errors, dialogs
+        finally:
+            chromium.close()
+
+
 @pytest.fixture(scope="module")
 def green_report(tmp_path_factory) -> Path:
     """A green interpreter run as the README's quick start leaves one: known issues, fp8 kernels not run."""
@@ -70,53 +94,33 @@ def green_report(tmp_path_factory) -> Path:
 def test_green_run_first_screen_says_correct_known_issues_and_not_run(green_report):
     """The first screen of a run with nothing broken says so in the browser: no 'Broken', the known issues named
     with pytest's count, the fp8 kernel not run with the reason."""
-    sync_api, executable = chromium_or_skip()
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=executable)
-        try:
-            page = chromium.new_page(viewport={"width": WIDTH, "height": HEIGHT})
-            page.goto(green_report.as_uri())
-            page.wait_for_load_state("load")
-            verdict = page.locator("#verdict")
-            box = verdict.locator("h2").bounding_box()
-            assert box is not None and box["y"] + box["height"] <= HEIGHT, box
-            text = verdict.locator(".text").inner_text()
-            assert "Broken" not in text and "Correct: every case run passed" in text, text
-            assert "Known issues: 2 xfailed test(s)" in text and "interpreter-bf16-truncating-cast" in text, text
-            assert "Not run: 1 kernel(s)" in text and "unsupported dtype on interpreter: fp8e4nv, fp8e5" in text, text
-        finally:
-            chromium.close()
+    with opened(green_report) as (page, _, _):
+        verdict = page.locator("#verdict")
+        box = verdict.locator("h2").bounding_box()
+        assert box is not None and box["y"] + box["height"] <= HEIGHT, box
+        text = verdict.locator(".text").inner_text()
+        assert "Broken" not in text and "Correct: every case run passed" in text, text
+        assert "Known issues: 2 xfailed test(s)" in text and "interpreter-bf16-truncating-cast" in text, text
+        assert "Not run: 1 kernel(s)" in text and "unsupported dtype on interpreter: fp8e4nv, fp8e5" in text, text
 
 
 def test_report_first_screen_in_a_browser(report):
-    sync_api, executable = chromium_or_skip()
-    errors, dialogs = [], []
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=executable)
-        try:
-            page = chromium.new_page(viewport={"width": WIDTH, "height": HEIGHT})
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-            page.goto(report.as_uri())
-            page.wait_for_load_state("load")
-            verdict = page.locator("#verdict")
-            heading, heatmap = verdict.locator("h2"), verdict.locator("img")
-            for element in (heading, heatmap):
-                box = element.bounding_box()
-                assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= HEIGHT, box
-            text = verdict.locator(".text").inner_text()
-            assert "Broken: 1 kernel(s)" in text and XSS in text and "INCOMPLETE" in text
-            assert page.evaluate("Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)")
-            assert page.evaluate("document.images.length") == 3  # the heatmap, efficiency bars, cascade plots
-            assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH
-            assert XSS in page.inner_text("body") and page.evaluate("document.scripts.length") == 0
-            fingerprints = page.locator("#runs details")
-            assert fingerprints.count() == 1 and not fingerprints.locator("table").is_visible()
-            fingerprints.locator("summary").click()
-            assert fingerprints.locator("table").is_visible()
-        finally:
-            chromium.close()
+    with opened(report) as (page, errors, dialogs):
+        verdict = page.locator("#verdict")
+        heading, heatmap = verdict.locator("h2"), verdict.locator("img")
+        for element in (heading, heatmap):
+            box = element.bounding_box()
+            assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= HEIGHT, box
+        text = verdict.locator(".text").inner_text()
+        assert "Broken: 1 kernel(s)" in text and XSS in text and "INCOMPLETE" in text
+        assert page.evaluate("Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)")
+        assert page.evaluate("document.images.length") == 3  # the heatmap, efficiency bars, cascade plots
+        assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH
+        assert XSS in page.inner_text("body") and page.evaluate("document.scripts.length") == 0
+        fingerprints = page.locator("#runs details")
+        assert fingerprints.count() == 1 and not fingerprints.locator("table").is_visible()
+        fingerprints.locator("summary").click()
+        assert fingerprints.locator("table").is_visible()
     assert not errors and not dialogs, errors + dialogs
 
 
@@ -139,35 +143,24 @@ def history_report(tmp_path_factory) -> Path:
 
 
 def test_the_history_section_renders_in_a_browser(history_report):
-    sync_api, executable = chromium_or_skip()
-    errors = []
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=executable)
-        try:
-            page = chromium.new_page(viewport={"width": WIDTH, "height": HEIGHT})
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(history_report.as_uri())
-            page.wait_for_load_state("load")
-            page.locator('nav.toc a[href="#nightly-history"]').click()
-            section = page.locator("#nightly-history")
-            assert section.locator("h2").is_visible() and section.locator("h2").inner_text() == "Nightly history"
-            kernels = section.locator("table").first
-            assert kernels.is_visible()
-            rows = kernels.locator("tbody tr")
-            assert rows.count() == 3
-            first = rows.nth(0).inner_text()
-            assert XSS in first and "failed" in first and "-----F" in first  # ran on the last night only
-            softmax = rows.filter(has_text="softmax").inner_text()
-            assert "PPFFPF-" in softmax and "not run" in softmax  # not in the last night's run
-            assert "first bad #3 2026-11-13 02:17" in softmax and "triton 3.6.0 -> 3.7.0" in softmax
-            assert rows.nth(0).locator("td").nth(2).get_attribute("class") == "bad"  # failed, in red
-            nights = section.locator("details")
-            assert nights.count() == 1 and not nights.locator("table").is_visible()
-            nights.locator("summary").click()
-            assert nights.locator("tbody tr").count() == 7
-            assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH
-            assert page.evaluate("document.scripts.length") == 0
-        finally:
-            chromium.close()
-    assert not errors, errors
+    with opened(history_report) as (page, errors, dialogs):
+        page.locator('nav.toc a[href="#nightly-history"]').click()
+        section = page.locator("#nightly-history")
+        assert section.locator("h2").is_visible() and section.locator("h2").inner_text() == "Nightly history"
+        kernels = section.locator("table").first
+        assert kernels.is_visible()
+        rows = kernels.locator("tbody tr")
+        assert rows.count() == 3
+        first = rows.nth(0).inner_text()
+        assert XSS in first and "failed" in first and "-----F" in first  # ran on the last night only
+        softmax = rows.filter(has_text="softmax").inner_text()
+        assert "PPFFPF-" in softmax and "not run" in softmax  # not in the last night's run
+        assert "first bad #3 2026-11-13 02:17" in softmax and "triton 3.6.0 -> 3.7.0" in softmax
+        assert rows.nth(0).locator("td").nth(2).get_attribute("class") == "bad"  # failed, in red
+        nights = section.locator("details")
+        assert nights.count() == 1 and not nights.locator("table").is_visible()
+        nights.locator("summary").click()
+        assert nights.locator("tbody tr").count() == 7
+        assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH
+        assert page.evaluate("document.scripts.length") == 0
+    assert not errors and not dialogs, errors + dialogs

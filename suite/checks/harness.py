@@ -95,7 +95,7 @@ def _storage_bytes(t: torch.Tensor) -> torch.Tensor:
     return torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
 
 
-def _same_bits(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def same_bits_at(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Elementwise: the same bit pattern (a NaN equals itself; -0.0 differs from 0.0)."""
     view = _INT_VIEW.get(a.element_size()) if a.dtype != torch.bool else torch.int8
     if view is None:
@@ -149,7 +149,7 @@ class InputSnapshot:
                 if name in allowed or t.numel() == 0:
                     continue
                 was = self._was(t)
-                differ = ~_same_bits(t, was)
+                differ = ~same_bits_at(t, was)
                 if bool(differ.any()):
                     found = True
                     first = tuple(int(i) for i in differ.nonzero()[0])

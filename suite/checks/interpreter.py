@@ -116,12 +116,16 @@ def _bf16_bits(value: float) -> np.ndarray:
                     dtype=np.int16).view(np.uint16)
 
 
+def _taken(counts: Counter[str]) -> Counter[str]:
+    """What ``counts`` held, which it holds no more."""
+    seen = Counter(counts)
+    counts.clear()
+    return seen
+
+
 def take_bf16_operations() -> Counter[str]:
     """The bf16 operations run since the last call, op name -> count (see the module docstring); and forget them."""
-    bf16_operations = stash.session().bf16_operations
-    seen = Counter(bf16_operations)
-    bf16_operations.clear()
-    return seen
+    return _taken(stash.session().bf16_operations)
 
 
 def bf16_note(seen: Counter[str]) -> str:
@@ -137,10 +141,7 @@ def bf16_note(seen: Counter[str]) -> str:
 
 def take_fp8_casts() -> Counter[str]:
     """The float -> fp8 conversions run since the last call, 'src->dst' -> count; and forget them."""
-    casts = stash.session().fp8_casts
-    seen = Counter(casts)
-    casts.clear()
-    return seen
+    return _taken(stash.session().fp8_casts)
 
 
 @functools.cache

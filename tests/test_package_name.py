@@ -110,3 +110,11 @@ def test_a_suite_package_imported_from_elsewhere_first_is_refused_naming_both(tm
     ours = _python(["-c", "import triton_portability, kernels; print(kernels.__file__)"], tmp_path,
                    PYTHONPATH=str(ROOT))
     assert ours.returncode == 0 and ours.stdout.strip() == str(ROOT / "kernels" / "__init__.py"), ours
+
+
+def test_triton_portability_is_never_recorded_as_a_kernel_modules_library():
+    """A kernel module that imports the spec API from triton_portability brought in the suite, not a library."""
+    import triton_portability.reports  # noqa: F401 - in sys.modules, as after such a module's import
+    from suite.session import provenance
+
+    assert provenance.libraries({"triton_portability", "triton_portability.reports"}) == []

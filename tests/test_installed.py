@@ -1,5 +1,6 @@
 """The suite used from another repository: installed as README says, run from a directory outside the checkout on
-a kernel module there, and inert for that project's own pytest runs."""
+a kernel module there, and inert for that project's own pytest runs; installed beside another distribution that owns
+a top-level `kernels`, and uninstalled, it leaves that distribution's files alone."""
 
 from __future__ import annotations
 
@@ -168,8 +169,11 @@ def test_installed_from_the_readme_and_run_from_another_directory(tmp_path):
     shutil.copy(ROOT / "examples" / "leaky_relu.py", project / "leaky_relu.py")
     assert {f: f.read_bytes() for f in standin} == standin, "installing the suite changed the other distribution"
     # The suite installs under one name of its own: none of its four packages is a top-level name in site-packages.
-    assert _top_level_names(python, "triton-portability-suite") <= {"triton_portability",
-                                                                   "triton_portability_suite-0.1.0.dist-info"}
+    top_level = _top_level_names(python, "triton-portability-suite")
+    assert not top_level & set(SUITE_PACKAGES), top_level
+    assert top_level == {"triton_portability", "triton_portability_suite-0.1.0.dist-info"}, top_level
+    site_packages = next(f for f in standin if f.name == "__init__.py").parent.parent
+    assert [n for n in SUITE_PACKAGES if (site_packages / n).exists()] == ["kernels"]  # the stand-in's alone
     assert _imports_kernels_from(python, project) == "kernels-standin"
     # Through triton_portability, this process gets the suite's four packages and the public spec API; the one
     # imported from elsewhere first is refused naming both paths.

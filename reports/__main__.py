@@ -73,8 +73,8 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m reports", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def parser(prog: str = "python -m reports") -> argparse.ArgumentParser:
+    p = _Parser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--debug", action="store_true", help="show the traceback of an internal error")
     sub = p.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="portability report from run files: report.md, report.html, summary.json")
@@ -233,10 +233,10 @@ def _json_error(message: str) -> None:
                                  "failed": False, "unusable": message}, indent=1) + "\n")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m reports") -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
-        args = parser().parse_args(argv)
+        args = parser(prog).parse_args(argv)
     except UsageError as exc:
         if _json_wanted(argv):
             _json_error(exc.message)

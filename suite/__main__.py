@@ -1,5 +1,6 @@
-"""``python -m suite [pytest options]`` (or the ``triton-portability`` command): the suite from an installed
-copy, run from any directory, your own repository included.
+"""``python -m suite [pytest options]`` from a checkout (``triton-portability`` or ``python -m triton_portability``
+from an installed copy, triton_portability/__main__.py): the suite run from any directory, your own repository
+included.
 
 It runs pytest on the suite's own tests (this package's directory) with the suite's plugins and the suite's
 pytest settings (``suite/pytest-suite.ini``), whatever the current directory holds: a project's own pytest
@@ -8,7 +9,7 @@ plugins never reach the project's own ``pytest`` runs (nothing is registered as 
 (``--kernel-module=my_kernels.py``, ``--results-dir``) are read from the current directory.
 
     pip install <a clone or the repository's git URL>
-    python -m suite --kernel-module=my_kernels.py --kernels=my_kernel -n auto
+    triton-portability --kernel-module=my_kernels.py --kernels=my_kernel -n auto
 
 ``--help`` lists the suite's own options first; ``--help-pytest`` gives pytest's whole help.
 """
@@ -99,13 +100,15 @@ def on_import_path(cwd: str | None = None) -> None:
 USAGE_ERROR = 4  # pytest's exit code for a usage error
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, launcher: str | None = None) -> int:
+    """``launcher``: how the run was started, for its help and reproduction lines (triton_portability/__main__.py
+    passes its own); by default ``python -m suite`` or the ``triton-portability`` command."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    launcher = launcher or ("python -m suite" if Path(sys.argv[0]).name == "__main__.py" else "triton-portability")
     if HELP_PYTEST in argv:
         argv = ["--help" if a == HELP_PYTEST else a for a in argv]
     elif "-h" in argv or "--help" in argv:
-        prog = "python -m suite" if Path(sys.argv[0]).name == "__main__.py" else "triton-portability"
-        print(suite_help(prog), end="")
+        print(suite_help(launcher), end="")
         return 0
     try:
         cwd = os.getcwd()
@@ -115,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         return USAGE_ERROR
     on_import_path(cwd)
     before = os.environ.get(LAUNCHER_ENV)
-    os.environ[LAUNCHER_ENV] = "python -m suite" if Path(sys.argv[0]).name == "__main__.py" else "triton-portability"
+    os.environ[LAUNCHER_ENV] = launcher
     import pytest
 
     try:

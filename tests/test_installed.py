@@ -1,5 +1,6 @@
 """The suite used from another repository: installed as README says, run from a directory outside the checkout on
-a kernel module there, and inert for that project's own pytest runs."""
+a kernel module there, and inert for that project's own pytest runs; installed beside another distribution that owns
+a top-level `kernels`, and uninstalled, it leaves that distribution's files alone."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import shutil
 import site
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -98,9 +100,58 @@ def _venv_with_this_environments_packages(path: Path) -> Path:
     return python
 
 
+SUITE_PACKAGES = ("suite", "kernels", "reports", "hardware_profiles")
+
+
+def _install_a_distribution_owning_kernels(python: Path, where: Path) -> dict[Path, bytes]:
+    """A stand-in for another distribution with a top-level ``kernels`` package (Hugging Face's ``kernels`` has one),
+    written as a wheel by hand (no build backend, no index) and installed into ``python``'s environment; its installed
+    files and their bytes."""
+    info = "kernels_standin-1.0.dist-info"
+    files = {"kernels/__init__.py": 'OWNER = "kernels-standin"\n',
+             "kernels/layers.py": "def layer():\n    return 'the stand-in'\n",
+             f"{info}/METADATA": "Metadata-Version: 2.1\nName: kernels-standin\nVersion: 1.0\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    files[f"{info}/RECORD"] = "".join(f"{name},,\n" for name in files) + f"{info}/RECORD,,\n"
+    where.mkdir(parents=True)
+    wheel = where / "kernels_standin-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    install = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
+                              "--no-index", str(wheel)], capture_output=True, text=True)
+    assert install.returncode == 0, install.stdout + install.stderr
+    return _installed_files(python, "kernels-standin")
+
+
+def _installed_files(python: Path, distribution: str) -> dict[Path, bytes]:
+    """Every file a distribution installed (its dist-info RECORD), with its bytes."""
+    listed = subprocess.run([str(python), "-c", "import sys; from importlib import metadata; d = metadata.distribution("
+                             "sys.argv[1]); print('\\n'.join(str(d.locate_file(f)) for f in d.files))", distribution],
+                            check=True, capture_output=True, text=True).stdout.split("\n")
+    return {Path(f): Path(f).read_bytes() for f in listed if f and Path(f).is_file()}
+
+
+def _top_level_names(python: Path, distribution: str) -> set[str]:
+    """The first part of every path in the distribution's RECORD that lies in site-packages (not its scripts)."""
+    names = subprocess.run([str(python), "-c", "import sys; from importlib import metadata; print('\\n'.join("
+                            "f.parts[0] for f in metadata.distribution(sys.argv[1]).files if f.parts[0] != '..'))",
+                            distribution], check=True, capture_output=True, text=True).stdout.split()
+    return set(names)
+
+
+def _imports_kernels_from(python: Path, cwd: Path) -> str:
+    return subprocess.run([str(python), "-c", "import kernels; print(getattr(kernels, 'OWNER', kernels.__file__))"],
+                          cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git to copy the checkout")
 def test_installed_from_the_readme_and_run_from_another_directory(tmp_path):
     python = _venv_with_this_environments_packages(tmp_path / "venv")
+    # Another distribution that owns a top-level `kernels` is there first: installing the suite, running it and
+    # uninstalling it leave its files as they were, and a plain `import kernels` gives it.
+    standin = _install_a_distribution_owning_kernels(python, tmp_path / "standin")
+    assert any(f.name == "layers.py" for f in standin), standin
     # README: `pip install <a clone>`, here a clean copy of the committed tree plus what is not committed yet.
     src = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(src)], check=True)
@@ -116,9 +167,27 @@ def test_installed_from_the_readme_and_run_from_another_directory(tmp_path):
     project = tmp_path / "their_project"
     project.mkdir()
     shutil.copy(ROOT / "examples" / "leaky_relu.py", project / "leaky_relu.py")
-    where = subprocess.run([str(python), "-c", "import suite, kernels; print(suite.__file__, kernels.__file__)"],
+    assert {f: f.read_bytes() for f in standin} == standin, "installing the suite changed the other distribution"
+    # The suite installs under one name of its own: none of its four packages is a top-level name in site-packages.
+    top_level = _top_level_names(python, "triton-portability-suite")
+    assert not top_level & set(SUITE_PACKAGES), top_level
+    assert top_level == {"triton_portability", "triton_portability_suite-0.1.0.dist-info"}, top_level
+    site_packages = next(f for f in standin if f.name == "__init__.py").parent.parent
+    assert [n for n in SUITE_PACKAGES if (site_packages / n).exists()] == ["kernels"]  # the stand-in's alone
+    assert _imports_kernels_from(python, project) == "kernels-standin"
+    # Through triton_portability, this process gets the suite's four packages and the public spec API; the one
+    # imported from elsewhere first is refused naming both paths.
+    where = subprocess.run([str(python), "-c", "from triton_portability import KernelSpec, register, inputs; "
+                            "import suite, kernels, kernels.spec; assert KernelSpec is kernels.spec.KernelSpec; "
+                            "print(suite.__file__, kernels.__file__)"],
                            cwd=project, check=True, capture_output=True, text=True).stdout
-    assert str(ROOT) not in where and "site-packages" in where, where
+    assert str(ROOT) not in where and "site-packages" in where and "triton_portability" in where, where
+    clash = subprocess.run([str(python), "-c", "import kernels, triton_portability"], cwd=project, capture_output=True,
+                           text=True)
+    assert clash.returncode == 1 and clash.stderr.strip().splitlines()[-1].startswith("ImportError: 'kernels' is "
+                                                                                      "already imported from "), clash
+    assert str(next(f for f in standin if f.name == "__init__.py")) in clash.stderr, clash.stderr
+    assert str(Path(where.split()[1]).parent) in clash.stderr, clash.stderr
     assert not list((tmp_path / "venv").rglob("driver-validation"))  # the committed evidence stays out of the package
 
     run = subprocess.run([str(tmp_path / "venv" / "bin" / "triton-portability"), "--kernel-module=leaky_relu.py",
@@ -132,8 +201,8 @@ def test_installed_from_the_readme_and_run_from_another_directory(tmp_path):
     assert not list(Path(where.split()[0]).parent.parent.glob(".pytest_cache")), "pytest's cache went into the package"
     # README: a report from the installed copy (its plots need the reports extra, matplotlib: here the outer
     # environment's).
-    report = subprocess.run([str(python), "-m", "reports", "build", str(run_files[0]), "--out", "report"], cwd=project,
-                            capture_output=True, text=True)
+    report = subprocess.run([str(python), "-m", "triton_portability.reports", "build", str(run_files[0]), "--out",
+                             "report"], cwd=project, capture_output=True, text=True)
     assert report.returncode == 0, report.stdout + report.stderr
     assert (project / "report" / "report.html").exists() and "<img" in (project / "report" / "report.html").read_text()
 
@@ -152,6 +221,21 @@ def test_installed_from_the_readme_and_run_from_another_directory(tmp_path):
                             cwd=project, capture_output=True, text=True)
     assert theirs.returncode == 0 and "1 passed" in theirs.stdout, theirs.stdout + theirs.stderr
     assert "portability:" not in theirs.stdout
+
+    # `python -m triton_portability` is the command too, and names itself so.
+    usage = subprocess.run([str(python), "-m", "triton_portability", "--help"], cwd=project, capture_output=True,
+                           text=True)
+    assert usage.returncode == 0 and usage.stdout.startswith("usage: python -m triton_portability "), usage
+
+    # Uninstalled, the suite takes only its own files: the other distribution is whole and still the `kernels`.
+    assert {f: f.read_bytes() for f in standin} == standin, "running the suite changed the other distribution"
+    uninstall = subprocess.run([str(python), "-m", "pip", "uninstall", "-y", "-q", "triton-portability-suite"],
+                               capture_output=True, text=True)
+    assert uninstall.returncode == 0, uninstall.stdout + uninstall.stderr
+    assert all(f.is_file() and f.read_bytes() == content for f, content in standin.items()), \
+        "uninstalling the suite removed or changed the other distribution's files"
+    assert _imports_kernels_from(python, project) == "kernels-standin"
+    assert not (tmp_path / "venv" / "bin" / "triton-portability").exists()
 
 
 def test_the_launcher_is_what_a_person_would_type_from_the_run_s_directory(tmp_path, monkeypatch):

@@ -486,7 +486,8 @@ def detected_launcher(argv0: str | None = None, executable: str | None = None) -
 
 def note_launcher() -> None:
     """The controller, at start-up: how the run was started, for its workers' reproduction lines (repro_prefix);
-    left as it is where suite/__main__.py (triton-portability, python -m suite) or the caller set it."""
+    left as it is where suite/__main__.py (triton-portability, python -m triton_portability, python -m suite) or
+    the caller set it."""
     if not os.environ.get(LAUNCHER_ENV):
         os.environ[LAUNCHER_ENV] = detected_launcher()
 
@@ -496,8 +497,8 @@ def repro_prefix(ctx: Any, nodeid: str) -> list[str]:
     (and ``--config`` where the case ran a config other than the default) completes it."""
     opts = ctx.options
     # As the run was started (note_launcher): pytest or python -m pytest (with the interpreter that ran) in a checkout;
-    # triton-portability (or python -m suite) from an installed copy, which finds the suite's own test file from a
-    # test id as printed (suite/__main__.py).
+    # triton-portability (or python -m triton_portability, python -m suite) from any directory, which finds the suite's
+    # own test file from a test id as printed (suite/__main__.py).
     launcher = shlex.split(os.environ.get(LAUNCHER_ENV, "")) or ["pytest"]
     parts = [*launcher, nodeid, f"--backend={ctx.backend.name}"]
     parts += [f"--kernel-module={m}" for m in opts.kernel_modules]

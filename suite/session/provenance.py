@@ -18,8 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-# Top-level modules of this repository: never a kernel module's library.
-OWN_PACKAGES = frozenset({"kernels", "suite", "hardware_profiles", "reports", "tests", "examples"})
+# Top-level modules of this repository (triton_portability: the package of an installed copy, and its spec API): never
+# a kernel module's library.
+OWN_PACKAGES = frozenset({"kernels", "suite", "hardware_profiles", "reports", "triton_portability", "tests", "examples"})
 
 
 def sha256(path: Path) -> str:

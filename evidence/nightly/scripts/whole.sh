@@ -1,8 +1,10 @@
 #!/bin/bash
 # The nightly profile timed end to end, as the nightly workflow runs it (pytest --backend=cuda -n auto
 # --hypothesis-profile=nightly), from a cold Triton cache, with nvidia-smi sampled every 5 s.
-#   NAME=<label> [KERNELS=a,b,c] [LIMIT=570] bash evidence/nightly/scripts/whole.sh      (from the repository root)
-# KERNELS: one part of the suite's kernels (a whole nightly does not fit one ten-minute call on one GPU).
+#   NAME=<label> [KERNELS=a,b,c] [SHARD=I/N] [CACHE_DIR=dir] [LIMIT=570] bash evidence/nightly/scripts/whole.sh
+# (from the repository root)
+# KERNELS or SHARD: one part of the suite (a whole nightly does not fit one ten-minute call on one GPU).
+# CACHE_DIR: a Triton cache the parts of one measurement share (emptied when FRESH=1), as one run's workers share one.
 # LIMIT: seconds before the run is stopped with SIGINT (the run file is then "interrupted").
 export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/../../.."
@@ -10,12 +12,14 @@ name=${NAME:?NAME}; limit=${LIMIT:-570}; out=$OUT/$name
 mkdir -p "$out"
 nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader | tee "$out/gpus.txt"
 echo "cores: $(nproc)  CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-all}  kernels: ${KERNELS:-all}"
-cache=$(mktemp -d)
+cache=${CACHE_DIR:-$(mktemp -d)}
+[[ ${FRESH:-0} == 1 ]] && rm -rf "$cache"; mkdir -p "$cache"
+echo "shard: ${SHARD:-whole}  Triton cache: $cache ($(find "$cache" -type f | wc -l) files at the start)" | tee -a "$out/gpus.txt"
 nvidia-smi --query-gpu=timestamp,index,memory.used,utilization.gpu --format=csv,noheader -l 5 > "$out/smi.csv" 2>&1 &
 smi=$!
 start=$(date +%s.%N)
 TRITON_CACHE_DIR=$cache timeout -s INT "$limit" python -m pytest --backend=cuda -n auto --hypothesis-profile=nightly \
-  ${KERNELS:+--kernels=$KERNELS} --results-dir="$out" -p no:cacheprovider > "$out/log.txt" 2>&1
+  ${KERNELS:+--kernels=$KERNELS} ${SHARD:+--shard=$SHARD} --results-dir="$out" -p no:cacheprovider > "$out/log.txt" 2>&1
 rc=$?
 end=$(date +%s.%N)
 kill $smi 2>/dev/null

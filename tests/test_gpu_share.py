@@ -84,7 +84,7 @@ def test_a_worker_waiting_to_run_alone_is_not_starved_by_new_cases(tmp_path) -> 
     script = textwrap.dedent(f"""
         import os, sys, time
         sys.path.insert(0, {str(ROOT)!r})
-        from suite.workers import gpu_share
+        from suite.workers import gpu_share, timing
         s = gpu_share.share()
         s.fd = os.open({str(tmp_path / 'g.lock')!r}, os.O_CREAT | os.O_RDWR)
         s.gate = os.open({str(tmp_path / 'g.gate')!r}, os.O_CREAT | os.O_RDWR)
@@ -95,24 +95,37 @@ def test_a_worker_waiting_to_run_alone_is_not_starved_by_new_cases(tmp_path) -> 
         if role == "A":
             with s.case("cpu"):
                 note("start"); time.sleep(1.5); note("end")
-        elif role == "B":
+        elif role == "B":  # asks for the GPU alone while A's case runs
+            while "A start" not in (open(log).read() if os.path.exists(log) else ""):
+                time.sleep(0.05)
             time.sleep(0.3)
+            note("asks")
             with s.alone("cpu"):
                 note("start"); time.sleep(0.5); note("end")
-        else:
-            time.sleep(0.8)
+        else:  # C: a new case once B waits at the gate (B's start can lag on a loaded machine)
+            while " asks " not in (open(log).read() if os.path.exists(log) else ""):
+                time.sleep(0.05)
+            time.sleep(0.3)
             with s.case("cpu"):
                 note("start")
+        note(f"waited {{timing.clock().take().get('gpu_wait_s', 0.0)}}")
     """)
     procs = [subprocess.Popen([sys.executable, "-c", script, role]) for role in "ABC"]
     for p in procs:
         assert p.wait(timeout=30) == 0
     events = {}
     for line in (tmp_path / "log").read_text().splitlines():
-        role, what, at = line.split()
-        events[f"{role} {what}"] = float(at)
+        role, what, *value = line.split()  # "B start <time>", or "B waited <seconds> <time>"
+        events[f"{role} {what}"] = float(value[0])
     assert events["B start"] >= events["A end"]  # alone: after the running case
     assert events["C start"] >= events["B end"]  # the new case waited behind the exclusive one
+    # Each wait is timed as the run's gpu_wait phase (never "other"): B waited for A's case (about 1.2 s), C behind
+    # B (about 0.5 s); A never waited.
+    assert events["A waited"] < 0.1
+    assert events["B waited"] >= 0.8 * (events["A end"] - events["A start"] - 0.3)
+    assert events["C waited"] >= 0.8 * (events["B end"] - events["B start"])
+    assert "waiting at a shared GPU's gate 1.7 s" in timing.breakdown_line(timing.summed(
+        [{"duration_s": 2.0, "timing": {"gpu_wait_s": 1.7}}]))
 
 
 def test_phases_are_exclusive_and_summed_per_run() -> None:

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from suite.session import options, stash
-from suite.workers import crash
+from suite.workers import crash, timing
 
 # Workers per GPU that `-n auto` starts (capped by the CPU cores): measured on an H100 with the ci profile
 # (README, "Running on a GPU runner").
@@ -130,7 +130,8 @@ class Share:
 
         # Through the gate: a worker waiting to run alone holds it, so new cases wait behind it (flock alone would
         # let a stream of shared holders starve it).
-        with crash.not_counted():  # waiting for the GPU is not the case's time (its --case-timeout)
+        # Waiting for the GPU is not the case's time (its --case-timeout), and the run's timing shows it apart.
+        with crash.not_counted(), timing.phase("gpu_wait"):
             if self.contended():  # someone waits to run alone: what this worker keeps cached is theirs to use
                 self.drain(device)
             self._flock(fcntl.LOCK_EX, self.gate)
@@ -162,10 +163,10 @@ class Share:
         held = self.depth > 0  # called inside a case (a property's launch): give its shared lock up first
         if held:
             self._flock(fcntl.LOCK_UN)
-        with crash.not_counted():
+        with crash.not_counted(), timing.phase("gpu_wait"):
             self._flock(fcntl.LOCK_EX, self.gate)
         try:
-            with crash.not_counted():
+            with crash.not_counted(), timing.phase("gpu_wait"):
                 self._flock(fcntl.LOCK_EX)
                 wait_for_memory(device, need, self.workers)
             self.exclusive = True

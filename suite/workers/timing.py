@@ -5,7 +5,9 @@ float64 reference, comparing, a property's own checks, the compile matrix; Trito
 compiling a kernel (taken out of the launch that triggered it). Each test's phases travel to the controller with the test report
 (``TIMING_PROPERTY``); the run file keeps them per test and summed, with how many kernels Triton compiled and how
 many it found in its cache. What no phase holds is "other": Hypothesis drawing and shrinking, pytest, the harness's
-own bookkeeping.
+own bookkeeping. Waiting at a shared GPU's gate (``suite/workers/gpu_share.py``: for the cases running on it to end
+before an out-of-memory case runs alone, or behind such a case) is a phase of its own, ``gpu_wait``, so that a run
+whose workers idle behind one another says so instead of adding it to "other".
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from typing import Any
 from suite.session import stash
 
 TIMING_PROPERTY = "suite_timing"
-PHASES = ("inputs", "compile", "launch", "reference", "check", "property", "compile_matrix")
+PHASES = ("inputs", "compile", "launch", "reference", "check", "property", "compile_matrix", "gpu_wait")
+LABELS = {"gpu_wait": "waiting at a shared GPU's gate"}  # a phase's name in the summary, where not its own
 
 
 class Clock:
@@ -179,7 +182,7 @@ def breakdown_line(total: dict[str, Any]) -> str:
     """One line for the terminal summary: where the tests' time went."""
     if not total or not total.get("tests_s"):
         return ""
-    parts = [f"{p.replace('_', ' ')} {total[f'{p}_s']:.1f} s" for p in PHASES if total.get(f"{p}_s")]
+    parts = [f"{LABELS.get(p, p.replace('_', ' '))} {total[f'{p}_s']:.1f} s" for p in PHASES if total.get(f"{p}_s")]
     parts.append(f"other (Hypothesis, pytest, harness) {total['other_s']:.1f} s")
     cache = {"cold": "Triton cache started cold", "warm": "Triton cache warm", "none": ""}[total["triton_cache"]]
     compiles = (f" ({total['triton_compiled']} kernels compiled, {total['triton_cached']} from the cache; {cache})"

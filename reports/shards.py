@@ -13,7 +13,7 @@ from reports.loading import Run, RunFileError
 
 LISTS = ("tests", "cases", "compiles", "benchmarks", "findings", "coverage", "incidents")
 COUNTERS = {"autotune": ("hits", "nearest", "misses", "stale", "tuning_benchmarks", "fallback"),
-            "gpu_share": ("workers", "oom_retried", "oom_retried_passed", "oom_held", "too_large")}
+            "gpu_share": ("workers", "oom_retried", "oom_retried_passed", "oom_held", "too_large", "alone_wait_s", "alone_s")}
 
 
 def shard_key(run: Run) -> tuple[str, str, str] | None:

@@ -102,6 +102,7 @@ def test_a_worker_waiting_to_run_alone_is_not_starved_by_new_cases(tmp_path) -> 
             note("asks")
             with s.alone("cpu"):
                 note("start"); time.sleep(0.5); note("end")
+            note(f"alone_wait {{s.alone_wait_s}}"); note(f"alone_ran {{s.alone_s}}")
         else:  # C: a new case once B waits at the gate (B's start can lag on a loaded machine)
             while " asks " not in (open(log).read() if os.path.exists(log) else ""):
                 time.sleep(0.05)
@@ -124,6 +125,9 @@ def test_a_worker_waiting_to_run_alone_is_not_starved_by_new_cases(tmp_path) -> 
     assert events["A waited"] < 0.1
     assert events["B waited"] >= 0.8 * (events["A end"] - events["A start"] - 0.3)
     assert events["C waited"] >= 0.8 * (events["B end"] - events["B start"])
+    # The case that ran alone counts its wait and its time alone for the run file's gpu_share and the summary.
+    assert abs(events["B alone_wait"] - (events["B start"] - events["B asks"])) < 0.1
+    assert abs(events["B alone_ran"] - (events["B end"] - events["B start"])) < 0.1
     assert "waiting at a shared GPU's gate 1.7 s" in timing.breakdown_line(timing.summed(
         [{"duration_s": 2.0, "timing": {"gpu_wait_s": 1.7}}]))
 
@@ -311,3 +315,19 @@ def test_the_gpu_to_itself_gets_the_other_workers_memory(tmp_path) -> None:
     assert "A drain" in events and "C drain" in events, events
     assert events[start[0]] >= events["C drain"] >= events["A drain"]
     assert events["C case"] >= events[start[0]]  # C's case still waited behind B's
+
+
+def test_the_summary_says_how_long_cases_waited_to_run_alone_and_ran_alone() -> None:
+    """A two-H200 nightly's workers of one GPU idled for minutes while its out-of-memory cases ran alone, and nothing
+    in the summary said so: the line gives the wait for the running cases, the time alone and the gate's whole wait."""
+    from suite.plugin import summary
+
+    data = {"gpu_share": {"workers": 32, "oom_retried": 8, "oom_retried_passed": 6, "oom_held": 2, "too_large": 0,
+                          "too_large_cases": [], "alone_wait_s": 212.34, "alone_s": 95.1},
+            "timing": {"gpu_wait_s": 4803.2}}
+    [line] = summary.share_lines(data)
+    assert ("8 out-of-memory case(s) ran again alone (waiting 212.3 s for the cases running on their GPU to end, then "
+            "95.1 s alone; all workers waited 4803.2 s at their GPU's gate), 6 then passed") in line, line
+    data["gpu_share"].update(alone_wait_s=0.0, alone_s=0.0)  # the interpreter: nothing shared, nothing to say
+    assert "waiting" not in summary.share_lines(data)[0]
+    assert summary.share_lines({"gpu_share": {**data["gpu_share"], "oom_retried": 0}}) == []

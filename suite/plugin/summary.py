@@ -75,17 +75,8 @@ def write_summary(tr, data: dict, path: Path, width: int = glance.MIN_WIDTH) -> 
         if "reports" in mem:
             tr.write_line(f"memory check: {len(mem['reports'])} report(s) in the checker's logs ({mem['log_dir']})"
                           + "".join(f"\n  {r[:300]}" for r in mem["reports"][:5]))
-    share = data.get("gpu_share")
-    too_large = share.get("too_large", 0) if share else 0
-    if share and (share["oom_retried"] or too_large):
-        held = share.get("oom_held", 0)
-        tr.write_line(f"GPU sharing ({share['workers']} workers): {share['oom_retried']} out-of-memory case(s) ran "
-                      f"again alone, {share['oom_retried_passed']} then passed; {too_large} not run, too large for "
-                      f"this GPU" + (f"; {held} not run (out of memory although they fit the GPU: other processes "
-                                     f"held its memory; not the kernels')" if held else ""))
-        for c in share.get("too_large_cases", [])[:5]:
-            tr.write_line(f"  too large: {c['case'][:160]} (footprint at least "
-                          f"{c['footprint_gib']} GiB)")
+    for line in share_lines(data):
+        tr.write_line(line)
     if left := data.get("unfinished"):
         tr.write_line(f"stopped while running {len(left)} test(s): "
                       + ", ".join(f"{t['nodeid']} (for {t['running_s']:.0f} s on {t['worker']})" for t in left[:8])
@@ -114,6 +105,29 @@ def write_summary(tr, data: dict, path: Path, width: int = glance.MIN_WIDTH) -> 
     if line := timing_lines(data):
         tr.write_line(line)
 
+
+
+def share_lines(data: dict) -> list[str]:
+    """The GPU-sharing lines: cases that ran again alone after running out of memory (and how long they waited for
+    the GPU and ran alone, where workers shared one), those not run, too large or with memory held by others."""
+    share = data.get("gpu_share")
+    too_large = share.get("too_large", 0) if share else 0
+    if not share or not (share["oom_retried"] or too_large):
+        return []
+    held = share.get("oom_held", 0)
+    waits = ""
+    if share.get("alone_s", 0) + share.get("alone_wait_s", 0) >= 0.05:  # workers shared a GPU (not the interpreter)
+        gate = (data.get("timing") or {}).get("gpu_wait_s")
+        waits = (f" (waiting {share.get('alone_wait_s', 0):.1f} s for the cases running on their GPU to end, then "
+                 f"{share.get('alone_s', 0):.1f} s alone" + (f"; all workers waited {gate:.1f} s at their GPU's gate"
+                                                             if gate else "") + ")")
+    lines = [f"GPU sharing ({share['workers']} workers): {share['oom_retried']} out-of-memory case(s) ran again "
+             f"alone{waits}, {share['oom_retried_passed']} then passed; {too_large} not run, too large for this GPU"
+             + (f"; {held} not run (out of memory although they fit the GPU: other processes held its memory; not the "
+                f"kernels')" if held else "")]
+    lines += [f"  too large: {c['case'][:160]} (footprint at least {c['footprint_gib']} GiB)"
+              for c in share.get("too_large_cases", [])[:5]]
+    return lines
 
 def failing_properties(data: dict) -> list[tuple[str, dict]]:
     """(its test's outcome, finding) for each property that failed the run or its known issue's test: claimed and

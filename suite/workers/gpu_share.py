@@ -77,6 +77,8 @@ class Share:
         self.held = 0  # out of memory alone, yet the case fits the GPU: other processes held it (not run)
         self.too_large: list[dict[str, Any]] = []  # out of memory alone, past what the GPU holds (not run)
         self._too_large_seen: set[str] = set()
+        self.alone_wait_s = 0.0  # waiting to run alone: for the cases running on the GPU to end, and its memory
+        self.alone_s = 0.0  # running alone (the GPU's other workers wait at its gate all the while)
 
     def setup(self, device: str) -> None:
         """Open this GPU's lock (a worker on a CUDA/ROCm device, with other workers on the same GPU)."""
@@ -163,6 +165,7 @@ class Share:
         held = self.depth > 0  # called inside a case (a property's launch): give its shared lock up first
         if held:
             self._flock(fcntl.LOCK_UN)
+        asked = time.monotonic()
         with crash.not_counted(), timing.phase("gpu_wait"):
             self._flock(fcntl.LOCK_EX, self.gate)
         try:
@@ -170,9 +173,12 @@ class Share:
                 self._flock(fcntl.LOCK_EX)
                 wait_for_memory(device, need, self.workers)
             self.exclusive = True
+            began = time.monotonic()
+            self.alone_wait_s += began - asked
             try:
                 yield
             finally:
+                self.alone_s += time.monotonic() - began
                 self.exclusive = False
                 crash.free_memory(device)
                 self._flock(fcntl.LOCK_SH if held else fcntl.LOCK_UN)
@@ -191,8 +197,10 @@ class Share:
     def take_counts(self) -> dict[str, Any] | None:
         counts: dict[str, Any] = {"oom_retried": self.retried, "oom_retried_passed": self.retried_passed,
                                   "oom_held": self.held, "too_large": len(self.too_large),
-                                  "too_large_cases": self.too_large}
+                                  "too_large_cases": self.too_large, "alone_wait_s": round(self.alone_wait_s, 3),
+                                  "alone_s": round(self.alone_s, 3)}
         self.retried = self.retried_passed = self.held = 0
+        self.alone_wait_s = self.alone_s = 0.0
         self.too_large = []
         return counts if counts["oom_retried"] or counts["too_large"] else None
 

@@ -147,6 +147,10 @@ def test_phases_are_exclusive_and_summed_per_run() -> None:
                            {"duration_s": 2.0, "timing": {"inputs_s": 0.5}}, {"duration_s": 1.0}])
     assert total["tests_s"] == 4.0 and total["other_s"] == 3.25 and total["triton_cache"] == "cold"
     assert "inputs 0.5 s" in timing.breakdown_line(total)
+    # A phase that would show as 0.0 s is left out (an installed run on an H100 printed "waiting at a shared GPU's
+    # gate 0.0 s" with nothing shared).
+    line = timing.breakdown_line(timing.summed([{"duration_s": 1.0, "timing": {"gpu_wait_s": 0.01, "check_s": 0.3}}]))
+    assert "check 0.3 s" in line and "gate" not in line
 
 
 def test_a_run_file_breaks_each_test_time_down(run_suite) -> None:

@@ -182,7 +182,8 @@ def breakdown_line(total: dict[str, Any]) -> str:
     """One line for the terminal summary: where the tests' time went."""
     if not total or not total.get("tests_s"):
         return ""
-    parts = [f"{LABELS.get(p, p.replace('_', ' '))} {total[f'{p}_s']:.1f} s" for p in PHASES if total.get(f"{p}_s")]
+    parts = [f"{LABELS.get(p, p.replace('_', ' '))} {total[f'{p}_s']:.1f} s" for p in PHASES
+             if total.get(f"{p}_s", 0) >= 0.05]  # a phase that shows as 0.0 s says nothing
     parts.append(f"other (Hypothesis, pytest, harness) {total['other_s']:.1f} s")
     cache = {"cold": "Triton cache started cold", "warm": "Triton cache warm", "none": ""}[total["triton_cache"]]
     compiles = (f" ({total['triton_compiled']} kernels compiled, {total['triton_cached']} from the cache; {cache})"

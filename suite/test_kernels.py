@@ -273,7 +273,7 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
 
     def run_once(case: Case, configs: list[dict]) -> CaseResult:
         return gpu_share.run_with_retry(lambda: run_case(spec, case, backend, configs[0], extra_configs=configs[1:]),
-                                        backend.device)
+                                        backend.device, case)
 
     def measure(case: Case, config: dict, rate: Rate) -> Rate:
         """``rate`` plus ``reruns`` more runs of the case under ``config`` (the one that was wrong), on inputs drawn

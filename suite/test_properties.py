@@ -71,6 +71,8 @@ def alone_on_oom(run, backend, case: Case, what: str = ""):
             raise
         need = gpu_share.footprint(exc, backend.device)
         exc.__traceback__ = None  # its frames hold the case's tensors
+    if (known := share.known_too_large(case)) is not None:  # this test found it too large already: not alone again
+        raise gpu_share.TooLarge(f"{case}: {known[1]}") from None
     share.retried += 1
     try:
         with share.alone(backend.device, need):

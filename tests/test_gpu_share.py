@@ -45,6 +45,18 @@ def test_an_oom_alone_is_too_large_not_run_never_a_failure_and_the_other_cases_s
                for c in listed)
 
 
+def test_every_retry_alone_is_accounted_for_when_two_tests_meet_one_too_large_case(run_suite) -> None:
+    """An H100 run counted 98 cases run again alone for 65 passed and 25 too large: the properties test met the
+    reference test's too-large cases again and ran them alone, and the count left them out. Each test counts the
+    too-large cases it met (the run file lists each case once); a replay within one test is not run alone again."""
+    run = run_suite("suite/test_kernels.py", "suite/test_properties.py", HUNGRY, "--kernels=zz_oom_alone")
+    assert run.returncode == 0, run.output[-3000:]
+    share = run.run_data()["gpu_share"]
+    assert share["oom_retried"] == share["oom_retried_passed"] + share["too_large"] + share["oom_held"], share
+    cases = [c["case"] for c in share["too_large_cases"]]
+    assert share["too_large"] > len(cases) == len(set(cases)) > 0  # one case met by both tests, listed once
+
+
 def test_an_oom_while_comparing_or_in_a_property_is_retried_alone_never_a_failure(run_suite) -> None:
     """On an H100 nightly the comparison's float64 copies and a property's own input draw ran out of memory beside
     the other workers, outside what was retried: the tests failed with out-of-memory tracebacks."""

@@ -76,7 +76,9 @@ class Share:
         self.retried_passed = 0
         self.held = 0  # out of memory alone, yet the case fits the GPU: other processes held it (not run)
         self.too_large: list[dict[str, Any]] = []  # out of memory alone, past what the GPU holds (not run)
-        self._too_large_seen: set[str] = set()
+        # This test's too-large cases: a replay of one (Hypothesis replays a case that raised; a case run again to
+        # count how often it is wrong) is not run alone again, which would stop the GPU's other workers for nothing.
+        self._too_large_now: dict[str, tuple[int, str]] = {}
         self.alone_wait_s = 0.0  # waiting to run alone: for the cases running on the GPU to end, and its memory
         self.alone_s = 0.0  # running alone (the GPU's other workers wait at its gate all the while)
 
@@ -185,11 +187,16 @@ class Share:
         finally:
             self._flock(fcntl.LOCK_UN, self.gate)
 
+    def known_too_large(self, case: Any) -> tuple[int, str] | None:
+        """(footprint, message) of a case this test already found too large for the GPU, else None."""
+        return self._too_large_now.get(str(case))
+
     def note_too_large(self, case: Any, need: int, message: str, repro: str) -> None:
-        """A case not run, too large for the GPU: once per case (Hypothesis replays a case it saw fail)."""
-        if str(case) in self._too_large_seen:
+        """A case not run, too large for the GPU: counted once per test that met it (each of its retries alone is
+        one of these; the run file lists each case once)."""
+        if str(case) in self._too_large_now:
             return
-        self._too_large_seen.add(str(case))
+        self._too_large_now[str(case)] = (need, message)
         self.too_large.append({"kernel": getattr(case, "kernel", ""), "dtype": getattr(case, "dtype", ""),
                                "case": str(case), "footprint_gib": round(need / GIB, 2),
                                "message": message[:600], "repro": repro})
@@ -201,6 +208,7 @@ class Share:
                                   "alone_s": round(self.alone_s, 3)}
         self.retried = self.retried_passed = self.held = 0
         self.alone_wait_s = self.alone_s = 0.0
+        self._too_large_now = {}
         self.too_large = []
         return counts if counts["oom_retried"] or counts["too_large"] else None
 
@@ -335,12 +343,17 @@ def judge_oom_alone(device: str, error: str, need: int) -> tuple[str, str]:
     return "too_large", too_large_message(device, error, need)
 
 
-def run_with_retry(run: Any, device: str) -> Any:
+def run_with_retry(run: Any, device: str, case: Any = None) -> Any:
     """``run()`` -> a result with ``.failure``; an out-of-memory result runs again alone, and one that runs out of
-    memory alone too becomes ``too_large``."""
+    memory alone too becomes ``too_large``; one of ``case``, which this test found too large already, is too large
+    again without running alone."""
     with share().case(device):
         result = run()
     if getattr(result, "failure", None) != "oom":
+        return result
+    if case is not None and (known := share().known_too_large(case)) is not None:
+        result.failure, result.footprint = "too_large", known[0]
+        result.error = known[1]
         return result
     share().retried += 1
     started = time.monotonic()

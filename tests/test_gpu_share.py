@@ -144,6 +144,49 @@ def test_a_worker_waiting_to_run_alone_is_not_starved_by_new_cases(tmp_path) -> 
         [{"duration_s": 2.0, "timing": {"gpu_wait_s": 1.7}}]))
 
 
+def test_a_case_compiling_gives_the_gpu_back_to_a_case_waiting_to_run_alone(tmp_path) -> None:
+    """A two-H200 nightly's workers of one GPU idled for minutes: a case waiting to run alone waited for every running
+    case to end, and a nightly case compiles every config of its kernel while it holds its GPU. A, a case that
+    compiles for 1.5 s (Triton's compile hooks, as the suite installs them); B asks to run alone 0.3 s into it: B runs
+    during A's compile, and A's next launch waits until B is done."""
+    script = textwrap.dedent(f"""
+        import os, sys, time
+        sys.path.insert(0, {str(ROOT)!r})
+        from suite.workers import gpu_share, timing
+        s = gpu_share.share()
+        s.setup("cpu")
+        s.fd = os.open({str(tmp_path / 'g.lock')!r}, os.O_CREAT | os.O_RDWR)
+        s.gate = os.open({str(tmp_path / 'g.gate')!r}, os.O_CREAT | os.O_RDWR)
+        role, log = sys.argv[1], {str(tmp_path / 'log')!r}
+        def note(what):
+            with open(log, "a") as f:
+                f.write(f"{{role}} {{what}} {{time.monotonic():.3f}}\\n")
+        def wait_for(what):
+            while what not in (open(log).read() if os.path.exists(log) else ""):
+                time.sleep(0.02)
+        if role == "A":
+            with s.case("cpu"):
+                timing._before_compile()
+                note("compiling"); time.sleep(1.5); note("compiled")
+                timing._after_compile()
+                note("launches")
+        else:
+            wait_for("A compiling")
+            time.sleep(0.3)
+            with s.alone("cpu"):
+                note("start"); time.sleep(0.5); note("end")
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", script, role]) for role in "AB"]
+    for p in procs:
+        assert p.wait(timeout=30) == 0
+    events = {}
+    for line in (tmp_path / "log").read_text().splitlines():
+        role, what, at = line.split()
+        events[f"{role} {what}"] = float(at)
+    assert events["B start"] < events["A compiled"]  # alone while A compiled, not after A's case
+    assert events["A launches"] >= events["B end"]  # A's GPU work waited for the case alone
+
+
 def test_phases_are_exclusive_and_summed_per_run() -> None:
     clock = timing.Clock()
     outer = clock.enter("launch")

@@ -81,10 +81,13 @@ class Share:
         self._too_large_now: dict[str, tuple[int, str]] = {}
         self.alone_wait_s = 0.0  # waiting to run alone: for the cases running on the GPU to end, and its memory
         self.alone_s = 0.0  # running alone (the GPU's other workers wait at its gate all the while)
+        self.device = ""
+        self.compiling = False  # this case gave its shared lock back while Triton compiles (``compile_event``)
 
     def setup(self, device: str) -> None:
         """Open this GPU's lock (a worker on a CUDA/ROCm device, with other workers on the same GPU)."""
         self.workers = options.workers_per_gpu()
+        self.device = device
         if not device.startswith("cuda") or self.fd is not None:
             return
         import torch
@@ -119,6 +122,37 @@ class Share:
         """Give torch's whole cache back, for a worker that waits to run alone."""
         crash.free_memory(device)
 
+    def compile_event(self, started: bool) -> None:
+        """A compile needs no GPU: while one runs inside a shared case, the case gives its GPU's shared lock back, so
+        that a case waiting to run alone does not wait for it (a nightly case compiles every config of its kernel,
+        minutes in all on a busy host, while the GPU's other workers waited behind the gate). It takes the lock again
+        through the gate when the compile ends, as a new case does; its tensors stay allocated meanwhile, which the
+        case alone's wait for memory counts."""
+        if self.fd is None or self.exclusive or not self.depth:
+            return
+        import fcntl
+
+        if started and not self.compiling:
+            self._flock(fcntl.LOCK_UN)
+            self.compiling = True
+        elif not started and self.compiling:
+            self.compiling = False
+            self._enter_shared(self.device)
+
+    def _enter_shared(self, device: str) -> None:
+        """Take the GPU's shared lock through the gate (a worker waiting to run alone holds it, so new holders wait
+        behind it: flock alone would let a stream of shared holders starve it)."""
+        import fcntl
+
+        with crash.not_counted(), timing.phase("gpu_wait"):
+            if self.contended():  # someone waits to run alone: what this worker keeps cached is theirs to use
+                self.drain(device)
+            self._flock(fcntl.LOCK_EX, self.gate)
+            try:
+                self._flock(fcntl.LOCK_SH)
+            finally:
+                self._flock(fcntl.LOCK_UN, self.gate)
+
     @contextmanager
     def case(self, device: str) -> Iterator[None]:
         """One case's GPU work: shared with the other workers' cases, then the cache trimmed to this worker's
@@ -132,22 +166,14 @@ class Share:
             return
         import fcntl
 
-        # Through the gate: a worker waiting to run alone holds it, so new cases wait behind it (flock alone would
-        # let a stream of shared holders starve it).
         # Waiting for the GPU is not the case's time (its --case-timeout), and the run's timing shows it apart.
-        with crash.not_counted(), timing.phase("gpu_wait"):
-            if self.contended():  # someone waits to run alone: what this worker keeps cached is theirs to use
-                self.drain(device)
-            self._flock(fcntl.LOCK_EX, self.gate)
-            try:
-                self._flock(fcntl.LOCK_SH)
-            finally:
-                self._flock(fcntl.LOCK_UN, self.gate)
+        self._enter_shared(device)
         self.depth = 1
         try:
             yield
         finally:
             self.depth = 0
+            self.compiling = False  # a compile that raised ends no compile: its lock is already given back
             if self.contended():
                 self.drain(device)
             else:
@@ -167,6 +193,7 @@ class Share:
         held = self.depth > 0  # called inside a case (a property's launch): give its shared lock up first
         if held:
             self._flock(fcntl.LOCK_UN)
+            self.compiling = False
         asked = time.monotonic()
         with crash.not_counted(), timing.phase("gpu_wait"):
             self._flock(fcntl.LOCK_EX, self.gate)
@@ -211,6 +238,15 @@ class Share:
         self._too_large_now = {}
         self.too_large = []
         return counts if counts["oom_retried"] or counts["too_large"] else None
+
+
+def compile_event(started: bool) -> None:
+    """timing.COMPILE_LISTENERS' entry: this process's share (Share.compile_event)."""
+    share().compile_event(started)
+
+
+if compile_event not in timing.COMPILE_LISTENERS:  # at import, before the suite's own code is fingerprinted; it does
+    timing.COMPILE_LISTENERS.append(compile_event)  # nothing where no case holds a GPU's lock
 
 
 def share() -> Share:

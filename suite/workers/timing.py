@@ -77,8 +77,15 @@ def phase(name: str) -> Iterator[None]:
         clock().leave(depth)
 
 
+# Called with True when a JIT compile begins in this process and False when it ends (suite/workers/gpu_share.py: a
+# case gives its GPU's shared lock back while it compiles).
+COMPILE_LISTENERS: list[Any] = []
+
+
 def _before_compile(**_: Any) -> bool:
     stash.session().compile_depth.append(clock().enter("compile"))
+    for listener in COMPILE_LISTENERS:
+        listener(True)
     return False  # a true value would tell Triton to skip the compile
 
 
@@ -86,6 +93,8 @@ def _after_compile(**_: Any) -> None:
     depths = stash.session().compile_depth
     if depths:
         clock().leave(depths.pop())
+    for listener in COMPILE_LISTENERS:
+        listener(False)
 
 
 def _listener(chained: Any):

@@ -339,3 +339,22 @@ def test_ctrl_c_leaves_an_interrupted_run_with_what_finished(tmp_path):
     [left] = data["unfinished"]
     assert left["nodeid"].endswith("[zz_hang-fp32]") and left["running_s"] >= 2, left
     assert "stopped while running 1 test(s): suite/test_kernels.py::test_matches_reference[zz_hang-fp32]" in output
+
+
+def test_ctrl_c_inside_the_controller_loop_ends_as_an_interrupted_run_not_an_internal_error(tmp_path):
+    """A time limit's SIGINT on an H100 landed inside pytest-xdist's controller loop: INTERNALERROR ("release unlocked
+    lock" while handling the KeyboardInterrupt), no summary, no verdict, and a run file left "incomplete". Played by a
+    plugin: the run ends interrupted, with what finished, its summary and verdict, and exit status 2."""
+    runs = tmp_path / "runs"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p",
+                           "tests.fixtures.ctrl_c_in_controller", f"--results-dir={runs}", "suite/test_kernels.py",
+                           "--kernels=vector_add,row_sum", "-k", "fp32"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 2, output[-3000:]
+    assert "INTERNALERROR" not in output and "VERDICT:" in output, output[-3000:]
+    [path] = runs.glob("run-*.json")
+    data = json.loads(path.read_text())
+    assert data["status"] == "interrupted", data["status"]
+    assert [t["outcome"] for t in data["tests"]] == ["passed"]
+

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Any
 
 import pytest
 
@@ -215,6 +216,22 @@ class RunRecorder:
         # the session itself (Session.Interrupted after a GPU fault), nor pytest.exit (a worker dead at start-up).
         self.interrupted = (isinstance(excinfo.value, KeyboardInterrupt)
                             and not isinstance(excinfo.value, pytest.Session.Interrupted))
+
+    @pytest.hookimpl(tryfirst=True)  # before the terminal prints the INTERNALERROR lines
+    def pytest_internalerror(self, excrepr: Any, excinfo: Any) -> None:
+        """Ctrl-C (or SIGTERM) that lands inside pytest-xdist's controller loop surfaces as an internal error: its queue's
+        lock raises "release unlocked lock" while the KeyboardInterrupt is handled (seen on an H100 when a time limit
+        stopped a nightly run). The run was stopped, not broken: it ends as an interrupted one (its summary, its verdict
+        and a run file "interrupted" with what finished), never "incomplete" under an INTERNALERROR dump."""
+        exc, seen = getattr(excinfo, "value", None), 0
+        while exc is not None and seen < 20 and not isinstance(exc, KeyboardInterrupt):
+            exc, seen = exc.__context__, seen + 1
+        if isinstance(exc, KeyboardInterrupt):
+            if self.config is not None:  # as pytest tells its plugins of a Ctrl-C (the terminal's summary reads it)
+                self.config.hook.pytest_keyboard_interrupt(excinfo=pytest.ExceptionInfo.from_exception(exc))
+            self.interrupted = True
+            pytest.exit(f"interrupted ({type(exc).__name__} inside pytest-xdist's controller loop)",
+                        returncode=pytest.ExitCode.INTERRUPTED)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

@@ -23,14 +23,16 @@ SLOTS = 3200
 def _make_call() -> Any:
     names = ", ".join(f"_{i}" for i in range(SLOTS))  # `del` makes each a local: a slot of the frame, never set
     namespace: dict[str, Any] = {}
-    exec("def call(fn, *args, **kwargs):\n"  # generated: a signature with SLOTS locals
+    exec("def deep_call(fn, *args, **kwargs):\n"  # generated: a signature with SLOTS locals
          "    if False:\n"
          f"        del {names}\n"
          "    return fn(*args, **kwargs)\n", namespace)
-    call = namespace["call"]
-    call.__doc__ = "``fn(*args, **kwargs)``, from a frame that starts its own 64 KiB chunk of the frame stack."
-    call.__module__ = __name__
-    return call
+    return namespace["deep_call"]
 
 
-call = _make_call()
+_DEEP_CALL = _make_call()  # a function, made once: the frame stack is per thread, nothing here is state
+
+
+def call(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``, from a frame that starts its own 64 KiB chunk of the frame stack."""
+    return _DEEP_CALL(fn, *args, **kwargs)

@@ -87,8 +87,8 @@ def test_the_newest_stack_installs_while_the_cpu_bound_steps_run(ci):
     newest_tests = next(i for i, s in enumerate(steps) if s.startswith("newest: -m pytest"))
     assert newest_tests > max(main_run, first_install), steps
     assert [s for s in steps if s.startswith("newest:")] == [
-        "newest: -m pip install -q --disable-pip-version-check --no-cache-dir -r requirements/ci-newest.txt",
-        "newest: -m pip install -q --disable-pip-version-check --no-cache-dir --no-deps triton==3.9.0",
+        "newest: -m pip install -q --disable-pip-version-check --no-cache-dir --no-compile -r requirements/ci-newest.txt",
+        "newest: -m pip install -q --disable-pip-version-check --no-cache-dir --no-compile --no-deps triton==3.9.0",
         "newest: -m pytest -n auto suite/test_kernels.py suite/test_compile_matrix.py suite/test_hazards.py",
         "newest: -m pytest -n auto tests/test_compat.py tests/test_interpreter.py"], steps
 

@@ -40,20 +40,25 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["SUITE_LAUNCHER"] = "pytest"
 
 
+def start_suite_run(*args: str, results_dir: Path, env: dict | None = None, timeout: int = 600) -> SuiteRun:
+    """Run pytest on the suite in a fresh process from the repository root, its run file under ``results_dir``; for
+    a run that several tests read (a module-scoped fixture), where ``run_suite`` gives each test its own."""
+    if not any(a.startswith("--backend") for a in args):  # the same backend on a GPU machine as on a laptop
+        args = ("--backend=interpret", *args)
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--results-dir={results_dir}", *args]
+    # This process may have TRITON_INTERPRET set by the plugin; the child chooses its own backend (and inherits
+    # SUITE_LAUNCHER=pytest, set in pytest_configure above).
+    child_env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                          env={**child_env, **(env or {})})
+    return SuiteRun(proc, results_dir)
+
+
 @pytest.fixture
 def run_suite(tmp_path):
     """Run pytest on the suite in a fresh process from the repository root."""
 
     def run(*args: str, results_dir: Path | None = None, env: dict | None = None, timeout: int = 600) -> SuiteRun:
-        results_dir = results_dir or tmp_path / "runs"
-        if not any(a.startswith("--backend") for a in args):  # the same backend on a GPU machine as on a laptop
-            args = ("--backend=interpret", *args)
-        cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--results-dir={results_dir}", *args]
-        # This process may have TRITON_INTERPRET set by the plugin; the child chooses its own backend (and inherits
-        # SUITE_LAUNCHER=pytest, set in pytest_configure above).
-        child_env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                              env={**child_env, **(env or {})})
-        return SuiteRun(proc, results_dir)
+        return start_suite_run(*args, results_dir=results_dir or tmp_path / "runs", env=env, timeout=timeout)
 
     return run

@@ -24,7 +24,7 @@ def validate(data: dict) -> None:
 
 def test_fault_oom_and_hang_under_xdist(run_suite):
     run = run_suite("suite/test_kernels.py", "-n", "1", FIXTURE, "--kernels=zz_fault,zz_oom,zz_hang,vector_add",
-                    "--case-timeout=10", "-p", "xdist", timeout=300)
+                    "--case-timeout=5", "-p", "xdist", timeout=300)
     assert run.returncode == 1, run.output[-3000:]
     data = run.run_data()
     validate(data)
@@ -42,7 +42,7 @@ def test_fault_oom_and_hang_under_xdist(run_suite):
     [large] = {c["kernel"]: c for c in data["gpu_share"]["too_large_cases"]}.values()
     assert large["kernel"] == "zz_oom" and "out of memory" in large["message"]
     assert failed["zz_fault"]["failure"] == "fault" and "GPU fault" in failed["zz_fault"]["message"]
-    assert failed["zz_hang"]["failure"] == "timeout" and "--case-timeout=10" in failed["zz_hang"]["message"]
+    assert failed["zz_hang"]["failure"] == "timeout" and "--case-timeout=5" in failed["zz_hang"]["message"]
     for case in failed.values():
         assert case["repro"].startswith("pytest 'suite/test_kernels.py::test_matches_reference[zz_")
         assert "--repro=N=" in case["repro"]
@@ -55,7 +55,7 @@ def test_fault_oom_and_hang_under_xdist(run_suite):
 
 def test_hang_in_a_single_process_run_is_recorded_before_the_process_ends(run_suite):
     run = run_suite("suite/test_kernels.py", FIXTURE, "--kernels=vector_add,zz_hang", "-k", "fp32",
-                    "--case-timeout=8", timeout=300)
+                    "--case-timeout=5", timeout=300)
     assert run.returncode == crash.EXIT_TIMEOUT, run.output[-3000:]
     data = run.run_data()
     validate(data)

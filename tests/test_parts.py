@@ -12,6 +12,7 @@ import pytest
 
 from reports.correctness import kernel_dtype_of
 from suite.workers import parts, schedule, timing
+from tests.conftest import SuiteRun, start_suite_run
 
 FIXTURE = "--kernel-module=tests/fixtures/split_kernels.py"
 REF = "suite/test_kernels.py::test_matches_reference"
@@ -28,9 +29,15 @@ def _cases(data: dict) -> list[tuple]:
                   for c in data["cases"])
 
 
-def test_parts_run_the_whole_tests_cases_and_search_its_paths_once(run_suite, tmp_path):
-    whole = run_suite("suite/test_kernels.py", FIXTURE, "--kernels=split_add", env={"SUITE_TEST_COSTS": ""},
-                      results_dir=tmp_path / "whole")
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory) -> SuiteRun:
+    """split_add's test run whole (no durations file, so no parts): what the two tests below compare their parts
+    with, run once for both."""
+    return start_suite_run("suite/test_kernels.py", FIXTURE, "--kernels=split_add", env={"SUITE_TEST_COSTS": ""},
+                           results_dir=tmp_path_factory.mktemp("whole"))
+
+
+def test_parts_run_the_whole_tests_cases_and_search_its_paths_once(run_suite, tmp_path, whole):
     assert whole.returncode == 0, whole.output[-3000:]
     split = run_suite("suite/test_kernels.py", FIXTURE, "--kernels=split_add", "-n", "2",
                       env=_costs(tmp_path, {"split_add-fp32": 3}), results_dir=tmp_path / "split")
@@ -50,12 +57,10 @@ def test_parts_run_the_whole_tests_cases_and_search_its_paths_once(run_suite, tm
     assert s["timing"]["workers"]["count"] == 2 and "timeline: 2 worker(s) ready" in split.output
 
 
-def test_a_part_that_ran_other_parts_cases_is_caught(run_suite, tmp_path):
+def test_a_part_that_ran_other_parts_cases_is_caught(run_suite, tmp_path, whole):
     """Planted: every part runs every case (the position test always true). The comparison above sees it."""
     plant = tmp_path / "plant_parts.py"
     plant.write_text("import suite.workers.parts\nsuite.workers.parts.owns = lambda position, part, parts: True\n")
-    whole = run_suite("suite/test_kernels.py", FIXTURE, "--kernels=split_add", env={"SUITE_TEST_COSTS": ""},
-                      results_dir=tmp_path / "whole")
     planted = run_suite("-p", "plant_parts", "suite/test_kernels.py", FIXTURE, "--kernels=split_add",
                         env={**_costs(tmp_path, {"split_add-fp32": 3}), "PYTHONPATH": str(tmp_path)},
                         results_dir=tmp_path / "planted")

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from kernels.spec import Case, KernelSpec, Tolerance
-from suite.checks import autotune, interpreter, launches, memcheck, returned
+from suite.checks import autotune, deep_stack, interpreter, launches, memcheck, returned
 from suite.checks.tolerance import _MAGNITUDE_HINT as MAGNITUDE_HINT
 from suite.checks.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output, loose_bound
 from suite.session import options
@@ -256,7 +256,7 @@ def prepare_outputs(spec: KernelSpec, inputs: dict, case: Case) -> tuple[dict[st
 def run_spec(spec: KernelSpec, inputs: dict, outputs: dict, config: dict) -> None:
     """``spec.run`` with ``config``; an autotuned kernel runs that config and times nothing (suite/checks/launches.py)."""
     with launches.chosen(config):
-        _take_returned(spec, outputs, spec.run(inputs, outputs, config))
+        _take_returned(spec, outputs, deep_stack.call(spec.run, inputs, outputs, config))
 
 
 def _take_returned(spec: KernelSpec, outputs: dict, value: Any) -> None:
@@ -272,7 +272,7 @@ def _take_returned(spec: KernelSpec, outputs: dict, value: Any) -> None:
 def launch(spec: KernelSpec, inputs: dict, outputs: dict, config: dict) -> launches.Launches:
     """``spec.run`` with ``config``: an autotuned kernel runs that config (suite/checks/launches.py); the launches it made."""
     with launches.recording() as seen, launches.chosen(config):
-        _take_returned(spec, outputs, spec.run(inputs, outputs, config))
+        _take_returned(spec, outputs, deep_stack.call(spec.run, inputs, outputs, config))
     return seen
 
 

@@ -77,3 +77,14 @@ def test_the_harness_launches_through_it():
 @pytest.mark.parametrize("args, kwargs", [((1, 2), {}), ((), {"a": 1, "b": 2})])
 def test_it_passes_arguments_and_the_result_through(args, kwargs):
     assert deep_stack.call(lambda *a, **k: (a, k), *args, **kwargs) == (args, kwargs)
+
+
+def test_off_the_interpreter_a_launch_is_called_as_it_is(monkeypatch):
+    """The deep frame is the interpreter's fix: a GPU launch (a benchmark times thousands) gets no fresh chunk."""
+    def caller() -> str:
+        return sys._getframe(1).f_code.co_name
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert deep_stack.call(caller) == "deep_call"
+    monkeypatch.delenv("TRITON_INTERPRET")
+    assert deep_stack.call(caller) == "call"

@@ -107,9 +107,9 @@ def _sum_counters(parts: list[Any], keys: tuple[str, ...]) -> Any:
         return parts[0]
     out = copy.deepcopy(dicts[0])
     for k in keys:
-        values = [d[k] for d in dicts if isinstance(d.get(k), int) and not isinstance(d.get(k), bool)]
-        if values:
-            out[k] = sum(values)
+        values = [d[k] for d in dicts if isinstance(d.get(k), (int, float)) and not isinstance(d.get(k), bool)]
+        if values:  # counts, and seconds (gpu_share's waits)
+            out[k] = round(sum(values), 3) if any(isinstance(v, float) for v in values) else sum(values)
     for k, v in list(out.items()):  # lists (autotune's entries, the too-large cases): every shard's
         if isinstance(v, list):
             out[k] = [e for d in dicts for e in d.get(k) or []]

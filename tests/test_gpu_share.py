@@ -385,8 +385,29 @@ def test_the_summary_says_how_long_cases_waited_to_run_alone_and_ran_alone() -> 
                           "too_large_cases": [], "alone_wait_s": 212.34, "alone_s": 95.1},
             "timing": {"gpu_wait_s": 4803.2}}
     [line] = summary.share_lines(data)
-    assert ("8 out-of-memory case(s) ran again alone (waiting 212.3 s for the cases running on their GPU to end, then "
-            "95.1 s alone; all workers waited 4803.2 s at their GPU's gate), 6 then passed") in line, line
+    assert ("8 out-of-memory case(s) ran again alone (waiting 212.3 s for the cases running on their GPU to end and "
+            "for its memory, then 95.1 s alone; all workers waited 4803.2 s at their GPU's gate), 6 then passed") in line, \
+        line
     data["gpu_share"].update(alone_wait_s=0.0, alone_s=0.0)  # the interpreter: nothing shared, nothing to say
     assert "waiting" not in summary.share_lines(data)[0]
     assert summary.share_lines({"gpu_share": {**data["gpu_share"], "oom_retried": 0}}) == []
+
+
+def test_a_case_alone_stops_waiting_once_the_gpus_free_memory_stops_growing(monkeypatch) -> None:
+    """A case parked mid-compile keeps its tensors until the case alone is done: free memory that stopped growing
+    short of the need is all there will be, so the wait ends after the settle time, not SUITE_DRAIN_WAIT_S."""
+    monkeypatch.setattr(gpu_share, "mem_info", lambda device: (10 * gpu_share.GIB, 80 * gpu_share.GIB))
+    monkeypatch.setattr(gpu_share, "DRAIN_SETTLE_S", 0.3)
+    monkeypatch.setenv("SUITE_DRAIN_WAIT_S", "20")
+    started = time.monotonic()
+    gpu_share.wait_for_memory("cuda:0", 30 * gpu_share.GIB, workers=16)  # needs 30 GiB; 10 GiB free, not growing
+    assert time.monotonic() - started < 3
+
+
+def test_merged_shards_add_up_the_waits_of_their_cases_alone() -> None:
+    from reports import shards
+
+    merged = shards._sum_counters([{"oom_retried": 1, "alone_wait_s": 10.5, "alone_s": 3.25},
+                                   {"oom_retried": 0}, {"oom_retried": 2, "alone_wait_s": 20.0, "alone_s": 4.0}],
+                                  shards.COUNTERS["gpu_share"])
+    assert (merged["oom_retried"], merged["alone_wait_s"], merged["alone_s"]) == (3, 30.5, 7.25)

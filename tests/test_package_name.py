@@ -118,3 +118,17 @@ def test_triton_portability_is_never_recorded_as_a_kernel_modules_library():
     from suite.session import provenance
 
     assert provenance.libraries({"triton_portability", "triton_portability.reports"}) == []
+
+
+def test_another_kernels_inside_the_checkout_is_still_another(monkeypatch):
+    """A checkout's HOME is the repository root: another distribution's kernels installed in a virtualenv inside it
+    (./.venv/lib/.../site-packages/kernels) lies under HOME, and was taken for the suite's."""
+    import types
+
+    import triton_portability
+
+    foreign = types.ModuleType("kernels")
+    foreign.__file__ = str(triton_portability.HOME / ".venv" / "lib" / "site-packages" / "kernels" / "__init__.py")
+    monkeypatch.setitem(sys.modules, "kernels", foreign)
+    [problem] = triton_portability.foreign_imports()
+    assert "'kernels' is already imported from" in problem and ".venv" in problem

@@ -29,7 +29,7 @@ def foreign_imports() -> list[str]:
     for name in PACKAGES:
         module = sys.modules.get(name)
         where = getattr(module, "__file__", None) or next(iter(getattr(module, "__path__", None) or []), None)
-        if module is not None and (where is None or not Path(where).resolve().is_relative_to(HOME)):
+        if module is not None and (where is None or not Path(where).resolve().is_relative_to(HOME / name)):
             found.append(f"'{name}' is already imported from {where or 'a namespace package'}, not the suite's "
                          f"{HOME / name} (import triton_portability before anything imports another '{name}', or "
                          f"give the suite an environment of its own)")

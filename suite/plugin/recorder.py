@@ -10,6 +10,7 @@ journal (:func:`suite.workers.crash.lost_case`); a run cut short is ``incomplete
 from __future__ import annotations
 
 import os
+import sys
 import time
 from typing import Any
 
@@ -227,6 +228,8 @@ class RunRecorder:
         while exc is not None and seen < 20 and not isinstance(exc, KeyboardInterrupt):
             exc, seen = exc.__context__, seen + 1
         if isinstance(exc, KeyboardInterrupt):
+            # The error itself, in case it was more than the race (one line each, not pytest's INTERNALERROR dump).
+            sys.stderr.write(f"interrupted; the error pytest-xdist raised while stopping:\n{excrepr}\n")
             if self.config is not None:  # as pytest tells its plugins of a Ctrl-C (the terminal's summary reads it)
                 self.config.hook.pytest_keyboard_interrupt(excinfo=pytest.ExceptionInfo.from_exception(exc))
             self.interrupted = True

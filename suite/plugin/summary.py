@@ -118,7 +118,8 @@ def share_lines(data: dict) -> list[str]:
     waits = ""
     if share.get("alone_s", 0) + share.get("alone_wait_s", 0) >= 0.05:  # workers shared a GPU (not the interpreter)
         gate = (data.get("timing") or {}).get("gpu_wait_s")
-        waits = (f" (waiting {share.get('alone_wait_s', 0):.1f} s for the cases running on their GPU to end, then "
+        waits = (f" (waiting {share.get('alone_wait_s', 0):.1f} s for the cases running on their GPU to end and "
+                 f"for its memory, then "
                  f"{share.get('alone_s', 0):.1f} s alone" + (f"; all workers waited {gate:.1f} s at their GPU's gate"
                                                              if gate else "") + ")")
     lines = [f"GPU sharing ({share['workers']} workers): {share['oom_retried']} out-of-memory case(s) ran again "

@@ -280,7 +280,9 @@ def end_of_test(device: str) -> None:
 
 def wait_for_memory(device: str, need: int, workers: int) -> None:
     """With the GPU's lock held alone: wait until its free memory covers ``need`` (bytes; 0 when unknown) or stops
-    growing while the other workers give their caches back; at most SUITE_DRAIN_WAIT_S (options.drain_wait_s)."""
+    growing while the other workers give their caches back; at most SUITE_DRAIN_WAIT_S (options.drain_wait_s). Memory
+    that stopped growing short of ``need`` is all there will be: a case parked mid-compile keeps its tensors until
+    this one is done, so waiting on would stop the GPU's workers for the whole limit and gain nothing."""
     if workers <= 1 or (info := mem_info(device)) is None:
         return
     free, total = info
@@ -291,7 +293,7 @@ def wait_for_memory(device: str, need: int, workers: int) -> None:
     while time.monotonic() - start < limit:
         if need and free >= need + GIB // 4:
             return
-        if not need and time.monotonic() - best_at > DRAIN_SETTLE_S:
+        if time.monotonic() - best_at > DRAIN_SETTLE_S:
             return
         time.sleep(0.2)
         free = (mem_info(device) or (0, 0))[0]

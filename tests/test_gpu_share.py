@@ -16,6 +16,19 @@ from tests.conftest import ROOT
 HUNGRY = "--kernel-module=tests/fixtures/memory_hungry.py"
 
 
+def _run_roles(script: str, roles: str, log, timeout: float = 30) -> dict[str, float]:
+    """Run ``script`` once per role, at once, and read what they noted in ``log``: each line "ROLE WHAT TIME", or
+    "ROLE WHAT VALUE TIME" (a figure a role measured), as {"ROLE WHAT": TIME or VALUE}."""
+    procs = [subprocess.Popen([sys.executable, "-c", script, role]) for role in roles]
+    for p in procs:
+        assert p.wait(timeout=timeout) == 0
+    events = {}
+    for line in log.read_text().splitlines():
+        role, what, *value = line.split()
+        events[f"{role} {what}"] = float(value[0])
+    return events
+
+
 def test_an_oom_caused_by_sharing_is_retried_alone_and_passes(run_suite) -> None:
     run = run_suite("suite/test_kernels.py", HUNGRY, "--kernels=zz_oom_shared")
     assert run.returncode == 0, run.output[-3000:]
@@ -123,13 +136,7 @@ def test_a_worker_waiting_to_run_alone_is_not_starved_by_new_cases(tmp_path) -> 
                 note("start")
         note(f"waited {{timing.clock().take().get('gpu_wait_s', 0.0)}}")
     """)
-    procs = [subprocess.Popen([sys.executable, "-c", script, role]) for role in "ABC"]
-    for p in procs:
-        assert p.wait(timeout=30) == 0
-    events = {}
-    for line in (tmp_path / "log").read_text().splitlines():
-        role, what, *value = line.split()  # "B start <time>", or "B waited <seconds> <time>"
-        events[f"{role} {what}"] = float(value[0])
+    events = _run_roles(script, "ABC", tmp_path / "log")
     assert events["B start"] >= events["A end"]  # alone: after the running case
     assert events["C start"] >= events["B end"]  # the new case waited behind the exclusive one
     # Each wait is timed as the run's gpu_wait phase (never "other"): B waited for A's case (about 1.2 s), C behind
@@ -176,13 +183,7 @@ def test_a_case_compiling_gives_the_gpu_back_to_a_case_waiting_to_run_alone(tmp_
             with s.alone("cpu"):
                 note("start"); time.sleep(0.5); note("end")
     """)
-    procs = [subprocess.Popen([sys.executable, "-c", script, role]) for role in "AB"]
-    for p in procs:
-        assert p.wait(timeout=30) == 0
-    events = {}
-    for line in (tmp_path / "log").read_text().splitlines():
-        role, what, at = line.split()
-        events[f"{role} {what}"] = float(at)
+    events = _run_roles(script, "AB", tmp_path / "log")
     assert events["B start"] < events["A compiled"]  # alone while A compiled, not after A's case
     assert events["A launches"] >= events["B end"]  # A's GPU work waited for the case alone
 
@@ -362,13 +363,7 @@ def test_the_gpu_to_itself_gets_the_other_workers_memory(tmp_path) -> None:
     """)
     for name in "ABC":
         (tmp_path / f"held-{name}").write_text("0")
-    procs = [subprocess.Popen([sys.executable, "-c", script, role]) for role in "ABC"]
-    for p in procs:
-        assert p.wait(timeout=60) == 0
-    events = {}
-    for line in (tmp_path / "log").read_text().splitlines():
-        role, what, at = line.split()
-        events[f"{role} {what}"] = float(at)
+    events = _run_roles(script, "ABC", tmp_path / "log", timeout=60)
     start = [k for k in events if k.startswith("B start-free-")]
     assert start == ["B start-free-100"], events  # it ran with the whole GPU free
     assert "A drain" in events and "C drain" in events, events

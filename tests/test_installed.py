@@ -124,11 +124,13 @@ def _install_a_distribution_owning_kernels(python: Path, where: Path) -> dict[Pa
     return _installed_files(python, "kernels-standin")
 
 
+# Both read the metadata from the venv's directory: ``python -c`` puts its working directory first on sys.path, and a
+# checkout where ``pip wheel .`` or ``pip install -e .`` ran holds a triton_portability_suite.egg-info found first.
 def _installed_files(python: Path, distribution: str) -> dict[Path, bytes]:
     """Every file a distribution installed (its dist-info RECORD), with its bytes."""
     listed = subprocess.run([str(python), "-c", "import sys; from importlib import metadata; d = metadata.distribution("
                              "sys.argv[1]); print('\\n'.join(str(d.locate_file(f)) for f in d.files))", distribution],
-                            check=True, capture_output=True, text=True).stdout.split("\n")
+                            check=True, capture_output=True, text=True, cwd=python.parent).stdout.split("\n")
     return {Path(f): Path(f).read_bytes() for f in listed if f and Path(f).is_file()}
 
 
@@ -136,7 +138,7 @@ def _top_level_names(python: Path, distribution: str) -> set[str]:
     """The first part of every path in the distribution's RECORD that lies in site-packages (not its scripts)."""
     names = subprocess.run([str(python), "-c", "import sys; from importlib import metadata; print('\\n'.join("
                             "f.parts[0] for f in metadata.distribution(sys.argv[1]).files if f.parts[0] != '..'))",
-                            distribution], check=True, capture_output=True, text=True).stdout.split()
+                            distribution], check=True, capture_output=True, text=True, cwd=python.parent).stdout.split()
     return set(names)
 
 

@@ -120,6 +120,7 @@ def installed_triton() -> str:
 
 
 INTERP = "triton.runtime.interpreter"
+CORE = "triton.language.core"
 BUILDER = "InterpreterBuilder"
 
 
@@ -199,6 +200,22 @@ PATCHES: tuple[Patch, ...] = (
            Target(INTERP, "InterpretedFunction.__call__", ("self",)), Target(INTERP, "_LangPatchScope.restore")),
           extra_check=lambda: _module_reads(INTERP, "patch_scope = _patch_lang(self.fn)", "patch_scope.restore()",
                                             "        _patch_lang(self.fn)\n"),
+          backends=("interpret",)),
+    Patch("interpreter-lazy-tuple-types", "suite/compat.py",
+          "a triton.language tuple's type built when it is first read, not with every tuple: every tensor the "
+          "interpreter makes, for every operation of every program, builds a tuple of its shape, whose type (a "
+          "tuple_type naming each element's type) nothing reads on the interpreter; building it was about a fifth "
+          "of a launch's time (the same type, from the same values, when it is read)",
+          (Target(CORE, "tuple.__init__", ("self", "args", "type")), Target(CORE, "_type_for_tuple_values", ("values",)),
+           Target(CORE, "tuple_type", ("types",))),
+          extra_check=lambda: _reads(CORE, "tuple.__init__", "self.type = _type_for_tuple_values(self.values)"),
+          backends=("interpret",)),
+    Patch("interpreter-np-dtype-cache", "suite/compat.py",
+          "the numpy dtype of a Triton type looked up once: the interpreter's _get_np_dtype builds its table of 18 "
+          "types at every call (for every splat, cast and load of every program: about 8% of a launch's time); the "
+          "same answer, from the same function, once per type",
+          (Target(INTERP, "_get_np_dtype", ("tt_dtype",)),),
+          extra_check=lambda: _reads(INTERP, "_get_np_dtype", "return np_types[tt_dtype.element_ty]"),
           backends=("interpret",)),
     Patch("memcheck-hooks", "suite/checks/memcheck.py",
           "the interpreter's memory checker: every load, store and atomic checked against the launch's tensors",
@@ -375,7 +392,8 @@ def install_interpreter_fixes() -> list[str]:
     """Apply the interpreter patches of this module that apply to the installed Triton (once per process); their
     names."""
     fixes = {"interpreter-bool-masks": _bool_masks, "interpreter-index-numpy24": _index_squeezes,
-             "interpreter-patch-once": _patch_once}
+             "interpreter-patch-once": _patch_once, "interpreter-lazy-tuple-types": _lazy_tuple_types,
+             "interpreter-np-dtype-cache": _np_dtype_cache}
     for name, apply in fixes.items():
         if name not in _applied and BY_NAME[name].applies():
             require(name)
@@ -436,6 +454,59 @@ def _index_squeezes(setter: Callable[[Any, str, Any], None] = setattr) -> None:
         scope.set_attr(tensor, "__index__", lambda self: scalar_index(self.handle.data))
 
     setter(interpreter, "_patch_lang_tensor", _patch_lang_tensor)
+
+
+class _LazyTupleType:
+    """A triton.language tuple's ``type``, built from its values when first read and kept (a non-data descriptor:
+    what the tuple's own code assigns to ``self.type`` is the instance's, and read from then on)."""
+
+    def __get__(self, obj: Any, cls: Any = None) -> Any:
+        if obj is None:
+            return self
+        import triton.language.core as core
+
+        built = obj.__dict__["type"] = core._type_for_tuple_values(obj.values)
+        return built
+
+
+def _lazy_tuple_types(setter: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Patch 'interpreter-lazy-tuple-types': ``tuple.__init__`` as Triton's, but the type of a tuple given none is
+    built when read (:class:`_LazyTupleType`)."""
+    import triton.language.core as core
+
+    original = core.tuple.__init__
+
+    @functools.wraps(original)
+    def __init__(self, args, type=None):  # noqa: A002 - Triton's parameter name
+        self.values = [i for i in args]
+        if isinstance(type, core.tuple_type):
+            self.type = type
+        elif type is not None:  # make_template in ASTFunction.deserialize may pass a list/tuple
+            self.type = core.tuple_type(type)
+
+    setter(core.tuple, "type", _LazyTupleType())
+    setter(core.tuple, "__init__", __init__)
+
+
+def _np_dtype_cache(setter: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Patch 'interpreter-np-dtype-cache': ``_get_np_dtype`` answered from a cache keyed by the scalar type (a block's
+    answer is its element type's, in Triton's function too); a type it does not know still raises, uncached."""
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    original = interpreter._get_np_dtype
+    cache: dict[tuple[type, str], Any] = {}
+
+    @functools.wraps(original)
+    def _get_np_dtype(tt_dtype):
+        scalar = tt_dtype.element_ty if isinstance(tt_dtype, tl.block_type) else tt_dtype
+        key = (type(scalar), scalar.name)
+        found = cache.get(key)
+        if found is None:
+            found = cache[key] = original(scalar)
+        return found
+
+    setter(interpreter, "_get_np_dtype", _get_np_dtype)
 
 
 class _LaunchPatches:

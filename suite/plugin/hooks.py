@@ -455,6 +455,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     parts.note_selection(config, items)
     if ctx.backend.name != "interpret":
         schedule.order(items, schedule.load(profile=ctx.profile))  # longest first, so that no long test starts last (xdist)
+    else:
+        schedule.compiles_first(items)  # collection order, but the lints after the compiles they repeat
     if ctx.options.repro is None and ctx.options.config is None:
         return
     from kernels.spec import Case

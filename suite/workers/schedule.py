@@ -12,7 +12,7 @@ The nightly profile has its own, ``suite/test_costs.nightly.json``, written the 
 (several, e.g. the parts of a nightly run on one GPU: a test in several takes the last one's duration).
 
 Every worker sorts its collection the same way (xdist requires one order). The interpreter keeps collection
-order: these durations are a GPU's.
+order (these durations are a GPU's), but for the lints, moved after the compiles they repeat (``compiles_first``).
 
 Sorting is not enough with xdist's own ``load`` scheduler: it hands each worker two consecutive tests to start
 with, and keeps two queued on each (a worker runs a test only once it knows the next one). So the worker given the
@@ -150,6 +150,19 @@ def order(items: list[Any], costs: dict[str, float]) -> None:
         return
     default = _median(costs)
     items.sort(key=lambda item: -costs.get(item.nodeid, default))
+
+
+# Tests that compile only what other tests compiled already (``test_portability_lints``: the configs both vendor
+# families declare, a subset of ``test_compiles_on_target``'s plan for every target). Run last, they read Triton's
+# cache; handed out in collection order, the lint of a kernel ran beside that kernel's target tests on the other
+# worker and compiled the same configs again at the same time (about 15 s of the interpreter run's 110 s of compiles).
+AFTER_THEIR_COMPILES = ("test_portability_lints",)
+
+
+def compiles_first(items: list[Any]) -> None:
+    """Move the tests that repeat other tests' compiles to the end, in place (stable otherwise): for runs that keep
+    collection order (the interpreter's)."""
+    items.sort(key=lambda item: getattr(item, "originalname", getattr(item, "name", "")) in AFTER_THEIR_COMPILES)
 
 
 def make_scheduler(config: Any, log: Any, costs: dict[str, float]) -> Any:

@@ -121,6 +121,7 @@ def installed_triton() -> str:
 
 INTERP = "triton.runtime.interpreter"
 CORE = "triton.language.core"
+SEMANTIC = "triton.language.semantic"
 BUILDER = "InterpreterBuilder"
 
 
@@ -216,6 +217,19 @@ PATCHES: tuple[Patch, ...] = (
           "same answer, from the same function, once per type",
           (Target(INTERP, "_get_np_dtype", ("tt_dtype",)),),
           extra_check=lambda: _reads(INTERP, "_get_np_dtype", "return np_types[tt_dtype.element_ty]"),
+          backends=("interpret",)),
+    Patch("interpreter-unasserted-overflow", "suite/compat.py",
+          "no integer-overflow condition built where nothing asserts it: for every integer +, - and * of every "
+          "program the semantic layer recomputes the operation in int64 and compares it with the type's range "
+          "(eight more operations), only to hand the result to device_assert, which returns at once unless the "
+          "options' debug is on, and the interpreter's are never on (InterpreterOptions.debug); about a quarter of "
+          "a launch's time. With debug on, Triton's own check runs",
+          (Target(SEMANTIC, "TritonSemantic.binary_op_sanitize_overflow_impl", ("self", "lhs", "rhs", "binary_op")),
+           Target(SEMANTIC, "TritonSemantic.device_assert", ("self", "cond", "msg")),
+           Target(INTERP, "InterpreterOptions.debug"), Target(INTERP, BUILDER)),
+          extra_check=lambda: (_reads(SEMANTIC, "TritonSemantic.device_assert", "if not self.builder.options.debug:")
+                               or _reads(SEMANTIC, "TritonSemantic.binary_op_sanitize_overflow_impl",
+                                         "self.device_assert(cond, msg, None)")),
           backends=("interpret",)),
     Patch("memcheck-hooks", "suite/checks/memcheck.py",
           "the interpreter's memory checker: every load, store and atomic checked against the launch's tensors",
@@ -393,7 +407,7 @@ def install_interpreter_fixes() -> list[str]:
     names."""
     fixes = {"interpreter-bool-masks": _bool_masks, "interpreter-index-numpy24": _index_squeezes,
              "interpreter-patch-once": _patch_once, "interpreter-lazy-tuple-types": _lazy_tuple_types,
-             "interpreter-np-dtype-cache": _np_dtype_cache}
+             "interpreter-np-dtype-cache": _np_dtype_cache, "interpreter-unasserted-overflow": _unasserted_overflow}
     for name, apply in fixes.items():
         if name not in _applied and BY_NAME[name].applies():
             require(name)
@@ -507,6 +521,25 @@ def _np_dtype_cache(setter: Callable[[Any, str, Any], None] = setattr) -> None:
         return found
 
     setter(interpreter, "_get_np_dtype", _get_np_dtype)
+
+
+def _unasserted_overflow(setter: Callable[[Any, str, Any], None] = setattr) -> None:
+    """Patch 'interpreter-unasserted-overflow': the overflow check of an integer operation returns at once where its
+    only effect, ``device_assert``, would (an interpreter builder whose options' debug is off); elsewhere it is
+    Triton's."""
+    from triton.language.semantic import TritonSemantic
+    from triton.runtime import interpreter
+
+    original = TritonSemantic.binary_op_sanitize_overflow_impl
+
+    @functools.wraps(original)
+    def binary_op_sanitize_overflow_impl(self, lhs, rhs, binary_op):
+        builder = self.builder
+        if isinstance(builder, interpreter.InterpreterBuilder) and not builder.options.debug:
+            return None
+        return original(self, lhs, rhs, binary_op)
+
+    setter(TritonSemantic, "binary_op_sanitize_overflow_impl", binary_op_sanitize_overflow_impl)
 
 
 class _LaunchPatches:

@@ -139,7 +139,8 @@ def test_a_session_on_a_triton_that_moved_a_target_is_a_usage_error(run_suite, t
 
 @interpreter_only
 @pytest.mark.parametrize("name", ["interpreter-bool-masks", "interpreter-index-numpy24", "interpreter-patch-once",
-                                  "interpreter-lazy-tuple-types", "interpreter-np-dtype-cache"])
+                                  "interpreter-lazy-tuple-types", "interpreter-np-dtype-cache",
+                                  "interpreter-unasserted-overflow"])
 def test_the_interpreter_fixes_for_this_triton_are_installed_at_session_start(name):
     assert (name in compat._applied) == compat.BY_NAME[name].applies(), (name, triton.__version__)
 
@@ -434,3 +435,60 @@ def test_the_cached_numpy_dtypes_are_the_interpreters(monkeypatch):
             original(unknown)
         with pytest.raises(KeyError):
             interpreter._get_np_dtype(unknown)
+
+
+# --- interpreter-unasserted-overflow ----------------------------------------------------------------------------
+
+@triton.jit
+def _scaled_offsets(x_ptr, y_ptr, N, SCALE, BLOCK: tl.constexpr):
+    """int32 offsets times SCALE: with a large SCALE the product overflows int32 (the lanes past N stay masked)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < N
+    big = offs * SCALE
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask, other=0.0) + (big % 7).to(tl.float32), mask=mask)
+
+
+def _launch_counting_asserts(monkeypatch, patched: bool, scale: int, debug: bool = False) -> tuple[int, torch.Tensor]:
+    from triton.language.semantic import TritonSemantic
+    from triton.runtime import interpreter
+
+    original = TritonSemantic.binary_op_sanitize_overflow_impl
+    while hasattr(original, "__wrapped__"):  # Triton's own, under the suite's patch where installed
+        original = original.__wrapped__
+    monkeypatch.setattr(TritonSemantic, "binary_op_sanitize_overflow_impl", original)
+    if patched:
+        compat._unasserted_overflow(monkeypatch.setattr)
+    asserts = []
+    device_assert = TritonSemantic.device_assert
+    monkeypatch.setattr(TritonSemantic, "device_assert", lambda self, *a: asserts.append(a) or device_assert(self, *a))
+    if debug:
+        monkeypatch.setattr(interpreter.interpreter_builder, "options", interpreter.InterpreterOptions(debug=True))
+    x = torch.arange(100, dtype=torch.float32)
+    y = torch.empty_like(x)
+    _scaled_offsets[(4,)](x, y, 100, scale, BLOCK=32)
+    return len(asserts), y
+
+
+@interpreter_only
+def test_an_overflow_check_nothing_asserts_is_not_computed(monkeypatch):
+    with monkeypatch.context() as m:
+        built, y_before = _launch_counting_asserts(m, patched=False, scale=3)
+    with monkeypatch.context() as m:
+        none, y = _launch_counting_asserts(m, patched=True, scale=3)
+    assert built >= 4 and none == 0, (built, none)  # per program: offsets' + and *, each handed to device_assert
+    assert torch.equal(y, y_before)
+    # An overflowing product (offset 99 * 2**26 > 2**31) is not asserted either way with debug off: the same output.
+    with monkeypatch.context() as m:
+        _, wrapped_before = _launch_counting_asserts(m, patched=False, scale=1 << 26)
+    with monkeypatch.context() as m:
+        _, wrapped = _launch_counting_asserts(m, patched=True, scale=1 << 26)
+    assert torch.equal(wrapped, wrapped_before)
+
+
+@interpreter_only
+def test_with_debug_on_the_overflow_check_is_tritons(monkeypatch):
+    with monkeypatch.context() as m:
+        asserted, _ = _launch_counting_asserts(m, patched=True, scale=3, debug=True)
+    assert asserted >= 4
+    with monkeypatch.context() as m, pytest.raises(Exception, match="int32 overflow detected for operation mul"):
+        _launch_counting_asserts(m, patched=True, scale=1 << 26, debug=True)

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import forkserver
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -45,12 +47,12 @@ def start_suite_run(*args: str, results_dir: Path, env: dict | None = None, time
     a run that several tests read (a module-scoped fixture), where ``run_suite`` gives each test its own."""
     if not any(a.startswith("--backend") for a in args):  # the same backend on a GPU machine as on a laptop
         args = ("--backend=interpret", *args)
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--results-dir={results_dir}", *args]
+    argv = ["-p", "no:cacheprovider", f"--results-dir={results_dir}", *args]
     # This process may have TRITON_INTERPRET set by the plugin; the child chooses its own backend (and inherits
-    # SUITE_LAUNCHER=pytest, set in pytest_configure above).
+    # SUITE_LAUNCHER=pytest, set in pytest_configure above). Forked from a process that imported torch already,
+    # where the environment allows (tests/forkserver.py).
     child_env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                          env={**child_env, **(env or {})})
+    proc = forkserver.run_python_module("pytest", argv, ROOT, {**child_env, **(env or {})}, timeout)
     return SuiteRun(proc, results_dir)
 
 

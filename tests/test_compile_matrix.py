@@ -131,6 +131,7 @@ def test_plan_ci_compiles_defaults_for_every_dtype_and_three_others_for_fp16() -
     assert [(d, c["BLOCK_N"], default) for d, c, default in jobs] == [
         ("fp32", 128, True), ("fp16", 128, True), ("bf16", 128, True), ("fp8e4nv", 128, True),
         ("fp16", 16, False), ("fp16", 32, False), ("fp16", 64, False)]
+    assert cm.plan(SMALL, SM90, "defaults") == [(d, c, default) for d, c, default in jobs if default]
     full = cm.plan(SMALL, SM90, "full")
     assert len(full) == 4 + 4 * 4 and ("fp8e4nv", {**NV_DEFAULT, "BLOCK_N": 256}, False) in full
     # No amd configs declared: the default is {} (the launcher picks); no fp8 on gfx90a, so no extra fp8 jobs.
@@ -141,9 +142,16 @@ def test_mode_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SUITE_COMPILE_MATRIX", "full")
     assert cm.mode() == "full"
     monkeypatch.delenv("SUITE_COMPILE_MATRIX")
-    assert cm.mode() == "ci"
+    assert cm.mode() == "defaults"
+    assert cm.selection_line() == ("compile matrix: SUITE_COMPILE_MATRIX=defaults, each dtype's default config per "
+                                   "kernel and target; =ci the defaults and up to 3 other configs, =full every config "
+                                   "for every dtype (.ci/run runs =ci)")
+    monkeypatch.setenv("SUITE_COMPILE_MATRIX", "ci")
+    assert cm.mode() == "ci" and cm.selection_line().endswith("; =full every config for every dtype (.ci/run runs =ci)")
+    monkeypatch.setenv("SUITE_COMPILE_MATRIX", "full")
+    assert ";" not in cm.selection_line()
     monkeypatch.setenv("SUITE_COMPILE_MATRIX", "everything")
-    with pytest.raises(ValueError, match="ci' or 'full"):
+    with pytest.raises(ValueError, match="'defaults', 'ci' or 'full'"):
         cm.mode()
 
 

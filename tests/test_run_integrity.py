@@ -197,7 +197,7 @@ def test_sigterm_ends_the_run_as_interrupted(tmp_path):
 
 
 @pytest.mark.parametrize(("variable", "value", "words"), [
-    ("SUITE_COMPILE_MATRIX", "fulll", "SUITE_COMPILE_MATRIX must be 'ci' or 'full', got 'fulll'"),
+    ("SUITE_COMPILE_MATRIX", "fulll", "SUITE_COMPILE_MATRIX must be 'defaults', 'ci' or 'full', got 'fulll'"),
     ("SUITE_BENCH_PLANT", "softmax=lots", "SUITE_BENCH_PLANT='softmax=lots': expected KERNEL=FRACTION"),
     ("SUITE_BENCH_PLANT", "sofmax=0.25", "no kernel 'sofmax'"),
     ("SUITE_WORKERS_PER_GPU", "abc", "SUITE_WORKERS_PER_GPU=abc: must be a whole number >= 1"),

@@ -5,6 +5,7 @@ reproduction lines."""
 from __future__ import annotations
 
 import json
+import textwrap
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -35,12 +36,15 @@ def write_summary(tr, data: dict, path: Path, width: int = glance.MIN_WIDTH) -> 
         tr.write_line(tabulate(findings_rows(data["findings"], data["tests"]), ["kernel", "dtype", "property findings"],
                                width))
     if data["compiles"]:
+        from suite.tools import compile_matrix
         from suite.tools.compile_matrix import compile_summary_rows as compile_rows
 
         headers, rows = compile_rows(data["compiles"])
         tr.write_line("")
         headers, rows = glance.spills_with_registers(headers, rows)
         tr.write_line(tabulate(rows, headers, width))
+        for line in textwrap.wrap(compile_matrix.selection_line(), width, subsequent_indent="  "):
+            tr.write_line(line)
         if any("(spills)" in str(r[headers.index("max regs")]) for r in rows):
             tr.write_line("(spills): a config needs more registers than the target has, and keeps some in local memory "
                           "there: slower, not wrong (the run file's compiles say which config)")

@@ -13,9 +13,11 @@ included, is an InterpretedFunction: ``triton.compile`` rejects it, and the code
 triton.language patched for the interpreter. So when the kernels are interpreted, compiles run in a child process
 started without TRITON_INTERPRET (``python -m suite.tools.compile_matrix``, one per test process, JSON lines on stdin/out).
 
-``SUITE_COMPILE_MATRIX=ci`` (default): per kernel and target, the family's default config for every dtype plus at
-most ``CI_EXTRA_CONFIGS`` other configs for fp16 (or the first supported dtype). ``SUITE_COMPILE_MATRIX=full``: every
-config for every dtype. Triton's on-disk cache (``~/.triton/cache``, ``TRITON_CACHE_DIR``) makes reruns fast.
+``SUITE_COMPILE_MATRIX=defaults`` (default): per kernel and target, the family's default config (what users run)
+for every dtype. ``ci`` (``.ci/run`` runs it in a step of its own): those plus at most ``CI_EXTRA_CONFIGS`` other
+configs for fp16 (or the first supported dtype), whose failures are findings, not test failures; about half the
+compiles of a run on the interpreter, so off its default command. ``full``: every config for every dtype. Triton's
+on-disk cache (``~/.triton/cache``, ``TRITON_CACHE_DIR``) makes reruns fast.
 """
 
 from __future__ import annotations
@@ -83,12 +85,25 @@ _refs: dict[int, tuple[KernelSpec, str]] = {}
 _loaded: dict[str, Any] = {}
 
 
+MODES = {"defaults": "each dtype's default config", "ci": f"the defaults and up to {CI_EXTRA_CONFIGS} other configs",
+         "full": "every config for every dtype"}
+DEFAULT_MODE = "defaults"
+
+
 def mode() -> str:
-    """The selection, from ``SUITE_COMPILE_MATRIX`` (ci or full)."""
-    value = os.environ.get("SUITE_COMPILE_MATRIX", "ci").strip().lower() or "ci"
-    if value not in ("ci", "full"):
-        raise ValueError(f"SUITE_COMPILE_MATRIX must be 'ci' or 'full', got {value!r}")
+    """The selection, from ``SUITE_COMPILE_MATRIX`` (defaults, ci or full)."""
+    value = os.environ.get("SUITE_COMPILE_MATRIX", DEFAULT_MODE).strip().lower() or DEFAULT_MODE
+    if value not in MODES:
+        raise ValueError(f"SUITE_COMPILE_MATRIX must be 'defaults', 'ci' or 'full', got {value!r}")
     return value
+
+
+def selection_line() -> str:
+    """What the run's compile matrix compiled per kernel and target, and how to widen it: for the summary."""
+    current = mode()
+    wider = [f"={m} {MODES[m]}" for m in MODES if list(MODES).index(m) > list(MODES).index(current)]
+    return (f"compile matrix: SUITE_COMPILE_MATRIX={current}, {MODES[current]} per kernel and target"
+            + (f"; {', '.join(wider)} (.ci/run runs =ci)" if wider else ""))
 
 
 def family_of(target: Target) -> str:
@@ -349,6 +364,8 @@ def plan(spec: KernelSpec, target: Target, selection: str | None = None) -> list
     supported = [d for d in spec.dtypes if _supports(profile, d)]
     main = "fp16" if "fp16" in supported else supported[0] if supported else None
     jobs = [(d, default, True) for d in spec.dtypes]
+    if selection == "defaults":
+        return jobs
     for d in supported if selection == "full" else [main] if main else []:
         jobs += [(d, cfg, False) for cfg in (others if selection == "full" else others[:CI_EXTRA_CONFIGS])]
     return jobs

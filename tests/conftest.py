@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -30,6 +29,19 @@ class SuiteRun:
         return json.loads(files[0].read_text())
 
 
+# Whole runs of several processes that take 5 s or more each on a 2-core machine (installs into fresh virtual
+# environments, sharded, crashing and hanging multi-worker runs, the guide's command sequences, planted bugs that
+# Hypothesis has to search for): off `pytest tests`, on with `-m slow`; .ci/run runs them in a step of their own.
+SLOW = "slow"
+SLOW_RUN = "pytest tests -m slow -n auto"
+SLOW_OFF = pytest.StashKey[bool]()
+
+
+def _deselects_slow(config: pytest.Config) -> bool:
+    """Only for a run that names no test (a node id runs as asked) and selects no marks of its own."""
+    return (config.option.markexpr or "").strip() == "not perf" and not any("::" in a for a in config.args)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     """The harness's own tests run on the interpreter wherever they run (several launch Triton on CPU tensors in
@@ -40,6 +52,18 @@ def pytest_configure(config: pytest.Config) -> None:
     # with pytest, as typed where the environment is active, not with this harness run's own launcher, which the
     # suite's plugin notes for its own workers; tests of the launcher set or clear SUITE_LAUNCHER themselves.
     os.environ["SUITE_LAUNCHER"] = "pytest"
+    config.addinivalue_line("markers", f"{SLOW}: a whole run of several processes, 5 s or more on a 2-core machine "
+                                       f"(off by default: {SLOW_RUN})")
+    if _deselects_slow(config):
+        config.option.markexpr = f"not perf and not {SLOW}"
+        config.stash[SLOW_OFF] = True
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    """One line naming what was left out (under xdist the workers deselect: no count here)."""
+    if config.stash.get(SLOW_OFF, False):
+        terminalreporter.write_line(f"slow tests not run (marked slow: whole runs of several processes): {SLOW_RUN} "
+                                    f"runs them; .ci/run does")
 
 
 def start_suite_run(*args: str, results_dir: Path, env: dict | None = None, timeout: int = 600) -> SuiteRun:

@@ -159,11 +159,6 @@ def run_python_module(module: str, args: list[str], cwd: Path, env: dict[str, st
     """``python -m module *args``: forked from the server where it fits (see the module docstring), else a fresh
     process; what ``subprocess.run`` with ``capture_output=True, text=True`` returns."""
     if SERVER.fits(env):
-        if os.environ.get("FS_DEBUG"):
-            print("FS fork", args[-3:], file=open("/tmp/fs.log", "a"))
         return SERVER.run(module, args, cwd, env, timeout)
-    if os.environ.get("FS_DEBUG"):
-        base = SERVER.env or os.environ
-        print("FS fresh", sorted(k for k in base.keys() | env.keys() if base.get(k) != env.get(k)), file=open("/tmp/fs.log", "a"))
     return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, env=env)

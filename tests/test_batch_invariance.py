@@ -137,6 +137,7 @@ def test_layernorm_backward_dx_is_batch_invariant_on_the_interpreter(dtype: str)
         assert same, f"{config}: the first {part} rows of dx differ when run alone"
 
 
+@pytest.mark.slow
 def test_a_row_reduction_that_follows_the_batch_size_fails_the_property(run_suite) -> None:
     """The planted kernel fails ``batch_invariant`` on its example (48 rows against 24) and nothing else; the same
     kernel with the variant fixed passes."""

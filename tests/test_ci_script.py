@@ -21,7 +21,7 @@ WAIT = 10  # seconds the main command's stand-in waits for the background instal
 # The CPU-bound steps' python: the main command (`pytest -n auto` alone) waits until the newest stack's install has
 # started, which it can only do if that install runs at the same time.
 MAIN_PYTHON = f"""#!/bin/bash
-echo "main: $*" >>"$CI_LOG"
+echo "main: ${{SUITE_COMPILE_MATRIX:+SUITE_COMPILE_MATRIX=$SUITE_COMPILE_MATRIX }}$*" >>"$CI_LOG"
 if [[ "$*" == "-m pytest -n auto" ]]; then
   for _ in $(seq {WAIT * 10}); do [[ -e "$CI_MARKS/newest-started" ]] && exit 0; sleep 0.1; done
   echo "the newest stack's install had not started while the main command ran" >&2; exit 1
@@ -100,3 +100,12 @@ def test_a_failed_background_install_fails_ci_with_its_log(ci):
     assert "ERROR: No matching distribution found for torch==2.13.0" in proc.stderr, proc.stderr
     assert not [s for s in steps if s.startswith("newest: -m pytest")], steps
     assert "ci: done" not in proc.stdout
+
+
+def test_what_readmes_commands_leave_out_runs_in_ci_after_them(ci):
+    """The compile matrix's other configs (off the first command) and the harness's slow tests (off the second)."""
+    proc, steps = ci()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    main = [s.removeprefix("main: ") for s in steps if s.startswith("main: -m pytest") or "SUITE_COMPILE" in s]
+    assert main[:4] == ["-m pytest -n auto", "SUITE_COMPILE_MATRIX=ci -m pytest -n auto suite/test_compile_matrix.py",
+                        "-m pytest tests -n auto", "-m pytest tests -n auto -m slow"], main

@@ -31,6 +31,7 @@ def test_committed_run_files_validate(path):
     assert data["status"] == "complete"
 
 
+@pytest.mark.slow
 def test_example_report_is_built_from_the_reference_runs(tmp_path):
     reference = sorted((ROOT / "evidence" / "reference").glob("run-*.json*"))
     proc = subprocess.run([sys.executable, "-m", "reports", "build", *map(str, reference), "--out", str(tmp_path)],

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 import jsonschema
+import pytest
 
 from suite.session.results import SCHEMA_PATH
 from suite.workers import crash
@@ -22,6 +23,7 @@ def validate(data: dict) -> None:
     jsonschema.validate(data, json.loads(SCHEMA_PATH.read_text()))
 
 
+@pytest.mark.slow
 def test_fault_oom_and_hang_under_xdist(run_suite):
     run = run_suite("suite/test_kernels.py", "-n", "1", FIXTURE, "--kernels=zz_fault,zz_oom,zz_hang,vector_add",
                     "--case-timeout=5", "-p", "xdist", timeout=300)
@@ -53,6 +55,7 @@ def test_fault_oom_and_hang_under_xdist(run_suite):
     assert "INCIDENT timeout" in run.output
 
 
+@pytest.mark.slow
 def test_hang_in_a_single_process_run_is_recorded_before_the_process_ends(run_suite):
     run = run_suite("suite/test_kernels.py", FIXTURE, "--kernels=vector_add,zz_hang", "-k", "fp32",
                     "--case-timeout=5", timeout=300)
@@ -135,6 +138,7 @@ def test_sticky_errors_are_faults_and_oom_is_not():
     assert crash.classify(ValueError("bad shape"), "cpu") is None
 
 
+@pytest.mark.slow
 def test_a_hung_reference_is_ended_by_the_case_timeout(run_suite):
     """--case-timeout bounds the float64 reference as it bounds the launch: a reference that never returns ends its
     case (recorded with its reproduction line), not the run."""

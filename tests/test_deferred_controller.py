@@ -71,6 +71,7 @@ def test_workers_start_before_the_controller_imports_torch(run_suite, tmp_path):
     assert "Traceback" not in out and "INTERNALERROR" not in out, out[-3000:]
 
 
+@pytest.mark.slow
 def test_a_controller_that_imports_torch_first_is_seen(run_suite, tmp_path):
     """Planted: the deferral turned off; the watch sees torch loaded before the workers start."""
     res, seen = _watched_run(run_suite, tmp_path, plant=True)
@@ -78,6 +79,7 @@ def test_a_controller_that_imports_torch_first_is_seen(run_suite, tmp_path):
     assert seen["torch_when_workers_start"] is True, seen
 
 
+@pytest.mark.slow
 def test_a_usage_error_found_after_the_workers_started_stops_them(run_suite, tmp_path):
     """A known-issue file is read in the deferred build: its error is still exit 4 with the file's name, and the
     workers started for the run are ended (the run does not hang on them)."""

@@ -29,6 +29,7 @@ def guide_commands() -> list[list[str]]:
     return [shlex.split(line) for line in block.splitlines() if line and not line.startswith("#")]
 
 
+@pytest.mark.slow
 def test_the_guide_commands_run_and_compare_clean(tmp_path):
     commands = guide_commands()
     assert [c[0] for c in commands] == ["pytest", "pytest", "python"]

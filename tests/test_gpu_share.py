@@ -10,6 +10,8 @@ import textwrap
 import time
 from types import SimpleNamespace
 
+import pytest
+
 from suite.workers import gpu_share, timing
 from tests.conftest import ROOT
 
@@ -209,6 +211,7 @@ def test_phases_are_exclusive_and_summed_per_run() -> None:
     assert "check 0.3 s" in line and "gate" not in line
 
 
+@pytest.mark.slow
 def test_a_run_file_breaks_each_test_time_down(run_suite) -> None:
     run = run_suite("-n", "2", "--kernels=vector_add")
     assert run.returncode == 0, run.output[-3000:]
@@ -308,6 +311,7 @@ def test_retry_alone_of_a_case_that_fits_the_gpu_is_not_run_and_counted(monkeypa
     assert "too large" not in result.error
 
 
+@pytest.mark.slow
 def test_the_gpu_to_itself_gets_the_other_workers_memory(tmp_path) -> None:
     """Three workers on one GPU of 100 units (a file each holds what its torch cache keeps): A runs a case holding
     40, C idles holding 40 (a compile, say) and starts a case later; B, out of memory, asks for the GPU alone for a

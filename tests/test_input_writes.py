@@ -42,6 +42,7 @@ def _reproduce(repro: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300, env=env)
 
 
+@pytest.mark.slow
 def test_input_writers_fail_and_a_declared_workspace_passes(run_suite):
     run = run_suite("suite/test_kernels.py", WRITERS, SUBCLASSED, "-n", "0",
                     "--kernels=clobber_add,mutating_reference_add,workspace_add,empty_outputs_add,"

@@ -66,6 +66,7 @@ def _reproduces_as_printed(run: subprocess.CompletedProcess, cwd: Path, env: dic
     assert message.strip() in again.stdout + again.stderr, (message, again.stdout[-3000:])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("active", [True, False], ids=["environment-active", "as-readme-runs-it"])
 def test_a_reproduction_line_from_a_checkout_runs_as_printed(tmp_path, active):
     """From a checkout the line starts as the run did, and reruns the failing case pasted as printed: with the
@@ -147,6 +148,7 @@ def _imports_kernels_from(python: Path, cwd: Path) -> str:
                           cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git to copy the checkout")
 def test_installed_from_the_readme_and_run_from_another_directory(tmp_path):
     python = _venv_with_this_environments_packages(tmp_path / "venv")

@@ -19,6 +19,7 @@ pytest.importorskip("liger_kernel", reason="liger-kernel is not installed: pip i
 PLANTED = "--kernel-module=tests/fixtures/planted_liger.py"
 
 
+@pytest.mark.slow
 def test_a_bug_planted_in_a_copy_of_liger_rms_norm_fails_and_liger_passes(run_suite):
     run = run_suite("suite/test_kernels.py", PLANTED, "--kernels=liger_rms_norm,planted_liger_rms_norm", "-k", "fp16")
     assert run.returncode == 1, run.output[-3000:]

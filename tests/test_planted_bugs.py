@@ -10,11 +10,14 @@ import shlex
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT
 
 PLANTED = ("planted_softmax_max_identity_zero", "planted_vector_add_dropped_mask", "planted_vector_add_unscaled_offset")
 
 
+@pytest.mark.slow
 def test_planted_bugs_fail_with_working_reproduction_lines(run_suite):
     run = run_suite("suite/test_kernels.py", "--kernel-module=tests/fixtures/planted_bugs.py",
                     "--kernels=" + ",".join(PLANTED))

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
+import pytest
+
 from suite.workers import parts, schedule
 
 
@@ -191,6 +193,7 @@ def test_the_cost_scheduler_runs_a_real_xdist_session(tmp_path) -> None:
     assert {r.split("-")[2] for r in ran if r.split("-")[1] in "01"} == {"gw0", "gw1"}, ran
 
 
+@pytest.mark.slow
 def test_a_test_requeued_by_a_crash_near_the_end_runs_on_the_fresh_worker(tmp_path) -> None:
     """Planted: a worker dies (as a GPU fault ends its worker) with a test queued behind it, near the end of the run,
     while the other worker, already told to shut down, runs its last (long) test. The queued test must run on the

@@ -158,6 +158,7 @@ def _data(path: Path) -> dict:
     return json.loads(path.read_text())
 
 
+@pytest.mark.slow
 def test_shard_run_files_name_their_shard_and_together_hold_the_whole_run(runs):
     whole, s1, s2 = (_data(runs[k][0]) for k in ("whole", "s1", "s2"))
     assert "shard" not in whole
@@ -178,6 +179,7 @@ def _comparable(summary: dict) -> dict:
     return json.loads(json.dumps(out).replace(json.dumps(run_id), '"RUN"'))
 
 
+@pytest.mark.slow
 def test_a_report_from_two_shards_equals_the_one_from_the_whole_run(runs, tmp_path, capsys):
     assert main(["build", *map(str, runs["s1"] + runs["s2"]), "--out", str(tmp_path / "sharded")]) == 0
     assert main(["build", str(runs["whole"][0]), "--out", str(tmp_path / "whole")]) == 0
@@ -202,6 +204,7 @@ def _without_runs(md: str, run_id: str) -> list[str]:
     return sorted(re.sub(r"-{3,}", "---", re.sub(r" +", " ", line)) for line in text.splitlines())  # table widths
 
 
+@pytest.mark.slow
 def test_compare_reads_a_sharded_run_as_one_run(runs, capsys):
     code = main(["compare", *map(str, runs["s1"] + runs["s2"]), str(runs["whole"][0]), "--json"])
     out = json.loads(capsys.readouterr().out)

@@ -137,6 +137,7 @@ def test_launches_record_the_storages_they_received():
 
 # --- end to end -------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_byo_kernels_pass_and_each_mistake_is_named(run_suite):
     run = run_suite("suite/test_kernels.py", "suite/test_properties.py", BYO, "--kernels=byo_*,broken_*", "-n", "2")
     assert run.returncode == 1, run.output[-3000:]

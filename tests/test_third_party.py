@@ -32,6 +32,7 @@ TINYQUANT = "--kernel-module=tests/fixtures/tinyquant_specs.py"
 FAST_SHRINK = {"SUITE_SHRINK_SECONDS": "3"}
 
 
+@pytest.mark.slow
 def test_a_library_whose_launchers_return_their_outputs(run_suite, tmp_path):
     run = run_suite("suite/test_kernels.py", "suite/test_properties.py", "suite/test_compile_matrix.py", TINYQUANT,
                     "--kernels=tq_int8_mm,tq_int8_mm_dict,tq_int8_mm_rowsum,tq_int8_mm_unmasked,tq_int8_mm_three",

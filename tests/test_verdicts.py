@@ -263,6 +263,7 @@ def test_reproduction_lines_carry_every_option_that_changes_the_case(run_suite, 
 
 # --- nothing lost -----------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_single_process_timeout_says_why_it_ended(run_suite):
     run = run_suite("suite/test_kernels.py", "--kernel-module=tests/fixtures/faulting_kernels.py", "--kernels=zz_hang",
                     "-k", "fp32", "--case-timeout=5")
@@ -301,6 +302,7 @@ def _ctrl_c_as_in_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+@pytest.mark.slow
 def test_ctrl_c_leaves_an_interrupted_run_with_what_finished(tmp_path):
     """SIGINT while the second test runs: the first test's record stays and the status says 'interrupted'."""
     runs = tmp_path / "runs"

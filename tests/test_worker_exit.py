@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 
 def _plugin(tmp_path, keep_finalization: bool):
     """A plugin for the suite's workers: an atexit handler that leaves a file (it runs only if the worker goes
@@ -35,6 +37,7 @@ def test_workers_skip_finalization_and_the_run_is_whole(run_suite, tmp_path):
     assert not [c for c in complaints if c in res.output], res.output[-3000:]
 
 
+@pytest.mark.slow
 def test_a_worker_that_finalizes_is_seen(run_suite, tmp_path):
     """Planted: WorkerExit's exit made a no-op; the probe sees both workers finalize."""
     res = run_suite("suite/test_kernels.py", "-k", "vector_add", "-n", "2", "-p", "exit_probe",

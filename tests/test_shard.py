@@ -143,12 +143,15 @@ def runs(tmp_path_factory) -> dict[str, list[Path]]:
     base = tmp_path_factory.mktemp("shard-runs")
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "SUITE_RUN_ID", "GITHUB_RUN_ID")}
     out = {}
+    procs = {}  # the three at once: independent runs, each in its own results directory
     for name, extra in (("whole", ["-n", "0"]), ("s1", ["-n", "2", "--shard=1/2", "--run-id=fleet-test"]),
                         ("s2", ["-n", "0", "--shard=2/2", "--run-id=fleet-test"])):
-        proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly",
-                               "--backend=interpret", SMALL, f"--results-dir={base / name}", *extra], cwd=ROOT,
-                              capture_output=True, text=True, timeout=600, env=env)
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+        procs[name] = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly",
+                                        "--backend=interpret", SMALL, f"--results-dir={base / name}", *extra], cwd=ROOT,
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    for name, proc in procs.items():
+        stdout, stderr = proc.communicate(timeout=600)
+        assert proc.returncode == 0, stdout[-3000:] + stderr[-2000:]
         out[name] = sorted((base / name).glob("run-*.json"))
         assert len(out[name]) == 1
     return out

@@ -81,6 +81,7 @@ class ForkServer:
         self.env: dict[str, str] = {}
         self.lock = threading.Lock()
         self.pending = b""
+        atexit.register(self.stop)  # once: the server it holds then, if any, ends with the harness process
 
     def _start(self, cwd: Path) -> subprocess.Popen:
         if self.proc is None or self.proc.poll() is not None:
@@ -88,7 +89,6 @@ class ForkServer:
             self.proc = subprocess.Popen([sys.executable, "-c", _SERVER, ",".join(PRELOAD)], cwd=cwd, env=self.env,
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             self.pending = b""
-            atexit.register(self.stop)
         return self.proc
 
     def stop(self) -> None:

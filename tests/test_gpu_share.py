@@ -18,6 +18,25 @@ from tests.conftest import ROOT
 HUNGRY = "--kernel-module=tests/fixtures/memory_hungry.py"
 
 
+def _role_script(tmp_path, body: str, setup: bool = False) -> str:
+    """A role's script for :func:`_run_roles`: the suite's GPU lock and gate on files under ``tmp_path``, the role's
+    name (``role``, its argv) and ``note(what)`` (a line of ``tmp_path / 'log'``), then ``body``."""
+    prelude = textwrap.dedent(f"""
+        import os, sys, time
+        sys.path.insert(0, {str(ROOT)!r})
+        from suite.workers import gpu_share, timing
+        s = gpu_share.share()
+        {'s.setup("cpu")' if setup else ''}
+        s.fd = os.open({str(tmp_path / 'g.lock')!r}, os.O_CREAT | os.O_RDWR)
+        s.gate = os.open({str(tmp_path / 'g.gate')!r}, os.O_CREAT | os.O_RDWR)
+        role, log = sys.argv[1], {str(tmp_path / 'log')!r}
+        def note(what):
+            with open(log, "a") as f:
+                f.write(f"{{role}} {{what}} {{time.monotonic():.3f}}\\n")
+    """)
+    return prelude + textwrap.dedent(body)
+
+
 def _run_roles(script: str, roles: str, log, timeout: float = 30) -> dict[str, float]:
     """Run ``script`` once per role, at once, and read what they noted in ``log``: each line "ROLE WHAT TIME", or
     "ROLE WHAT VALUE TIME" (a figure a role measured), as {"ROLE WHAT": TIME or VALUE}."""
@@ -108,17 +127,7 @@ def test_retry_runs_once_more_and_names_a_case_that_does_not_fit() -> None:
 
 def test_a_worker_waiting_to_run_alone_is_not_starved_by_new_cases(tmp_path) -> None:
     """Three processes on one lock: A holds a case; B asks for the GPU alone; C's new case must wait for B."""
-    script = textwrap.dedent(f"""
-        import os, sys, time
-        sys.path.insert(0, {str(ROOT)!r})
-        from suite.workers import gpu_share, timing
-        s = gpu_share.share()
-        s.fd = os.open({str(tmp_path / 'g.lock')!r}, os.O_CREAT | os.O_RDWR)
-        s.gate = os.open({str(tmp_path / 'g.gate')!r}, os.O_CREAT | os.O_RDWR)
-        role, log = sys.argv[1], {str(tmp_path / 'log')!r}
-        def note(what):
-            with open(log, "a") as f:
-                f.write(f"{{role}} {{what}} {{time.monotonic():.3f}}\\n")
+    script = _role_script(tmp_path, """
         if role == "A":
             with s.case("cpu"):
                 note("start"); time.sleep(1.5); note("end")
@@ -129,14 +138,14 @@ def test_a_worker_waiting_to_run_alone_is_not_starved_by_new_cases(tmp_path) -> 
             note("asks")
             with s.alone("cpu"):
                 note("start"); time.sleep(0.5); note("end")
-            note(f"alone_wait {{s.alone_wait_s}}"); note(f"alone_ran {{s.alone_s}}")
+            note(f"alone_wait {s.alone_wait_s}"); note(f"alone_ran {s.alone_s}")
         else:  # C: a new case once B waits at the gate (B's start can lag on a loaded machine)
             while " asks " not in (open(log).read() if os.path.exists(log) else ""):
                 time.sleep(0.05)
             time.sleep(0.3)
             with s.case("cpu"):
                 note("start")
-        note(f"waited {{timing.clock().take().get('gpu_wait_s', 0.0)}}")
+        note(f"waited {timing.clock().take().get('gpu_wait_s', 0.0)}")
     """)
     events = _run_roles(script, "ABC", tmp_path / "log")
     assert events["B start"] >= events["A end"]  # alone: after the running case
@@ -158,18 +167,7 @@ def test_a_case_compiling_gives_the_gpu_back_to_a_case_waiting_to_run_alone(tmp_
     case to end, and a nightly case compiles every config of its kernel while it holds its GPU. A, a case that
     compiles for 1.5 s (Triton's compile hooks, as the suite installs them); B asks to run alone 0.3 s into it: B runs
     during A's compile, and A's next launch waits until B is done."""
-    script = textwrap.dedent(f"""
-        import os, sys, time
-        sys.path.insert(0, {str(ROOT)!r})
-        from suite.workers import gpu_share, timing
-        s = gpu_share.share()
-        s.setup("cpu")
-        s.fd = os.open({str(tmp_path / 'g.lock')!r}, os.O_CREAT | os.O_RDWR)
-        s.gate = os.open({str(tmp_path / 'g.gate')!r}, os.O_CREAT | os.O_RDWR)
-        role, log = sys.argv[1], {str(tmp_path / 'log')!r}
-        def note(what):
-            with open(log, "a") as f:
-                f.write(f"{{role}} {{what}} {{time.monotonic():.3f}}\\n")
+    script = _role_script(tmp_path, """
         def wait_for(what):
             while what not in (open(log).read() if os.path.exists(log) else ""):
                 time.sleep(0.02)

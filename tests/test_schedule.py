@@ -276,3 +276,15 @@ def test_the_nightly_profile_reads_its_own_durations(monkeypatch) -> None:
     assert nightly and ci and nightly != ci
     ref = "suite/test_kernels.py::test_matches_reference"
     assert schedule.load_parts(profile="nightly").get(f"{ref}[layernorm_backward-fp32]", 1) > 1
+
+
+def test_on_the_interpreter_the_lints_run_after_the_compiles_they_repeat() -> None:
+    """Handed out in collection order, a kernel's lint ran beside its target tests on the other worker and compiled the
+    same configs at the same time; moved last, it reads Triton's cache. Every other test keeps its place."""
+    names = ["test_compiles_on_target", "test_portability_lints", "test_compiles_on_target", "test_portability_lints",
+             "test_matches_reference", "test_properties"]
+    items = [SimpleNamespace(originalname=n, nodeid=f"{n}[{i}]") for i, n in enumerate(names)]
+    schedule.compiles_first(items)
+    assert [i.nodeid for i in items] == ["test_compiles_on_target[0]", "test_compiles_on_target[2]",
+                                         "test_matches_reference[4]", "test_properties[5]",
+                                         "test_portability_lints[1]", "test_portability_lints[3]"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -52,11 +53,43 @@ def pytest_configure(config: pytest.Config) -> None:
     # with pytest, as typed where the environment is active, not with this harness run's own launcher, which the
     # suite's plugin notes for its own workers; tests of the launcher set or clear SUITE_LAUNCHER themselves.
     os.environ["SUITE_LAUNCHER"] = "pytest"
+    _share_bytecode(config)
     config.addinivalue_line("markers", f"{SLOW}: a whole run of several processes, 5 s or more on a 2-core machine "
                                        f"(off by default: {SLOW_RUN})")
     if _deselects_slow(config):
         config.option.markexpr = f"not perf and not {SLOW}"
         config.stash[SLOW_OFF] = True
+
+
+def _pycache_dirs() -> set[Path]:
+    """The checkout's ``__pycache__`` directories, outside virtual environments and git's own."""
+    found = set()
+    for dirpath, dirnames, _ in os.walk(ROOT):
+        dirnames[:] = [d for d in dirnames if not d.startswith((".venv", ".git")) and d not in ("venv", "build")]
+        if os.path.basename(dirpath) == "__pycache__":
+            found.add(Path(dirpath))
+            dirnames.clear()
+    return found
+
+
+def _share_bytecode(config: pytest.Config) -> None:
+    """Where PYTHONDONTWRITEBYTECODE is set (machines that keep bytecode out of source trees), each suite run these
+    tests start would compile the suite's modules and pytest would rewrite their asserts anew, in every one of its
+    processes: about 0.4 s of CPU per process, a quarter of the harness's time on a 2-core machine. Instead the
+    runs (and this run's workers) write bytecode, and the ``__pycache__`` directories this run created in the
+    checkout are removed at its end: the tree is left as it was found. (A PYTHONPYCACHEPREFIX would keep it out of
+    the tree, but every process would then compile torch's thousands of modules anew.) Set once, by the process
+    that starts the others."""
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        return
+    before = _pycache_dirs()
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+
+    def remove_new() -> None:
+        for path in _pycache_dirs() - before:
+            shutil.rmtree(path, ignore_errors=True)
+
+    config.add_cleanup(remove_new)
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:

@@ -108,8 +108,7 @@ def start_suite_run(*args: str, results_dir: Path, env: dict | None = None, time
     # This process may have TRITON_INTERPRET set by the plugin; the child chooses its own backend (and inherits
     # SUITE_LAUNCHER=pytest, set in pytest_configure above). Forked from a process that imported torch already,
     # where the environment allows (tests/forkserver.py).
-    child_env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = forkserver.run_python_module("pytest", argv, ROOT, {**child_env, **(env or {})}, timeout)
+    proc = forkserver.run_python_module("pytest", argv, ROOT, {**forkserver.child_env(), **(env or {})}, timeout)
     return SuiteRun(proc, results_dir)
 
 

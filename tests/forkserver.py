@@ -73,6 +73,12 @@ if child:
 """
 
 
+def child_env() -> dict[str, str]:
+    """This process's environment less TRITON_INTERPRET (the suite's plugin may have set it here; a run chooses its
+    own backend): what the server starts with, and what a run's environment is compared with."""
+    return {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+
+
 class ForkServer:
     """One per harness process (its tests run one at a time: one run at a time)."""
 
@@ -85,7 +91,7 @@ class ForkServer:
 
     def _start(self, cwd: Path) -> subprocess.Popen:
         if self.proc is None or self.proc.poll() is not None:
-            self.env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+            self.env = child_env()
             self.proc = subprocess.Popen([sys.executable, "-c", _SERVER, ",".join(PRELOAD)], cwd=cwd, env=self.env,
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             self.pending = b""
@@ -103,7 +109,7 @@ class ForkServer:
         """Whether a run with ``env`` can be forked: it differs from the server's only in late-read variables."""
         if os.environ.get(ENV, "1") == "0":
             return False
-        base = self.env or {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+        base = self.env or child_env()
         changed = {k for k in base.keys() | env.keys() if base.get(k) != env.get(k)}
         return all(k.startswith(LATE_PREFIXES) or k in LATE_NAMES for k in changed)
 

@@ -4,7 +4,6 @@ raises as subprocess.run does, and a run whose environment the server cannot giv
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
@@ -34,7 +33,7 @@ def probe_dir(tmp_path):
 
 
 def _env(**extra: str) -> dict[str, str]:
-    return {**{k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}, **extra}
+    return {**forkserver.child_env(), **extra}
 
 
 def test_a_forked_run_is_what_a_fresh_process_gives(probe_dir):

@@ -37,9 +37,8 @@ def write_summary(tr, data: dict, path: Path, width: int = glance.MIN_WIDTH) -> 
                                width))
     if data["compiles"]:
         from suite.tools import compile_matrix
-        from suite.tools.compile_matrix import compile_summary_rows as compile_rows
 
-        headers, rows = compile_rows(data["compiles"])
+        headers, rows = compile_matrix.compile_summary_rows(data["compiles"])
         tr.write_line("")
         headers, rows = glance.spills_with_registers(headers, rows)
         tr.write_line(tabulate(rows, headers, width))

@@ -100,8 +100,8 @@ def mode() -> str:
 
 def selection_line() -> str:
     """What the run's compile matrix compiled per kernel and target, and how to widen it: for the summary."""
-    current = mode()
-    wider = [f"={m} {MODES[m]}" for m in MODES if list(MODES).index(m) > list(MODES).index(current)]
+    current, order = mode(), list(MODES)
+    wider = [f"={m} {MODES[m]}" for m in order[order.index(current) + 1:]]
     return (f"compile matrix: SUITE_COMPILE_MATRIX={current}, {MODES[current]} per kernel and target"
             + (f"; {', '.join(wider)} (.ci/run runs =ci)" if wider else ""))
 

@@ -91,10 +91,13 @@ def suite_help(prog: str = "triton-portability") -> str:
 
 def on_import_path(cwd: str | None = None) -> None:
     """The current directory importable, as ``python -m suite`` has it: a dotted ``--kernel-module`` names a module
-    there. (A console script's sys.path starts with the script's own directory instead.)"""
+    there. (A console script's sys.path starts with the script's own directory instead.) Behind the suite's own
+    directory where that comes first (``import triton_portability`` put it there): a ``kernels/`` package or a
+    ``reports.py`` in the current directory must not shadow the suite's, as ``python -m triton_portability`` has it."""
     cwd = cwd or os.getcwd()
     if not any(p in ("", cwd) or (p and Path(p).resolve() == Path(cwd).resolve()) for p in sys.path):
-        sys.path.insert(0, cwd)
+        first = bool(sys.path) and bool(sys.path[0]) and Path(sys.path[0]).resolve() == SUITE_DIR.parent.resolve()
+        sys.path.insert(1 if first else 0, cwd)
 
 
 USAGE_ERROR = 4  # pytest's exit code for a usage error

@@ -44,6 +44,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     options.add_options(parser)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    if not (config.option.help or config.option.version):
+        options.check_hypothesis_profile(config)  # before Hypothesis's plugin loads it (an INTERNALERROR there)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if config.option.help or config.option.version:
         return

@@ -176,14 +176,22 @@ def _names(option: str, value: str | None, example: str) -> tuple[str, ...] | No
     return names
 
 
-def _count(option: str, raw: str, least: int, what: str) -> int:
+def _count(option: str, raw: str, least: int, what: str, most: int | None = None) -> int:
     try:
         value = int(raw.strip())
     except ValueError:
         value = least - 1
-    if value < least:
-        raise usage(option, raw, f"must be a whole number >= {least} ({what})")
+    if value < least or (most is not None and value > most):
+        bound = f">= {least}" if most is None else f"from {least} to {most}"
+        raise usage(option, raw, f"must be a whole number {bound} ({what})")
     return value
+
+
+# Upper bounds on counts a run would otherwise act on until it is killed: --repro-runs=10**20 runs the case for ever,
+# --shard=1/10**20 deals the tests out into that many parts in memory.
+MOST_REPRO_RUNS = 10_000
+MOST_INTERMITTENT_RUNS = 1_000
+MOST_SHARDS = 4_096
 
 
 SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
@@ -201,9 +209,28 @@ def parse_shard(raw: str | None) -> tuple[int, int] | None:
     index, count = int(m.group(1)), int(m.group(2))
     if count < 1:
         raise usage("--shard", raw, "the number of parts N must be at least 1 (e.g. --shard=1/2)")
+    if count > MOST_SHARDS:
+        raise usage("--shard", raw, f"the number of parts N must be at most {MOST_SHARDS} (one part per runner)")
     if not 1 <= index <= count:
         raise usage("--shard", raw, f"the part I must be from 1 to {count} (1-based: --shard=1/{count} is the first)")
     return index, count
+
+
+def check_hypothesis_profile(config: pytest.Config) -> None:
+    """``--hypothesis-profile`` names a registered profile: a usage error naming the profiles (and the nearest one), before
+    Hypothesis's own plugin loads it and stops the run with an INTERNALERROR."""
+    name = config.getoption("--hypothesis-profile", default=None)
+    if name is None:
+        return
+    from hypothesis import settings
+
+    known = sorted(settings._profiles)  # noqa: SLF001 (Hypothesis has no public list of registered profiles)
+    if name in known:
+        return
+    near = [k for k in known if k.lower() == str(name).lower()] or __import__("difflib").get_close_matches(
+        str(name), known, n=1)
+    hint = f"; did you mean {near[0]}?" if near else ""
+    raise usage("--hypothesis-profile", name, f"no such profile: the suite's are {', '.join(known)}{hint}")
 
 
 def parse_run_id(raw: str | None, source: str = "--run-id") -> str | None:
@@ -240,7 +267,8 @@ def intermittent_runs() -> int:
     if raw is None or not raw.strip():
         return DEFAULT_INTERMITTENT_RUNS
     return _count("SUITE_INTERMITTENT_RUNS", raw, 1, "how many more times a case that gave a wrong result runs, to "
-                                                     "tell a deterministic failure from an intermittent one")
+                                                     "tell a deterministic failure from an intermittent one",
+                  MOST_INTERMITTENT_RUNS)
 
 
 WORKERS_PER_GPU_ENV = "SUITE_WORKERS_PER_GPU"
@@ -371,6 +399,15 @@ def read(config: pytest.Config, controller: bool) -> Options:
         if not path.exists() and not retune:
             raise usage("--autotune-dir", autotune_dir, "no such directory (a typo would silently run every "
                                                         "kernel with its default config); --retune creates one")
+    elif env_dir := os.environ.get("SUITE_AUTOTUNE_DIR"):  # read by suite/checks/autotune.py (empty: unset)
+        env_path = Path(env_dir)
+        usable_path("SUITE_AUTOTUNE_DIR", env_dir)
+        if env_path.exists() and not env_path.is_dir():
+            raise usage("SUITE_AUTOTUNE_DIR", env_dir, "exists and is not a directory")
+        if not env_path.exists() and not retune:
+            raise usage("SUITE_AUTOTUNE_DIR", env_dir, "no such directory (a typo would silently run every kernel "
+                                                       "with its default config); unset it for the shipped caches, "
+                                                       "or --retune creates one")
     db = _non_empty("--hypothesis-db", get("--hypothesis-db"), "a directory for the example database")
     if db is not None:
         usable_path("--hypothesis-db", db)
@@ -383,7 +420,7 @@ def read(config: pytest.Config, controller: bool) -> Options:
     timeout, given = case_timeout(get("--case-timeout"))
     repro_runs = get("--repro-runs")
     repro_runs = 1 if repro_runs is None else _count("--repro-runs", repro_runs, 1, "how many times the --repro case "
-                                                                                   "runs")
+                                                                                   "runs", MOST_REPRO_RUNS)
     if repro_runs > 1 and repro is None:
         raise usage("--repro-runs", repro_runs, "needs --repro, the case to run (as printed in a reproduction line)")
     intermittent_runs()

@@ -27,6 +27,7 @@ from suite.checks.strategies import VALIDATION_SEED, case_strategy
 from suite.plugin.context import CONTEXT
 from suite.plugin.recorder import KNOWN_PROPERTY
 from suite.session import known_issues, options, results
+from suite.tools import export
 from suite.workers import crash, gpu_share, parts
 
 
@@ -201,6 +202,7 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
     coverage = reach.Coverage(spec, dtype, backend.family)
     request.node.user_properties.append((reach.COVERAGE_PROPERTY, [coverage.record()]))
     last_failure: list[dict] = []
+    to_export: list[tuple] = []  # the last failing case (Hypothesis replays the minimal one last), for --export-failures
     forced = forced_config(request)
     if forced is not None and (problem := options.config_problem(spec, forced)):
         pytest.fail(f"--config: {problem}", pytrace=False)
@@ -361,6 +363,8 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
             known.append((rec, f"{case}\n{result.message()}\nreproduce with: {line}"))  # expected: on to the next
             return
         last_failure[:] = [rec]
+        if result.failure not in ("spec", "interpreter", "oom", "oom_held", "too_large", "fault"):  # the kernel's findings
+            to_export[:] = [(case, dict(result.config), result.message(), line, result.failure)]
         shrink.failed(case, result.config, line)
         # Shrinking would only repeat these.
         if result.failure in ("fault", "oom", "spec", "interpreter"):
@@ -440,11 +444,27 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
         end_known()
     finally:
         warn_untuned()
+        if to_export and ctx.options.export_failures is not None:
+            export_failure(spec, backend, ctx.options.export_failures, request.node.nodeid, *to_export[0])
         # Hypothesis replays the minimal failing example last: record that one only (else a known issue's first).
         records.extend(last_failure or [rec for rec, _ in known[:1]])
         request.node.user_properties[:] = [p for p in request.node.user_properties if p[0] != reach.COVERAGE_PROPERTY]
         if split == 1 or last:  # a part's coverage is recorded once, added up, by the last part
             request.node.user_properties.append((reach.COVERAGE_PROPERTY, [coverage.record()]))
+
+
+def export_failure(spec, backend, directory, nodeid: str, case: Case, config: dict, message: str, line: str,
+                   failure: str | None) -> None:
+    """--export-failures: the case's folder (suite/tools/export.py), named on the terminal; a case that cannot be
+    exported is a warning, never another failure of the test."""
+    try:
+        folder = export.export_case(spec, case, config, backend, directory, nodeid, message, line, failure)
+    except Exception as exc:  # noqa: BLE001 - the test's own failure stands; the export's is said beside it
+        warnings.warn(f"--export-failures: {case} could not be exported: {type(exc).__name__}: {exc}", UserWarning,
+                      stacklevel=1)
+        return
+    warnings.warn(f"--export-failures: {case} exported to {folder}; rerun it without the suite: "
+                  f"python {folder / 'repro.py'}", UserWarning, stacklevel=1)
 
 
 def reach_missing_paths(spec, backend, strategy, coverage: reach.Coverage, check) -> None:

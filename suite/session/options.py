@@ -93,6 +93,10 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--shard", default=None, metavar="I/N",
                     help="run only the I-th of N parts of the selected tests (1-based), balanced by their expected "
                          "durations: one arch's run over N runners (docs/gpu-runners.md)")
+    group.addoption("--export-failures", default=None, metavar="DIR",
+                    help="for each failing case of a reference test, write a folder under DIR whose repro.py reruns it "
+                         "with torch and triton alone (the exact inputs, the outputs it produced, the float64 "
+                         "reference and the bound) and exits 1 while the kernel is wrong, 0 once it is right")
     group.addoption("--run-id", default=None, metavar="ID",
                     help="the run this run file belongs to, the same on every shard of it (env SUITE_RUN_ID; default: "
                          "GITHUB_RUN_ID-GITHUB_RUN_ATTEMPT on GitHub Actions, else a fresh one)")
@@ -116,6 +120,7 @@ class Options:
     case_timeout_given: bool
     hypothesis_db: Path | None
     repro_runs: int = 1
+    export_failures: Path | None = None  # --export-failures=DIR
     memcheck: bool = False
     no_memcheck: bool = False
     compile_targets: str | None = None  # all, own, or None: the backend's default
@@ -434,6 +439,11 @@ def read(config: pytest.Config, controller: bool) -> Options:
         if not ok:
             raise usage("SUITE_SHRINK_SECONDS", shrink, "must be a finite number of seconds >= 0 (how long Hypothesis may "
                                                         "shrink a failing case)")
+    export = _non_empty("--export-failures", get("--export-failures"), "a directory for the failing cases' folders")
+    if export is not None:
+        usable_path("--export-failures", export)
+        if Path(export).exists() and not Path(export).is_dir():
+            raise usage("--export-failures", export, "exists and is not a directory")
     if get("--memcheck") and get("--no-memcheck"):
         raise pytest.UsageError("--memcheck and --no-memcheck: give one (--memcheck checks a GPU run under the vendor's "
                                 "checker; --no-memcheck turns the interpreter's check off)")
@@ -448,7 +458,7 @@ def read(config: pytest.Config, controller: bool) -> Options:
         case_timeout=timeout, case_timeout_given=given, hypothesis_db=_absolute(db) if db else None, repro_runs=repro_runs,
         memcheck=bool(get("--memcheck")), no_memcheck=bool(get("--no-memcheck")), compile_targets=targets,
         shard=parse_shard(get("--shard")), run_id=parse_run_id(get("--run-id")), started_in=os.getcwd(),
-        retune_check=retune_check)
+        retune_check=retune_check, export_failures=_absolute(export) if export else None)
 
 
 def _absolute(path: str) -> Path:

@@ -29,12 +29,16 @@ def test_the_controller_sets_it_for_its_workers_and_puts_its_environment_back(tm
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
     monkeypatch.setenv(bytecode.DIR_ENV, str(tmp_path))
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    monkeypatch.setattr(sys, "pycache_prefix", None)
     config = SimpleNamespace(stash=pytest.Stash())
     bytecode.share_with_workers(config)
     assert "PYTHONDONTWRITEBYTECODE" not in os.environ and os.environ["PYTHONPYCACHEPREFIX"] == str(tmp_path)
+    assert sys.dont_write_bytecode is False and sys.pycache_prefix == str(tmp_path)  # the controller's own imports
     bytecode.share_with_workers(config)  # twice: the first environment is the one kept
     bytecode.restore(config)
     assert os.environ["PYTHONDONTWRITEBYTECODE"] == "1" and "PYTHONPYCACHEPREFIX" not in os.environ
+    assert sys.dont_write_bytecode is True and sys.pycache_prefix is None
     assert stash.SAVED_ENV not in config.stash
     bytecode.restore(config)  # nothing to put back
     assert os.environ["PYTHONDONTWRITEBYTECODE"] == "1"

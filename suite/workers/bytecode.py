@@ -7,7 +7,10 @@ collection) and pytest rewrote the asserts of every plugin's modules anew. An xd
 it (and sets no ``PYTHONPYCACHEPREFIX``) starts its workers with the bytecode written to, and read from, a cache
 directory of the suite's own instead: ``PYTHONPYCACHEPREFIX`` (Python writes nothing beside the sources, in the
 checkout or the installed packages, as the variable asked). A run from a fresh cache compiles as before; the next
-runs read what it wrote. Where the directory cannot be written, Python compiles as before.
+runs read what it wrote. Where the directory cannot be written, Python compiles as before. The controller's own
+imports from then on (torch, Triton and the kernels, which it imports once its workers have started, and which held
+back its handing out of tests once the workers started faster than it) read and write the same cache
+(``sys.dont_write_bytecode``, ``sys.pycache_prefix``).
 
 ``SUITE_BYTECODE_DIR`` names the directory (default: ``$XDG_CACHE_HOME/triton-portability/bytecode``, else
 ``~/.cache/triton-portability/bytecode``); set empty, workers start as the environment says. The controller's own
@@ -17,6 +20,7 @@ environment is put back when its run ends.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +48,11 @@ def share_with_workers(config: Any) -> None:
     where = cache_dir()
     if where is None or stash.SAVED_ENV in config.stash:
         return
-    config.stash[stash.SAVED_ENV] = {_OFF: os.environ.get(_OFF), _PREFIX: os.environ.get(_PREFIX)}
+    config.stash[stash.SAVED_ENV] = {_OFF: os.environ.get(_OFF), _PREFIX: os.environ.get(_PREFIX),
+                                     "sys": (sys.dont_write_bytecode, sys.pycache_prefix)}
     os.environ.pop(_OFF, None)
     os.environ[_PREFIX] = str(where)
+    sys.dont_write_bytecode, sys.pycache_prefix = False, str(where)  # this process's imports from now on
 
 
 def restore(config: Any) -> None:
@@ -55,6 +61,7 @@ def restore(config: Any) -> None:
     if saved is None:
         return
     del config.stash[stash.SAVED_ENV]
+    sys.dont_write_bytecode, sys.pycache_prefix = saved.pop("sys")
     for name, value in saved.items():
         if value is None:
             os.environ.pop(name, None)

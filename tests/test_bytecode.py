@@ -23,6 +23,7 @@ def test_the_cache_directory_only_where_bytecode_is_off(tmp_path) -> None:
     assert bytecode.cache_dir({**home, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": "/x"}) is None  # the caller's
     assert bytecode.cache_dir({"PYTHONDONTWRITEBYTECODE": "1", bytecode.DIR_ENV: " "}) is None  # set empty: off
     assert bytecode.cache_dir({"PYTHONDONTWRITEBYTECODE": "1", bytecode.DIR_ENV: str(tmp_path / "b")}) == tmp_path / "b"
+    assert bytecode.cache_dir({"PYTHONDONTWRITEBYTECODE": "1", bytecode.DIR_ENV: "b"}) == Path.cwd() / "b"  # absolute
 
 
 def test_the_controller_sets_it_for_its_workers_and_puts_its_environment_back(tmp_path, monkeypatch) -> None:

@@ -38,7 +38,8 @@ def cache_dir(env: dict[str, str] | None = None) -> Path | None:
     if not env.get(_OFF) or env.get(_PREFIX):
         return None
     if DIR_ENV in env:
-        return Path(env[DIR_ENV]).expanduser() if env[DIR_ENV].strip() else None
+        # Absolute: Python would read a relative prefix from each process's working directory at each import.
+        return Path(os.path.abspath(Path(env[DIR_ENV]).expanduser())) if env[DIR_ENV].strip() else None
     base = Path(env.get("XDG_CACHE_HOME") or Path("~/.cache").expanduser())
     return base / "triton-portability" / "bytecode"
 

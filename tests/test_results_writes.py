@@ -21,11 +21,11 @@ FULL_DISK = (
     "import suite.session.results as results\n"
     "real = results.write_json_atomic\n"
     "calls = []\n"
-    "def full(path, data):\n"
+    "def full(path, data, **how):\n"
     "    calls.append(path)\n"
     "    if len(calls) > 2:  # the empty file at the first report, then that test\n"
     "        raise OSError(errno.ENOSPC, 'No space left on device')\n"
-    "    real(path, data)\n"
+    "    real(path, data, **how)\n"
     "results.write_json_atomic = full\n")
 
 
@@ -111,3 +111,15 @@ def test_a_run_file_that_cannot_be_claimed_is_tried_again(tmp_path, monkeypatch)
     run.add_report("t2", "passed", 0.1, None, [], None)
     assert run.started and run.write_error is None and run.tests_written == 2
     assert [t["nodeid"] for t in json.loads(run.path.read_text())["tests"]] == ["t1", "t2"]
+
+
+def test_the_run_file_is_on_one_line_until_the_run_ends(tmp_path):
+    """The controller rewrites the run file after every test: on one line (json's C encoder) until ``finish``, which
+    writes it indented; both read back as the same data."""
+    run = results.RunFile(tmp_path, "r1", {"backend": "interpret"}, ["pytest"])
+    run.add_report("suite/test_x.py::test_a", "passed", 0.5, None, [{"kernel": "k", "outcome": "passed"}], None)
+    text = run.path.read_text()
+    assert text.count("\n") == 1 and json.loads(text) == run.data
+    run.finish("complete")
+    text = run.path.read_text()
+    assert text.count("\n") > 10 and json.loads(text) == run.data and json.loads(text)["status"] == "complete"

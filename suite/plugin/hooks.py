@@ -31,7 +31,7 @@ from suite.plugin import context, glance, summary
 from suite.plugin.context import BACKEND, CONTEXT
 from suite.plugin.recorder import AUTOTUNE_PROPERTY, KNOWN_PROPERTY, MEMCHECK_PROPERTY, RunRecorder
 from suite.session import options
-from suite.workers import crash, gpu_share, parts, schedule, shard, timing, warmup
+from suite.workers import bytecode, crash, gpu_share, parts, schedule, shard, timing, warmup
 
 __all__ = ["BACKEND", "CONTEXT", "KNOWN_PROPERTY", "repro_prefix"]
 
@@ -56,6 +56,8 @@ def pytest_configure(config: pytest.Config) -> None:
     compat.fixed_constants()  # the same draws whatever this process imported before a test (suite/compat.py)
     if not context.is_worker(config):
         options.note_launcher()  # before any worker starts: they inherit it for their reproduction lines
+        if context.xdist_on(config):
+            bytecode.share_with_workers(config)  # where bytecode is off: the workers' kept between runs
         crash.process().announce = crash.announce_past_capture(config)
         stop_on_sigterm()
     if context.defers(config):  # an xdist controller: its workers start first (suite/plugin/context.py)
@@ -81,6 +83,7 @@ def stop_on_sigterm() -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     """SIGTERM's default back, for a process that goes on after pytest.main (the handler is this run's)."""
+    bytecode.restore(config)
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is _terminated:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 

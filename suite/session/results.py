@@ -153,8 +153,11 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    write_atomic(path, json.dumps(data, indent=1, allow_nan=False) + "\n")
+def write_json_atomic(path: Path, data: dict[str, Any], compact: bool = False) -> None:
+    """``data`` as JSON, indented; ``compact``: on one line, through json's C encoder (an indented dump runs its
+    pure-Python encoder: a run file of 174 tests, 1.2 MB, took 53-64 ms against 18-21 ms)."""
+    write_atomic(path, (json.dumps(data, allow_nan=False) if compact else json.dumps(data, indent=1, allow_nan=False))
+                 + "\n")
 
 
 class RunFile:
@@ -232,12 +235,18 @@ class RunFile:
         self.flush()
         return test
 
-    def flush(self) -> None:
-        """Rewrite the file after every test report: a crash loses at most the test in flight."""
+    def flush(self, final: bool = False) -> None:
+        """Rewrite the file after every test report: a crash loses at most the test in flight. On one line until the
+        run's end (``finish`` writes it indented): the xdist controller rewrites it after every test, between handing
+        tests to its workers, and the indented dump of a growing file left a warm GPU run's workers waiting for their
+        next test towards the run's end (0.2-0.8 s between tests on an H100)."""
         if not self.started:
             return
         try:
-            write_json_atomic(self.path, self.data)
+            if final:
+                write_json_atomic(self.path, self.data)
+            else:
+                write_json_atomic(self.path, self.data, compact=True)
         except OSError as exc:
             self._failed(exc)
         else:
@@ -251,7 +260,7 @@ class RunFile:
     def finish(self, status: str) -> None:
         self.data["status"] = status
         self.data["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        self.flush()
+        self.flush(final=True)
 
 
 def command_line() -> list[str]:

@@ -52,5 +52,7 @@ CONTEXT = pytest.StashKey["SuiteContext"]()  # suite.plugin.context.SuiteContext
 BACKEND = pytest.StashKey()  # the chosen Backend (also context.backend), read by tests
 PINNING = pytest.StashKey["Pinning"]()  # suite.plugin.context.Pinning: the controller's GPUs and workers' journals
 DEFERRED = pytest.StashKey[bool]()  # an xdist controller whose context is built once its workers have started
+# suite.workers.bytecode: the controller's PYTHONDONTWRITEBYTECODE and PYTHONPYCACHEPREFIX before its workers started
+SAVED_ENV = pytest.StashKey[dict]()
 # suite.checks.tampering.Snapshot: the suite's own checking code as it was before any kernel module was imported
 CHECKS_SNAPSHOT = pytest.StashKey()

@@ -45,7 +45,7 @@ import flag_gems  # noqa: E402,F401 - after the version check; the suite's impor
 from flag_gems import fused as fg_fused  # noqa: E402
 from flag_gems import ops as fg_ops  # noqa: E402
 
-ROWS = Dim("M", interpret_max=6, gpu_max=4096, nightly_max=16384, blocks=(1,))  # a program per row
+ROWS = Dim("M", interpret_max=4, gpu_max=4096, nightly_max=16384, blocks=(1,))  # a program per row
 FLOATS = ("fp32", "fp16", "bf16")
 
 
@@ -226,7 +226,7 @@ for _interleaved in (False, True):
         name="fg_rotary_interleaved" if _interleaved else "fg_rotary",
         description="FlagGems rotary embedding of q and k at given positions ("
                     + ("interleaved pairs" if _interleaved else "rotate-half") + "), out of place",
-        dims=(Dim("T", interpret_max=12, gpu_max=4096, nightly_max=16384, blocks=(1,)),
+        dims=(Dim("T", interpret_max=5, gpu_max=4096, nightly_max=16384, blocks=(1,)),
               Dim("D", choices=(16, 64, 96, 128))),
         dtypes=FLOATS,
         value_classes=("normal", "large"),

@@ -339,6 +339,9 @@ def _serve() -> None:
     """The child: one JSON request per stdin line, one record per stdout line; stray prints go to stderr."""
     reply = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
+    from suite.checks import libraries
+
+    libraries.install()  # a kernel module's library (FlagGems) gets the run's runtime changes here too
     registry.load_builtin()
     for line in sys.stdin:
         req = json.loads(line)

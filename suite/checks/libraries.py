@@ -113,9 +113,10 @@ class _DeviceFunctions:
 def _require(module: Any, name: str, change: Change) -> Any:
     if not hasattr(module, name):
         raise LibraryUnsupported(
-            f"{change.library} {_version(change.library)}: the suite's change {change.name!r} expects "
-            f"{module.__name__}.{name}, which is not there (the changes were written for {FLAG_GEMS_CHECKED}): "
-            f"install {change.library}=={FLAG_GEMS_CHECKED}, or see docs/third-party.md")
+            f"{change.library} (from {getattr(module, '__file__', None)}): the suite's change {change.name!r} "
+            f"replaces {module.__name__}.{name}, which is not there (the changes are written for {change.library} "
+            f"{FLAG_GEMS_CHECKED}): install {change.library.replace('_', '-')}=={FLAG_GEMS_CHECKED}, or see "
+            f"docs/third-party.md")
     return getattr(module, name)
 
 

@@ -22,13 +22,15 @@ interpreter, named by the construct; on a GPU the spec is checked as any other.
 
 from __future__ import annotations
 
+import importlib
+import warnings
 from importlib import metadata
 
 import torch
 
 from kernels import inputs
 from kernels.registry import register
-from kernels.spec import DTYPES, Case, Dim, KernelSpec, KnownIssue, Tolerance
+from kernels.spec import DTYPES, FAMILIES, Case, Dim, IndexOutput, KernelSpec, KnownIssue, Tolerance, autotune_config_space
 
 FLAG_GEMS_VERSION = "5.0.2"
 try:
@@ -41,9 +43,15 @@ if _installed != FLAG_GEMS_VERSION:
     raise ImportError(f"examples/flag_gems.py calls flag-gems {FLAG_GEMS_VERSION}'s launchers; found flag-gems "
                       f"{_installed}: pip install --no-deps flag-gems=={FLAG_GEMS_VERSION}")
 
+# FlagGems' device_info warns three times at import where torch sees no GPU (its fallbacks are what run here).
+warnings.filterwarnings("ignore", message=r"\[device_info\] Failed to get", category=UserWarning)
 import flag_gems  # noqa: E402,F401 - after the version check; the suite's import hook adapts its runtime
 from flag_gems import fused as fg_fused  # noqa: E402
 from flag_gems import ops as fg_ops  # noqa: E402
+
+# The modules (flag_gems.ops.rms_norm is also the name of a function there).
+fg_layernorm = importlib.import_module("flag_gems.ops.layernorm")
+fg_rms = importlib.import_module("flag_gems.ops.rms_norm")
 
 ROWS = Dim("M", interpret_max=4, gpu_max=4096, nightly_max=16384, blocks=(1,))  # a program per row
 FLOATS = ("fp32", "fp16", "bf16")
@@ -55,6 +63,14 @@ def _rows(case: Case, device: str, gen, cols: str = "N") -> torch.Tensor:
 
 def _vector(case: Case, device: str, gen, n: int, scale: float = 0.5, shift: float = 1.0) -> torch.Tensor:
     return inputs.place(torch.randn(n, generator=gen, dtype=torch.float64) * scale + shift, case, device)
+
+
+def _tuned(*kernels) -> dict:
+    """The configs of FlagGems' @triton.autotune kernels a launcher runs (its tune_configs.yaml), for every family:
+    the suite runs them in turn (one kernel's as they are, several's each named by its kernel)."""
+    space = autotune_config_space(*kernels)
+    return {"configs": {family: space for family in FAMILIES}, "default_config": {family: dict(space[0])
+                                                                                  for family in FAMILIES}}
 
 
 def _bytes(*factors: float):
@@ -140,6 +156,10 @@ register(KernelSpec(
     min_bytes=_bytes(2.0),
     benchmark_shapes=({"M": 4096, "N": 4096},),
     batch_dim="M", batch_inputs=("x",), batch_outputs=("y", "mean", "rstd"),
+    # Three @triton.autotune kernels, each with configs of its own (warps; the loop's TILE_N and warps): every
+    # config names each kernel's settings, and every config of each runs.
+    **_tuned(fg_layernorm.layer_norm_persistent_kernel_multiline, fg_layernorm.layer_norm_persistent_kernel,
+             fg_layernorm.layer_norm_loop_kernel),
 ))
 
 
@@ -175,6 +195,7 @@ register(KernelSpec(
     min_bytes=_bytes(2.0),
     benchmark_shapes=({"M": 4096, "N": 4096},),
     batch_dim="M", batch_inputs=("x",), batch_outputs=("y", "inv_rms"),
+    **_tuned(fg_rms.rms_norm_loop_kernel),  # rows up to 4096 wide take rms_norm_kernel, not autotuned
 ))
 
 
@@ -295,6 +316,37 @@ register(KernelSpec(
     min_bytes=lambda case: 2.0 * case.shape["N"] * case.shape["D"] * DTYPES[case.dtype].itemsize,
     benchmark_shapes=({"N": 16384, "V": 32000, "D": 4096},),
     nonfinite_reference=("special",),
+))
+
+
+# --- topk along the last dim (largest, sorted): flag_gems.ops.topk -> (values, indices) ------------------------------
+
+def _topk_reference(inp: dict, case: Case) -> dict[str, torch.Tensor]:
+    top = torch.topk(inp["x"].double(), case.shape["K"], dim=-1)
+    return {"values": top.values, "indices": top.indices}
+
+
+register(KernelSpec(
+    name="fg_topk",
+    description="FlagGems topk along the last dim (largest, sorted): the values, and their indices compared up to ties",
+    # Rows under 1024 are chunked by 256, longer ones by 1024; each chunk's top k, then the top k of those.
+    dims=(ROWS, Dim("N", interpret_max=600, gpu_max=65536, nightly_max=131072, min=8, blocks=(256, 1024)),
+          Dim("K", choices=(1, 5, 8))),
+    dtypes=FLOATS,
+    value_classes=("normal", "large", "negative"),
+    # k travels as a 0-d input: run sees the inputs, not the case
+    make_inputs=lambda case, device: {"x": _rows(case, device, inputs.generator(case)),
+                                      "k": torch.tensor(case.shape["K"])},
+    outputs=("values", "indices"),
+    make_outputs=None,
+    run=lambda inp, out, cfg: fg_ops.topk(inp["x"], int(inp["k"]), -1),
+    reference=_topk_reference,
+    # the values are copies of inputs: exact; the indices: any index of an equal element (bf16 rows tie often)
+    tolerance=Tolerance(safety=1.0),
+    index_outputs={"indices": IndexOutput(source="x")},
+    min_bytes=_bytes(1.0),
+    benchmark_shapes=({"M": 4096, "N": 4096, "K": 8},),
+    batch_dim="M", batch_inputs=("x",), batch_outputs=("values", "indices"),
 ))
 
 

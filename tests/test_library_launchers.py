@@ -34,3 +34,80 @@ def test_a_kernel_with_two_bugs_each_a_known_issue_is_expected_to_fail(run_suite
     assert test["outcome"] == "xfailed" and test["known_issue"] == "nan-for-large-x-3 + sub-for-negative-x", test
     failed = {c["values"]: c["message"] for c in run.run_data()["cases"] if c["outcome"] == "xfailed"}
     assert set(failed) == {"large", "negative"}, failed
+
+
+def _run_tie_case(name: str):
+    from kernels import registry
+    from kernels.spec import Case
+    from suite.checks import harness, interpreter, launches
+    from suite.session.backend import resolve
+    from tests.conftest import ROOT
+
+    registry.load_module("tests/fixtures/tie_kernels.py", str(ROOT))
+    interpreter.install()
+    launches.install()
+    spec = registry.get(name)
+    return harness.run_case(spec, Case.parse(name, "fp32", "M=6,N=9;seed=3"), resolve("interpret"))
+
+
+def test_indices_where_ties_are_legal_compare_by_what_they_select():
+    assert not _run_tie_case("tie_argmax_exact").passed  # index by index, a right argmax fails on its ties
+    right = _run_tie_case("tie_argmax_last")
+    assert right.passed, right.message()
+    wrong = _run_tie_case("tie_argmax_off_by_one").message()
+    assert "index: " in wrong and "indices select another value than the reference's (first at (" in wrong, wrong
+    repeats = _run_tie_case("tie_top2_repeats").message()
+    assert "index: an index repeats along dim 1: " in repeats, repeats
+
+
+def _dispatch(name: str, n: int, config: dict | None = None):
+    from kernels import registry
+    from kernels.spec import Case
+    from suite.checks import harness, interpreter, launches
+    from suite.session.backend import resolve
+    from tests.conftest import ROOT
+
+    registry.load_module("tests/fixtures/dispatch_kernels.py", str(ROOT))
+    interpreter.install()
+    launches.install()
+    spec = registry.get(name)
+    launches.take_untuned()
+    with launches.chosen(config):
+        result = harness.run_case(spec, Case.parse(name, "fp32", f"N={n};seed=1"), resolve("interpret"), config)
+    return spec, result, launches.take_untuned()
+
+
+def test_a_launcher_dispatching_to_several_autotuned_kernels_runs_every_config_of_each():
+    spec, _, _ = _dispatch("dispatch_two_tuned", 8)
+    configs = spec.configs["nvidia"]
+    # Each config names both kernels' settings; every config of long_scale appears (the first kernel's configs alone
+    # used to be the spec's: long_scale, listed in jit_fns, ran its first config in every case).
+    assert {c["long_scale.TILE"] for c in configs} == {16, 32, 64} and {c["short_scale.BLOCK"] for c in configs} == {32,
+                                                                                                                  64}
+    assert spec.configs["interpret"] == configs and spec.default_config["nvidia"] == configs[0]
+    for config in configs:
+        _, result, untuned = _dispatch("dispatch_two_tuned", 150, config)
+        assert result.passed and not untuned, (result.message(), untuned)
+        assert result.autotuned == {"long_scale": {"TILE": config["long_scale.TILE"],
+                                                   "num_warps": config["long_scale.num_warps"],
+                                                   "num_stages": config["long_scale.num_stages"]}}, result.autotuned
+    _, short, _ = _dispatch("dispatch_two_tuned", 40, configs[1])
+    assert short.autotuned == {"short_scale": {"BLOCK": 64, "num_warps": 2, "num_stages": configs[1][
+        "short_scale.num_stages"]}}, short.autotuned
+
+
+def test_a_case_that_launched_no_autotuned_kernel_records_that_none_ran():
+    from suite.checks import harness
+
+    spec, short, _ = _dispatch("dispatch_one_tuned", 40, {"TILE": 32, "num_warps": 4, "num_stages": 3})
+    assert short.passed and short.autotuned == {}, short.autotuned  # its config set nothing that ran
+    assert harness.record(short, "n", "r")["autotuned"] == {}
+    _, long, _ = _dispatch("dispatch_one_tuned", 150, {"TILE": 32, "num_warps": 4, "num_stages": 3})
+    assert long.autotuned == {"long_scale": {"TILE": 32, "num_warps": 4, "num_stages": 3}}, long.autotuned
+
+
+def test_the_untuned_advice_names_the_scoped_configs():
+    from suite.checks import launches
+
+    [line] = launches.untuned_lines([{"kernel": "k", "dtype": "fp32", "untuned": {"loop": 12}}])
+    assert "list it in jit_fn/jit_fns" not in line and "configs=autotune_config_space(loop, <the others>)" in line

@@ -167,10 +167,12 @@ def _flag_gems_after(change: Change, module: Any) -> None:
                      policy="default"):
             """FlagGems' @libtuner(...) under the suite: triton.autotune with the same configs, key and pruning
             (suite/checks/libraries.py)."""
-            del use_cuda_graph, strategy, policy  # only what to time, and how: nothing is timed under the suite
+            # warmup, rep, use_cuda_graph, strategy and policy say only how to time (Triton 3.6 warns that the first
+            # three are deprecated): nothing is timed under the suite.
+            del warmup, rep, use_cuda_graph, strategy, policy
             return triton.autotune(configs, key, prune_configs_by=prune_configs_by, reset_to_zero=reset_to_zero,
                                    restore_value=restore_value, pre_hook=pre_hook, post_hook=post_hook,
-                                   warmup=warmup, rep=rep, do_bench=do_bench)
+                                   do_bench=do_bench)
 
         module.libtuner = libtuner
 

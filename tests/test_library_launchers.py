@@ -104,6 +104,18 @@ def test_a_case_that_launched_no_autotuned_kernel_records_that_none_ran():
     assert harness.record(short, "n", "r")["autotuned"] == {}
     _, long, _ = _dispatch("dispatch_one_tuned", 150, {"TILE": 32, "num_warps": 4, "num_stages": 3})
     assert long.autotuned == {"long_scale": {"TILE": 32, "num_warps": 4, "num_stages": 3}}, long.autotuned
+    # A library's spec that lists no jitted function (FlagGems' rms_norm) says the same where its config is set.
+    import dataclasses
+
+    from kernels.spec import Case
+    from suite.session.backend import resolve
+
+    bare = dataclasses.replace(spec, jit_fns=())
+    config = {"TILE": 32, "num_warps": 4, "num_stages": 3}
+    result = harness.run_case(bare, Case.parse(bare.name, "fp32", "N=40;seed=1"), resolve("interpret"), config)
+    assert result.passed and result.autotuned == {}, result.autotuned
+    assert harness.run_case(bare, Case.parse(bare.name, "fp32", "N=40;seed=1"), resolve("interpret"), {}).autotuned \
+        is None  # no config, nothing listed: nothing to say
 
 
 def test_the_untuned_advice_names_the_scoped_configs():

@@ -93,6 +93,9 @@ class KernelSpec:
     tolerance: Tolerance = field(default_factory=Tolerance)
     # An output named here is held to its own rule instead of `tolerance` (a loss and its gradient, say).
     output_tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
+    # Integer outputs of indices where ties are legal (topk's indices): compared by the elements they select
+    # (IndexOutput), not index by index.
+    index_outputs: Mapping[str, IndexOutput] = field(default_factory=dict)
     # Outputs that start from a value instead of the poison: output -> the name of an input of its shape and
     # dtype (an in-place kernel: the output starts as a copy of that input, which itself stays untouched) or a
     # number (an accumulating kernel: e.g. 0.0). The guard regions around them are poisoned as for any output.
@@ -148,9 +151,6 @@ class KernelSpec:
     # another way (torch for small inputs, say): (case, config) -> bool, mirroring the launcher's test. A case with
     # output elements whose run launched nothing fails unless this says so (the kernel was never tested on it).
     torch_fallback: Callable[[Case, Mapping[str, Any]], bool] | None = None
-    # Integer outputs of indices where ties are legal (topk's indices): compared by the elements they select
-    # (IndexOutput), not index by index.
-    index_outputs: Mapping[str, IndexOutput] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.configs and not self.default_config:

@@ -13,9 +13,10 @@ from typing import Any
 
 import torch
 
-from kernels.spec import Case, KernelSpec, Tolerance, is_autotuned
-from suite.checks import autotune, deep_stack, interpreter, launches, memcheck, returned, ties
+from kernels.spec import Case, KernelSpec, Tolerance
+from suite.checks import autotune, deep_stack, interpreter, launches, memcheck, returned
 from suite.checks.tolerance import _MAGNITUDE_HINT as MAGNITUDE_HINT
+from suite.checks.ties import check_indices
 from suite.checks.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output, loose_bound
 from suite.session import options
 from suite.session.results import json_number
@@ -450,9 +451,9 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
                 outputs, guards = prepare_outputs(spec, inputs, case)
                 seen = launch(spec, inputs, outputs, config)
                 synchronize(backend.device)
-            state.setdefault("heuristics", {}).update(seen.heuristics)
-            if seen.autotuned or _may_autotune(spec, config):
+            if seen.autotuned or launches.may_autotune(spec, config):
                 state["autotuned"] = dict(seen.autotuned)  # this config's launches: what the record says ran
+            state.setdefault("heuristics", {}).update(seen.heuristics)
     except BrokenSpec as exc:
         raise _Stop(result(False, math.inf, error=f"broken spec: {exc}", failure="spec")) from None
     except Exception as exc:  # a compile or launch failure is a result, not a harness crash
@@ -538,21 +539,13 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
         return _check_outputs(spec, case, backend, config, inputs, outputs, ref, mags)
 
 
-def _may_autotune(spec: KernelSpec, config: dict) -> bool:
-    """Whether a case's record says which autotuned kernels ran, also where none did: the spec lists an autotuned
-    kernel, or it sets a config and lists no jitted function (a library's launcher, whose autotuned kernels the
-    suite meets only at launch)."""
-    kernels = spec.jit_kernels()
-    return any(is_autotuned(k.fn) for k in kernels) or (bool(config) and not kernels)
-
-
 def _check_outputs(spec: KernelSpec, case: Case, backend: Any, config: dict, inputs: dict, outputs: dict,
                    ref: dict, mags: dict) -> list[OutputCheck]:
     checks = []
     for name in spec.outputs:
         if name in spec.index_outputs:  # indices where ties are legal: compared by what they select (ties.py)
-            checks.append(ties.check_indices(name, spec.index_outputs[name], inputs, outputs[name], ref[name],
-                                             _never_written(spec, inputs, case, config, name, outputs[name], ref[name])))
+            checks.append(check_indices(name, spec.index_outputs[name], inputs, outputs[name], ref[name],
+                                        _never_written(spec, inputs, case, config, name, outputs[name], ref[name])))
             continue
         tol = spec.tolerance_for(name)
         # An fp32 dot rounds its operands to TF32/XF32 where the arch does so by default.

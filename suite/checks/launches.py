@@ -208,6 +208,16 @@ def untuned_lines(coverage: list[dict]) -> list[str]:
             for c in coverage for name, count in sorted((c.get("untuned") or {}).items())]
 
 
+def may_autotune(spec: Any, config: Mapping[str, Any]) -> bool:
+    """Whether a case's record says which autotuned kernels ran (Launches.autotuned), also where none did: the spec
+    lists an autotuned kernel, or it sets a config and lists no jitted function (a library's launcher, whose
+    autotuned kernels the suite meets only at launch)."""
+    from kernels.spec import is_autotuned
+
+    kernels = spec.jit_kernels()
+    return any(is_autotuned(k.fn) for k in kernels) or (bool(config) and not kernels)
+
+
 def untuned_advice(name: str) -> str:
     """What to do about an autotuned kernel whose configs no case named (listing it in jit_fns alone does not: where
     the launcher runs several autotuned kernels, the spec took the first one's configs)."""

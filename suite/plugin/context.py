@@ -245,9 +245,9 @@ def build(config: pytest.Config) -> SuiteContext:
     ctx = SuiteContext(options=opts, backend=backend, profile=profile, known=known, run_file=run_file, cache=cache,
                        memcheck=memcheck_mode, fallback_cache=fallback)
     ctx.notes += [provenance.describe(m) for m in kernel_modules]
-    ctx.notes += libraries.describe()  # a library's runtime changed for the suite: said once, in the header
     if db_note:
         ctx.notes.append(db_note)
+    ctx.notes += libraries.describe()  # a library's runtime changed for the suite: said once, in the header
     if cache is not None and cache.status == "unreadable":
         ctx.notes.append(f"autotune: {cache.error}; running with the default configs (the file is left as it is)")
     if fallback is not None and fallback.status == "unreadable":

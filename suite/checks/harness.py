@@ -15,8 +15,8 @@ import torch
 
 from kernels.spec import Case, KernelSpec, Tolerance
 from suite.checks import autotune, deep_stack, interpreter, launches, memcheck, returned
-from suite.checks.tolerance import _MAGNITUDE_HINT as MAGNITUDE_HINT
 from suite.checks.ties import check_indices
+from suite.checks.tolerance import _MAGNITUDE_HINT as MAGNITUDE_HINT
 from suite.checks.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output, loose_bound
 from suite.session import options
 from suite.session.results import json_number

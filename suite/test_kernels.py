@@ -265,6 +265,7 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
 
     def end_known() -> None:
         if known:
+            records.extend(known_issues.first_each(known_issue, known)[1:])  # several issues: each one's first case
             coverage.stopped_by = f"known issue {known_issue.id}"  # its dtype's paths were not all reachable
             raise known_issues.KnownIssueFailure(
                 f"known issue {known_issue.id}: {len(known)} case(s) failed as it describes (failure_pattern "
@@ -439,8 +440,6 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
         end_known()
     finally:
         warn_untuned()
-        if not last_failure:  # several known issues: the first case each describes, the first one's below
-            records.extend(known_issues.first_each(known_issue, known)[1:])
         # Hypothesis replays the minimal failing example last: record that one only (else a known issue's first).
         records.extend(last_failure or [rec for rec, _ in known[:1]])
         request.node.user_properties[:] = [p for p in request.node.user_properties if p[0] != reach.COVERAGE_PROPERTY]

@@ -94,6 +94,27 @@ def autotune_configs(fn: Any) -> tuple[dict[str, Any], ...]:
     return tuple(out)
 
 
+def autotune_config_space(*fns: Any) -> tuple[dict[str, Any], ...]:
+    """The configs of a launcher that runs several ``@triton.autotune`` kernels, each with settings of its own (one
+    kernel for short rows, another that loops over long ones): each config names every kernel's settings as
+    ``'<kernel>.<parameter>'`` (``'layer_norm_loop_kernel.TILE_N'``, ``'layer_norm_loop_kernel.num_warps'``), and
+    the configs go through each kernel's configs in turn, as many as the longest list, so that every config of every
+    kernel runs. A single kernel's are :func:`autotune_configs`, unscoped."""
+    lists = [(jit_name(fn), autotune_configs(fn)) for fn in fns]
+    lists = [(name, configs) for name, configs in lists if configs]
+    if len(lists) <= 1:
+        return lists[0][1] if lists else ()
+    return tuple({f"{name}.{k}": v for name, configs in lists for k, v in configs[i % len(configs)].items()}
+                 for i in range(max(len(configs) for _, configs in lists)))
+
+
+def scoped_config(config: Mapping[str, Any], kernel: str) -> dict[str, Any]:
+    """What ``config`` sets for the jitted function ``kernel``: its plain keys, and its ``'<kernel>.<key>'`` keys
+    (:func:`autotune_config_space`) as ``key``, over them; other kernels' scoped keys left out."""
+    mine = {k.split(".", 1)[1]: v for k, v in config.items() if k.startswith(f"{kernel}.")}
+    return {**{k: v for k, v in config.items() if "." not in k}, **mine}
+
+
 def constexpr_names(fn: Any) -> tuple[str, ...]:
     """The ``tl.constexpr`` parameters of a ``@triton.jit`` function (wrapped or not), by their annotations."""
     import inspect
@@ -323,6 +344,19 @@ class KnownIssue:
     dtype: str = "*"
     test: str = "test_matches_reference"
     failure_pattern: str = ""
+
+
+@dataclass(frozen=True)
+class IndexOutput:
+    """An integer output of indices into the input ``source`` along ``dim`` where ties are legal (topk's or
+    argmax's indices): any index of an element equal to the one the reference picked is right. The output is
+    compared by what it selects: ``source`` gathered at the returned indices must equal ``source`` gathered at the
+    reference's indices, exactly, and the returned indices must lie in range and, where ``distinct``, differ along
+    ``dim`` (topk's k indices name k different elements)."""
+
+    source: str
+    dim: int = -1
+    distinct: bool = True
 
 
 def cdiv(a: int, b: int) -> int:

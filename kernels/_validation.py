@@ -140,6 +140,7 @@ def check_spec(spec: Any) -> None:
     _check_jit_fns(spec, fail)
     _check_constexprs(spec, fail)
     _check_known_issues(spec.known_issues, dtypes, fail)
+    _check_index_outputs(spec, outputs, fail)
 
 
 def _check_names(spec: Any, fail: Callable[[str, str], SpecError]) -> None:
@@ -444,16 +445,18 @@ def _check_config(config: Any, field: str, fail: Callable[[str, str], SpecError]
     if not isinstance(config, Mapping):
         raise fail(field, f"must be a mapping of meta-parameters and launch options, got {type(config).__name__}")
     for key, value in config.items():
-        if not isinstance(key, str) or not _IDENTIFIER.fullmatch(key):
-            raise fail(field, f"key {key!r} is not a parameter name")
+        # a parameter, or one kernel's ('<kernel>.<parameter>': autotune_config_space, several autotuned kernels)
+        if not isinstance(key, str) or not all(_IDENTIFIER.fullmatch(part) for part in key.split(".", 1)):
+            raise fail(field, f"key {key!r} is not a parameter name (nor '<kernel>.<parameter>')")
         if not isinstance(value, (bool, int, float, str)):
             raise fail(field, f"{key}={value!r}: values must be numbers, booleans or strings")
-    warps = config.get("num_warps")
-    if warps is not None and (not _is_int(warps) or warps < 1 or warps & (warps - 1)):
-        raise fail(field, f"num_warps={warps!r} must be a power of two (1, 2, 4, ... 32)")
-    stages = config.get("num_stages")
-    if stages is not None and (not _is_int(stages) or stages < 0):
-        raise fail(field, f"num_stages={stages!r} must be a non-negative integer")
+    for scope in sorted({""} | {key.split(".", 1)[0] + "." for key in config if "." in key}):
+        warps = config.get(f"{scope}num_warps")
+        if warps is not None and (not _is_int(warps) or warps < 1 or warps & (warps - 1)):
+            raise fail(field, f"{scope}num_warps={warps!r} must be a power of two (1, 2, 4, ... 32)")
+        stages = config.get(f"{scope}num_stages")
+        if stages is not None and (not _is_int(stages) or stages < 0):
+            raise fail(field, f"{scope}num_stages={stages!r} must be a non-negative integer")
 
 
 def _check_example(spec: Any, i: int, example: Any, dim_names: tuple[str, ...], layouts: tuple[str, ...],
@@ -571,3 +574,15 @@ def case_problems(spec: Any, shape: Any, layout: Any, value_class: Any, *, dim_n
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_index_outputs(spec: Any, outputs: Any, fail: Callable[[str, str], SpecError]) -> None:
+    from kernels._types import IndexOutput
+
+    if not isinstance(spec.index_outputs, Mapping):
+        raise fail("index_outputs", f"must be a dict output -> IndexOutput(source, dim), got {spec.index_outputs!r}")
+    for name, rule in spec.index_outputs.items():
+        if name not in outputs:
+            raise fail("index_outputs", f"{name!r} is not a declared output {list(outputs)}")
+        if not isinstance(rule, IndexOutput) or not isinstance(rule.source, str) or not isinstance(rule.dim, int):
+            raise fail("index_outputs", f"{name!r}: must be IndexOutput(source='<input name>', dim=<int>), got {rule!r}")

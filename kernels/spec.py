@@ -25,12 +25,14 @@ from kernels._types import (  # noqa: F401 - re-exported: kernel modules import 
     Case,
     CodePath,
     Dim,
+    IndexOutput,
     JitKernel,
     KnownIssue,
     MissingArgument,
     Property,
     Tolerance,
     amd_options,
+    autotune_config_space,
     autotune_configs,
     cdiv,
     constexpr_names,
@@ -38,6 +40,7 @@ from kernels._types import (  # noqa: F401 - re-exported: kernel modules import 
     is_autotuner,
     jit_name,
     next_power_of_2,
+    scoped_config,
     signature,
     split_config,
     unwrap_jit,
@@ -90,6 +93,9 @@ class KernelSpec:
     tolerance: Tolerance = field(default_factory=Tolerance)
     # An output named here is held to its own rule instead of `tolerance` (a loss and its gradient, say).
     output_tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
+    # Integer outputs of indices where ties are legal (topk's indices): compared by the elements they select
+    # (IndexOutput), not index by index.
+    index_outputs: Mapping[str, IndexOutput] = field(default_factory=dict)
     # Outputs that start from a value instead of the poison: output -> the name of an input of its shape and
     # dtype (an in-place kernel: the output starts as a copy of that input, which itself stays untouched) or a
     # number (an accumulating kernel: e.g. 0.0). The guard regions around them are poisoned as for any output.
@@ -148,8 +154,9 @@ class KernelSpec:
 
     def __post_init__(self) -> None:
         if not self.configs and not self.default_config:
-            # An @triton.autotune kernel brings its configs: every family runs them, the first as default.
-            tuned = next((autotune_configs(k.fn) for k in self.jit_kernels() if is_autotuned(k.fn)), ())
+            # An @triton.autotune kernel brings its configs: every family runs them, the first as default. Several
+            # bring each its own, every config naming each kernel's settings (autotune_config_space).
+            tuned = autotune_config_space(*(k.fn for k in self.jit_kernels() if is_autotuned(k.fn)))
             if tuned:
                 object.__setattr__(self, "configs", {family: tuned for family in FAMILIES})
                 object.__setattr__(self, "default_config", {family: dict(tuned[0]) for family in FAMILIES})

@@ -238,8 +238,7 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
         for name, count in sorted(coverage.untuned.items()):
             warnings.warn(f"{spec.name}[{dtype}]: autotuned kernel {name} ran the first of its {count} configs in "
                           f"every case: the spec's configs name none of its parameters, so its other configs were "
-                          f"never run. List it in jit_fn/jit_fns (the spec then takes its configs), or give "
-                          f"configs=autotune_configs({name})", UserWarning, stacklevel=1)
+                          f"never run: {launches.untuned_advice(name)}", UserWarning, stacklevel=1)
 
     def fail_if_too_large() -> None:
         """Too-large cases are not run (counted and listed in the run file's gpu_share); a test none of whose cases
@@ -268,6 +267,7 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
 
     def end_known() -> None:
         if known:
+            records.extend(known_issues.first_each(known_issue, known)[1:])  # several issues: each one's first case
             coverage.stopped_by = f"known issue {known_issue.id}"  # its dtype's paths were not all reachable
             raise known_issues.KnownIssueFailure(
                 f"known issue {known_issue.id}: {len(known)} case(s) failed as it describes (failure_pattern "

@@ -193,8 +193,9 @@ def test_constexprs_heuristics_and_untuned_autotuners_are_said(run_suite):
     assert ran[128] == {"double_kernel": {"EVEN": True}} and ran[100] == {"double_kernel": {"EVEN": False}}, ran
     out = " ".join(run.output.split())
     assert ("UNTUNED unnamed_autotune_add[fp32]: autotuned kernel cached_add ran the first of its 3 configs in every "
-            "case (the spec's configs name none of its parameters): list it in jit_fn/jit_fns, or give "
-            "configs=autotune_configs(cached_add)") in out, out[-3000:]
+            "case (the spec's configs name none of its parameters): give configs=autotune_configs(cached_add), or, "
+            "where the launcher also runs other autotuned kernels, configs=autotune_config_space(cached_add, <the "
+            "others>)") in out, out[-3000:]
     [coverage] = [c for c in data["coverage"] if c["kernel"] == "unnamed_autotune_add"]
     assert coverage["untuned"] == {"cached_add": 3}, coverage
     # (e) The loop and tail over the flattened B * S elements count as taken.

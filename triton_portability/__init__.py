@@ -51,10 +51,10 @@ _claim_path()
 # used: `import triton_portability` alone (the commands) does not import torch.
 _SPEC_NAMES = (
     "AMD_ONLY_OPTIONS", "BACKENDS", "DTYPES", "DTYPE_NAMES", "FAMILIES", "INTEGER_DTYPES", "KNOWN_ISSUE_TESTS",
-    "LAUNCH_OPTIONS", "VENDOR_ONLY_OPTIONS", "Case", "CodePath", "Dim", "JitKernel", "KernelSpec", "KnownIssue",
-    "MissingArgument", "Property", "SpecError", "Tolerance", "amd_options", "autotune_configs", "cdiv",
-    "constexpr_names", "is_autotuned", "is_autotuner", "jit_name", "next_power_of_2", "signature", "split_config",
-    "unwrap_jit",
+    "LAUNCH_OPTIONS", "VENDOR_ONLY_OPTIONS", "Case", "CodePath", "Dim", "IndexOutput", "JitKernel", "KernelSpec",
+    "KnownIssue", "MissingArgument", "Property", "SpecError", "Tolerance", "amd_options", "autotune_config_space",
+    "autotune_configs", "cdiv", "constexpr_names", "is_autotuned", "is_autotuner", "jit_name", "next_power_of_2",
+    "scoped_config", "signature", "split_config", "unwrap_jit",
 )
 __all__ = [*_SPEC_NAMES, "register", "inputs", "paths", "HOME"]
 

@@ -189,6 +189,9 @@ class CaseResult:
     footprint: int = 0  # out of memory: bytes the case needed of the GPU (suite/workers/gpu_share.py: footprint)
     unchecked: list[str] = field(default_factory=list)  # checks that cannot apply to it (suite/checks/returned.py)
     heuristics: dict[str, dict[str, Any]] = field(default_factory=dict)  # what @triton.heuristics computed, per kernel
+    # The config each @triton.autotune kernel ran under the config the outcome is about (None: the spec has no
+    # autotuned kernel and none ran; {}: it has, and the case launched none of them).
+    autotuned: dict[str, dict[str, Any]] | None = None
 
     def message(self) -> str:
         if self.error:
@@ -371,7 +374,8 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
             note += launches.heuristics_line(heuristics)
         return CaseResult(case, passed, ratio, list(checks), error, time.perf_counter() - start, failure,
                           dict(current), configs_run=configs.index(current) + 1, note=note,
-                          unchecked=returned.unchecked(spec), heuristics=heuristics)
+                          unchecked=returned.unchecked(spec), heuristics=heuristics,
+                          autotuned=state.get("autotuned"))
 
     worst: CaseResult | None = None
     skipped: list[str] = []
@@ -446,6 +450,8 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
                 outputs, guards = prepare_outputs(spec, inputs, case)
                 seen = launch(spec, inputs, outputs, config)
                 synchronize(backend.device)
+            if seen.autotuned or launches.may_autotune(spec, config):
+                state["autotuned"] = dict(seen.autotuned)  # this config's launches: what the record says ran
             state.setdefault("heuristics", {}).update(seen.heuristics)
     except BrokenSpec as exc:
         raise _Stop(result(False, math.inf, error=f"broken spec: {exc}", failure="spec")) from None
@@ -536,6 +542,12 @@ def _check_outputs(spec: KernelSpec, case: Case, backend: Any, config: dict, inp
                    ref: dict, mags: dict) -> list[OutputCheck]:
     checks = []
     for name in spec.outputs:
+        if name in spec.index_outputs:  # indices where ties are legal: compared by what they select (ties.py)
+            from suite.checks.ties import check_indices
+
+            checks.append(check_indices(name, spec.index_outputs[name], inputs, outputs[name], ref[name],
+                                        _never_written(spec, inputs, case, config, name, outputs[name], ref[name])))
+            continue
         tol = spec.tolerance_for(name)
         # An fp32 dot rounds its operands to TF32/XF32 where the arch does so by default.
         operand_u = operand_roundoff(tol, backend) if case.dtype == "fp32" else 0.0
@@ -617,6 +629,7 @@ def record(result: CaseResult, nodeid: str, repro: str) -> dict[str, Any]:
         **({"failure": result.failure} if result.failure else {}),
         **({"unchecked": result.unchecked} if result.unchecked else {}),
         **({"heuristics": result.heuristics} if result.heuristics else {}),
+        **({"autotuned": result.autotuned} if result.autotuned is not None else {}),
         "config": result.config,
         "configs_run": result.configs_run,
         "duration_s": round(result.duration_s, 4),

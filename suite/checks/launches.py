@@ -33,6 +33,8 @@ class Launches:
     storages: set[int] = field(default_factory=set)
     # What each kernel's @triton.heuristics computed at its last launch: kernel -> {parameter: value}.
     heuristics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The config each @triton.autotune kernel ran at its last launch: kernel -> config (as config_dict writes it).
+    autotuned: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def reached(self, tensor: Any) -> bool:
         """Whether ``tensor``'s memory was handed to a launch (itself, a view of it, or a view of its storage)."""
@@ -119,7 +121,12 @@ def take_untuned() -> dict[str, int]:
 def pick(configs: list[Any], choice: Mapping[str, Any], kernel: str) -> Any:
     """The autotuner config ``choice`` selects: the one whose meta-parameters (and launch options, where ``choice``
     gives them) it equals; the first where ``choice`` names none of the meta-parameters (none of the launch
-    options, for configs that differ in those alone), noted for :func:`take_untuned` where there were others."""
+    options, for configs that differ in those alone), noted for :func:`take_untuned` where there were others.
+    Settings ``choice`` scopes to the kernel (``'<kernel>.<name>'``, kernels.spec.autotune_config_space) are its
+    own; another kernel's scoped settings are not."""
+    from kernels.spec import scoped_config
+
+    choice = scoped_config(choice, kernel)
     if not configs:
         raise NotAnAutotuneConfig(f"{kernel}: @triton.autotune with no configs")
     params = {k for c in configs for k in c.kwargs}
@@ -164,6 +171,8 @@ def install() -> None:
                 f"the launcher passes {conflicts} to {name}, which @triton.autotune tunes: leave tuned "
                 f"meta-parameters to the autotuner (the suite makes it run the case's config)")
         config = pick(list(self.configs), choice, name)
+        if (record := getattr(stash.session().launches, "record", None)) is not None:
+            record.autotuned[name] = config_dict(config)  # what ran, beside the config the case asked for
         configs, self.configs = self.configs, [config]  # one config: the autotuner launches it, timing nothing
         try:
             return original(self, *args, **kwargs)
@@ -195,9 +204,26 @@ def _plain(value: Any) -> Any:
 def untuned_lines(coverage: list[dict]) -> list[str]:
     """The summary's line for each kernel x dtype test in which an autotuned kernel ran only its first config."""
     return [f"UNTUNED {c['kernel']}[{c['dtype']}]: autotuned kernel {name} ran the first of its {count} configs in every "
-            f"case (the spec's configs name none of its parameters): list it in jit_fn/jit_fns, or give "
-            f"configs=autotune_configs({name})"
+            f"case (the spec's configs name none of its parameters): {untuned_advice(name)}"
             for c in coverage for name, count in sorted((c.get("untuned") or {}).items())]
+
+
+def may_autotune(spec: Any, config: Mapping[str, Any]) -> bool:
+    """Whether a case's record says which autotuned kernels ran (Launches.autotuned), also where none did: the spec
+    lists an autotuned kernel, or it sets a config and lists no jitted function (a library's launcher, whose
+    autotuned kernels the suite meets only at launch)."""
+    from kernels.spec import is_autotuned
+
+    kernels = spec.jit_kernels()
+    return any(is_autotuned(k.fn) for k in kernels) or (bool(config) and not kernels)
+
+
+def untuned_advice(name: str) -> str:
+    """What to do about an autotuned kernel whose configs no case named (listing it in jit_fns alone does not: where
+    the launcher runs several autotuned kernels, the spec took the first one's configs)."""
+    return (f"give configs=autotune_configs({name}), or, where the launcher also runs other autotuned kernels, "
+            f"configs=autotune_config_space({name}, <the others>), which names each one's settings "
+            f"('{name}.<parameter>'); a spec listing them all in jit_fn/jit_fns gets that by default")
 
 
 def heuristics_line(found: Mapping[str, Mapping[str, Any]]) -> str:

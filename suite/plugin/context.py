@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from suite import compat
-from suite.checks import autotune, interpreter, launches
+from suite.checks import autotune, interpreter, launches, libraries
 from suite.checks.strategies import LARGE_SHAPE_PROFILES, VALIDATION_SEED
 from suite.session import backend as backend_mod
 from suite.session import kernel_names, options, provenance, results
@@ -200,6 +200,7 @@ def build(config: pytest.Config) -> SuiteContext:
     if backend.name == "interpret":
         interpreter.install()
     launches.install()
+    libraries.install()  # before any kernel module: a library it imports gets its runtime changes (libraries.py)
     memcheck_mode = _memcheck(config, opts, backend, controller)
     specs, kernel_modules = _load_kernels(opts, config)  # only now: after TRITON_INTERPRET is settled
     from kernels import inputs
@@ -240,12 +241,13 @@ def build(config: pytest.Config) -> SuiteContext:
         run_file = results.RunFile(opts.results_dir, results.new_run_id(backend.name, backend.arch), env,
                                    results.command_line())
         run_file.data["known_issues"] = [k.as_record() for k in known]
-        run_file.data["kernel_modules"] = kernel_modules
+        run_file.data["kernel_modules"] = libraries.record(kernel_modules)
     ctx = SuiteContext(options=opts, backend=backend, profile=profile, known=known, run_file=run_file, cache=cache,
                        memcheck=memcheck_mode, fallback_cache=fallback)
     ctx.notes += [provenance.describe(m) for m in kernel_modules]
     if db_note:
         ctx.notes.append(db_note)
+    ctx.notes += libraries.describe()  # a library's runtime changed for the suite: said once, in the header
     if cache is not None and cache.status == "unreadable":
         ctx.notes.append(f"autotune: {cache.error}; running with the default configs (the file is left as it is)")
     if fallback is not None and fallback.status == "unreadable":

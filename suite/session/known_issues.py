@@ -143,6 +143,61 @@ def check_kernels(issues: list[KnownIssue], kernels: list[str], dtypes: list[str
             raise KnownIssueError(f"{where}: field 'dtype' {issue.dtype!r} matches no dtype; dtypes: {', '.join(dtypes)}")
 
 
+@dataclass(frozen=True)
+class KnownIssueGroup:
+    """Several known issues of one kernel x dtype x test (each its own failure_pattern: a kernel may have two
+    bugs, or a library one bug and the interpreter another), read as one: a failure any of them describes is
+    expected; any other fails the run. It reads as a :class:`KnownIssue` does: its id, link and reason name every
+    entry ('a + b'), its failure_pattern is every pattern."""
+
+    issues: tuple[KnownIssue, ...]
+
+    @property
+    def id(self) -> str:  # noqa: A003 - the name KnownIssue gives it
+        return " + ".join(k.id for k in self.issues)
+
+    @property
+    def link(self) -> str:
+        return " ; ".join(dict.fromkeys(k.link for k in self.issues))
+
+    @property
+    def reason(self) -> str:
+        return " ".join(f"[{k.id}] {k.reason}" for k in self.issues)
+
+    @property
+    def failure_pattern(self) -> str:
+        return " | ".join(f"{k.id}: {k.failure_pattern or '(any failure)'}" for k in self.issues)
+
+    def covers(self, message: str) -> bool:
+        return any(k.covers(message) for k in self.issues)
+
+    def which(self, message: str) -> KnownIssue | None:
+        """The first entry that describes a failure with this message."""
+        return next((k for k in self.issues if k.covers(message)), None)
+
+    def as_record(self) -> dict[str, str]:
+        first = self.issues[0].as_record()
+        return {**first, "id": self.id, "reason": self.reason, "link": self.link, "failure_pattern": self.failure_pattern,
+                "source": " ; ".join(dict.fromkeys(k.source for k in self.issues))}
+
+
 def find(issues: list[KnownIssue], backend: str, arch: str, triton_version: str, kernel: str,
-         dtype: str, test: str = OPTIONAL["test"]) -> KnownIssue | None:
-    return next((k for k in issues if k.matches(backend, arch, triton_version, kernel, dtype, test)), None)
+         dtype: str, test: str = OPTIONAL["test"]) -> KnownIssue | KnownIssueGroup | None:
+    """The known issue of a kernel x dtype x test; every one where several match (a :class:`KnownIssueGroup`)."""
+    found = tuple(k for k in issues if k.matches(backend, arch, triton_version, kernel, dtype, test))
+    return None if not found else found[0] if len(found) == 1 else KnownIssueGroup(found)
+
+
+def first_each(issue: KnownIssue | KnownIssueGroup | None, failures: list[tuple[dict, str]]) -> list[dict]:
+    """Of the failures a test's known issue covered ((case record, message) in the order they failed), the record of
+    the first that each of its entries describes: one for a single entry, one per entry of a group."""
+    if not isinstance(issue, KnownIssueGroup):
+        return [rec for rec, _ in failures[:1]]
+    seen: set[str] = set()
+    out = []
+    for rec, text in failures:
+        which = issue.which(text)
+        if which is not None and which.id not in seen:
+            seen.add(which.id)
+            out.append(rec)
+    return out

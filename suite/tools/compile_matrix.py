@@ -49,7 +49,7 @@ from triton.runtime.jit import JITFunction
 
 import hardware_profiles
 from kernels import registry
-from kernels.spec import KernelSpec, split_config, unwrap_jit
+from kernels.spec import KernelSpec, scoped_config, split_config, unwrap_jit
 from suite.session import stash
 from suite.workers import timing
 
@@ -230,7 +230,7 @@ def _compile(spec: KernelSpec, dtype: str, config: dict, target: Target, functio
                               "dtype": dtype, "target": arch, "backend": backend, "family": family_of(target),
                               "profile": profile.key, "config": config, "status": "ok", "failure_class": None,
                               "error": None, "triton": triton.__version__}
-    meta, options = split_config(config)
+    meta, options = split_config(scoped_config(config, jit.name) if jit is not None else config)
     if jit is not None and jit.options is not None:  # launched with its own options, not the config's
         options = dict(jit.options)
     record["num_warps"] = options.setdefault("num_warps", DEFAULT_NUM_WARPS)
@@ -339,6 +339,9 @@ def _serve() -> None:
     """The child: one JSON request per stdin line, one record per stdout line; stray prints go to stderr."""
     reply = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
+    from suite.checks import libraries
+
+    libraries.install()  # a kernel module's library (FlagGems) gets the run's runtime changes here too
     registry.load_builtin()
     for line in sys.stdin:
         req = json.loads(line)

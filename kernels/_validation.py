@@ -262,18 +262,23 @@ def _check_tolerance(tolerance: Any, field: str, fail: Callable[[str, str], Spec
     if not _is_safety(tolerance.safety):
         raise fail(field, f"safety must be a finite number >= 0 (0: exact up to the dtype's smallest step), "
                           f"got {tolerance.safety!r}")
-    if tolerance.accumulator in _ACCUMULATOR_U and (problem := _too_loose(tolerance.safety, tolerance.accumulator)):
-        raise fail(field, f"safety {problem}")
+    if tolerance.accumulator is not None and (not isinstance(tolerance.accumulator, str)
+                                              or tolerance.accumulator not in _ACCUMULATOR_U):
+        raise fail(field, f"accumulator must be None (the case's own: fp64 for fp64 cases, else fp32), 'fp32', "
+                          f"'fp16' or 'fp64', got {tolerance.accumulator!r}")
     per_dtype = _mapping(tolerance.dtype_safety, f"{field}.dtype_safety", fail, "dtype -> safety, e.g. {'bf16': 16.0}")
+    # The safety factor holds every dtype that names no safety of its own, each with its accumulator.
+    for accumulator in sorted({tolerance.accumulator_for(d) for d in dtypes if d not in per_dtype}
+                              or {tolerance.accumulator_for("fp32")}):
+        if problem := _too_loose(tolerance.safety, accumulator):
+            raise fail(field, f"safety {problem}")
     for dtype, safety in per_dtype.items():
         if dtype not in dtypes:
             raise fail(field, f"dtype_safety names {dtype!r}, which is not one of the spec's dtypes {list(dtypes)}")
         if not _is_safety(safety):
             raise fail(field, f"dtype_safety[{dtype!r}] must be a finite number >= 0, got {safety!r}")
-        if tolerance.accumulator in _ACCUMULATOR_U and (problem := _too_loose(safety, tolerance.accumulator)):
+        if problem := _too_loose(safety, tolerance.accumulator_for(dtype)):
             raise fail(field, f"dtype_safety[{dtype!r}] {problem}")
-    if tolerance.accumulator not in ("fp32", "fp16", "fp64"):
-        raise fail(field, f"accumulator must be 'fp32', 'fp16' or 'fp64', got {tolerance.accumulator!r}")
     if not isinstance(tolerance.uses_dot, bool):
         raise fail(field, f"uses_dot must be True or False, got {tolerance.uses_dot!r}")
 

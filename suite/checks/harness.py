@@ -540,7 +540,8 @@ def _check_outputs(spec: KernelSpec, case: Case, backend: Any, config: dict, inp
         # An fp32 dot rounds its operands to TF32/XF32 where the arch does so by default.
         operand_u = operand_roundoff(tol, backend) if case.dtype == "fp32" else 0.0
         checks.append(check_output(name, outputs[name], ref[name], mags.get(name), reduction_length=tol.reduction(case),
-                                   safety=tol.safety_for(case.dtype), operand_u=operand_u, accumulator=tol.accumulator,
+                                   safety=tol.safety_for(case.dtype), operand_u=operand_u,
+                                   accumulator=tol.accumulator_for(case.dtype),
                                    unwritten=_never_written(spec, inputs, case, config, name, outputs[name],
                                                             ref[name])))
     return checks
@@ -557,7 +558,8 @@ def loose_tolerance(spec: KernelSpec, case: Case, backend: Any, outputs: dict, r
         tol = spec.tolerance_for(name)
         operand_u = operand_roundoff(tol, backend) if case.dtype == "fp32" else 0.0
         problem = loose_bound(ref[name], mags.get(name), outputs[name].dtype, tol.reduction(case),
-                              safety=tol.safety_for(case.dtype), operand_u=operand_u, accumulator=tol.accumulator)
+                              safety=tol.safety_for(case.dtype), operand_u=operand_u,
+                              accumulator=tol.accumulator_for(case.dtype))
         if problem:
             field = f"output_tolerances[{name!r}]" if name in spec.output_tolerances else "tolerance"
             safety = f"dtype_safety[{case.dtype!r}]" if case.dtype in tol.dtype_safety else "safety"

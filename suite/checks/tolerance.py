@@ -155,7 +155,8 @@ def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Ten
             problems.append(f"error {s_.worst_err:.3e} at {_unravel(s_.worst_at, out.shape)} is {ratio:.3g}x the bound "
                             f"{s_.worst_bound:.3e} (got {s_.worst_got!r}, reference {s_.worst_ref!r}); "
                             f"{s_.over} of {out.numel()} elements over"
-                            + (_MAGNITUDE_HINT if mag is None and s_.within_at_output_scale() else ""))
+                            + (_MAGNITUDE_HINT if mag is None and s_.within_at_output_scale() else "")
+                            + (_FP64_HINT if accumulator == "fp64" and s_.within_with(accumulator="fp32") else ""))
     else:
         ratio, max_abs = 0.0, 0.0
     if problems:
@@ -261,6 +262,18 @@ class _Scan:
                 self.worst_got, self.worst_ref = out64[at].item(), expected[at].item()
         self.ratio = max(self.ratio, top)
 
+    def within_with(self, **args) -> bool:
+        """Whether every finite error would pass the bound with ``args`` in place of the rule's own (an fp32
+        accumulator for an fp64 output, say). Asked of a failing output only."""
+        for s, e in _chunks(self.out.numel()):
+            out64, expected, mag64 = self._expected(s, e)
+            finite = torch.isfinite(expected) & torch.isfinite(out64)
+            wide = bound(expected, mag64.nan_to_num(posinf=0.0, neginf=0.0, nan=0.0), self.out.dtype,
+                         **{**self.args, **args})
+            if not bool((torch.where(finite, (out64 - expected).abs(), torch.zeros_like(expected)) <= wide).all()):
+                return False
+        return True
+
     def within_at_output_scale(self) -> bool:
         """Whether the errors would pass with every element's magnitude taken as the output's largest |reference|: a
         failure from cancellation (a missing magnitude), not from a wrong value. (Asked of a failing output only:
@@ -290,6 +303,10 @@ _MAGNITUDE_HINT = (" (every error is within the bound measured against the outpu
                    "the output is a difference of larger terms, such as a loss or a gradient, is each element's own "
                    "|reference| too tight a scale: then give Tolerance(magnitude=...): docs/adding-a-kernel.md, "
                    "'Tolerances')")
+
+_FP64_HINT = (" (every error is within the bound of an fp32 accumulator: this output is held to fp64's rounding, the "
+              "default for an fp64 case, and a kernel that computes its fp64 cases in fp32 fails here. Only if the "
+              "kernel is meant to compute in fp32 does its spec say so: Tolerance(accumulator='fp32'))")
 
 
 def _first(mask: torch.Tensor) -> tuple[int, ...]:

@@ -1,0 +1,61 @@
+"""Issue 49: numeric checks that passed a wrong kernel (or failed a right one). Each planted bug is a kernel of
+tests/fixtures/numeric_checks.py; one suite run holds them all.
+
+- fp64 cases held to fp64: the default Tolerance() gives an fp64 case an fp64 accumulator; a kernel that computes
+  its fp64 cases in fp32 used to pass (its worst ratio 0.53), and now fails naming the fp32 rounding.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from kernels.spec import SpecError, Tolerance
+from kernels.vector_add import SPEC as VECTOR_ADD
+from tests.conftest import SuiteRun, start_suite_run
+
+FIXTURE = "--kernel-module=tests/fixtures/numeric_checks.py"
+KERNELS = ("fp64_mul", "fp64_mul_in_fp32", "fp64_mul_declared_fp32")
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> SuiteRun:
+    return start_suite_run("suite/test_kernels.py", FIXTURE, f"--kernels={','.join(KERNELS)}", "-n", "0",
+                           results_dir=tmp_path_factory.mktemp("numeric") / "runs",
+                           env={"SUITE_SHRINK_SECONDS": "3"})
+
+
+def _outcomes(run: SuiteRun) -> dict[str, str]:
+    return {t["nodeid"].split("[")[1].rsplit("-", 1)[0]: t["outcome"] for t in run.run_data()["tests"]}
+
+
+def _failed(run: SuiteRun, kernel: str) -> list[dict]:
+    return [c for c in run.run_data()["cases"] if c["kernel"] == kernel and c["outcome"] == "failed"]
+
+
+def test_the_run_fails(run):
+    assert run.returncode == 1, run.output[-3000:]
+
+
+def test_an_fp64_case_is_held_to_fp64(run):
+    outcomes = _outcomes(run)
+    assert outcomes["fp64_mul"] == "passed" and outcomes["fp64_mul_declared_fp32"] == "passed", outcomes
+    assert outcomes["fp64_mul_in_fp32"] == "failed", outcomes
+    [case] = _failed(run, "fp64_mul_in_fp32")
+    assert case["message"].startswith("out: error "), case["message"]
+    assert ("(every error is within the bound of an fp32 accumulator: this output is held to fp64's rounding, the "
+            "default for an fp64 case") in case["message"], case["message"]
+    assert all(c["error_ratio"] <= 1e-3 for c in run.run_data()["cases"] if c["kernel"] == "fp64_mul")
+
+
+def test_the_accumulator_is_the_cases_own_unless_declared():
+    assert Tolerance().accumulator_for("fp64") == "fp64" and Tolerance().accumulator_for("bf16") == "fp32"
+    assert Tolerance(accumulator="fp32").accumulator_for("fp64") == "fp32"
+    with pytest.raises(SpecError, match=r"accumulator must be None \(the case's own: fp64 for fp64 cases, else "
+                                        r"fp32\), 'fp32', 'fp16' or 'fp64', got 'tf32'"):
+        dataclasses.replace(VECTOR_ADD, tolerance=Tolerance(accumulator="tf32"))
+    # A safety an fp64 accumulator allows but fp32's does not: refused for fp32 cases, allowed for fp64 alone.
+    with pytest.raises(SpecError, match=r"safety 10000000000.0 lets a result off by 50% pass.*\(fp32 accumulator\)"):
+        dataclasses.replace(VECTOR_ADD, tolerance=Tolerance(safety=1e10))
+    assert dataclasses.replace(VECTOR_ADD, dtypes=("fp64",), tolerance=Tolerance(safety=1e10)).dtypes == ("fp64",)

@@ -240,6 +240,12 @@ class Tolerance:
     is the case's own: fp64 for an fp64 case, fp32 for every other, so an fp64 case is held to fp64 unless the spec
     says otherwise (a kernel that computes its fp64 cases in fp32 fails).
 
+    ``output_dtype``: only for an output the launcher allocates (``make_outputs=None``): the dtype it is meant to have
+    where that is narrower than the case dtype by design (a quantizer's fp8 output from fp32 cases). Such an output
+    is judged at its own dtype's rounding and range only where declared, never looser than this dtype's; undeclared,
+    an output narrower than the case dtype (fp16 for an fp32 case) is judged at the case dtype's
+    (suite/checks/returned.py).
+
     The same rule can hold every output (``KernelSpec.tolerance``) or one output
     (``KernelSpec.output_tolerances``); ``dtype_safety`` gives a case dtype its own safety factor where that dtype
     needs more room than the others (e.g. ``{"bf16": 16.0}``).
@@ -251,6 +257,7 @@ class Tolerance:
     uses_dot: bool = False
     accumulator: str | None = None
     dtype_safety: Mapping[str, float] = field(default_factory=dict)
+    output_dtype: str | None = None
 
     def safety_for(self, dtype: str) -> float:
         """The safety factor for cases of ``dtype`` (a name such as ``"bf16"``)."""

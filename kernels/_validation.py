@@ -279,6 +279,9 @@ def _check_tolerance(tolerance: Any, field: str, fail: Callable[[str, str], Spec
             raise fail(field, f"dtype_safety[{dtype!r}] must be a finite number >= 0, got {safety!r}")
         if problem := _too_loose(safety, tolerance.accumulator_for(dtype)):
             raise fail(field, f"dtype_safety[{dtype!r}] {problem}")
+    if tolerance.output_dtype is not None and tolerance.output_dtype not in DTYPE_NAMES:
+        raise fail(field, f"output_dtype must be None or one of {list(DTYPE_NAMES)} (the dtype an output the launcher "
+                          f"allocates is meant to have), got {tolerance.output_dtype!r}")
     if not isinstance(tolerance.uses_dot, bool):
         raise fail(field, f"uses_dot must be True or False, got {tolerance.uses_dot!r}")
 

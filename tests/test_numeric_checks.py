@@ -3,6 +3,8 @@ tests/fixtures/numeric_checks.py; one suite run holds them all.
 
 - fp64 cases held to fp64: the default Tolerance() gives an fp64 case an fp64 accumulator; a kernel that computes
   its fp64 cases in fp32 used to pass (its worst ratio 0.53), and now fails naming the fp32 rounding.
+- Outputs the launcher allocates (make_outputs=None) narrower than the case dtype are judged at the case dtype: an
+  fp16 output for fp32 cases used to pass at fp16's bound.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from kernels.vector_add import SPEC as VECTOR_ADD
 from tests.conftest import SuiteRun, start_suite_run
 
 FIXTURE = "--kernel-module=tests/fixtures/numeric_checks.py"
-KERNELS = ("fp64_mul", "fp64_mul_in_fp32", "fp64_mul_declared_fp32")
+KERNELS = ("fp64_mul", "fp64_mul_in_fp32", "fp64_mul_declared_fp32", "returned_scale", "returned_scale_fp16",
+           "returned_scale_declared_fp16")
 
 
 @pytest.fixture(scope="module")
@@ -59,3 +62,31 @@ def test_the_accumulator_is_the_cases_own_unless_declared():
     with pytest.raises(SpecError, match=r"safety 10000000000.0 lets a result off by 50% pass.*\(fp32 accumulator\)"):
         dataclasses.replace(VECTOR_ADD, tolerance=Tolerance(safety=1e10))
     assert dataclasses.replace(VECTOR_ADD, dtypes=("fp64",), tolerance=Tolerance(safety=1e10)).dtypes == ("fp64",)
+
+
+def test_a_returned_output_narrower_than_its_case_is_judged_at_the_case_dtype(run):
+    outcomes = _outcomes(run)
+    assert outcomes["returned_scale"] == "passed" and outcomes["returned_scale_declared_fp16"] == "passed", outcomes
+    assert outcomes["returned_scale_fp16"] == "failed", outcomes
+    [case] = _failed(run, "returned_scale_fp16")
+    assert case["message"].startswith("out: error "), case["message"]
+    assert ("(the launcher allocated this output as float16, narrower than the case's fp32 (float32): it is judged "
+            "at fp32's rounding and range, not its own.") in case["message"], case["message"]
+
+
+def test_narrower_means_less_precision_or_less_range():
+    import torch
+
+    from suite.checks import returned
+
+    spec = dataclasses.replace(VECTOR_ADD, make_outputs=None)
+    half, tol = torch.empty(1, dtype=torch.float16), Tolerance()
+    assert returned.judged_dtype(spec, "fp32", half, tol)[0] == torch.float32
+    assert returned.judged_dtype(spec, "bf16", half, tol)[0] == torch.bfloat16  # fp16's range is smaller
+    assert returned.judged_dtype(spec, "fp16", torch.empty(1, dtype=torch.float32), tol) == (None, "")
+    assert returned.judged_dtype(spec, "fp32", half, Tolerance(output_dtype="fp16")) == (None, "")
+    assert returned.judged_dtype(spec, "fp32", torch.empty(1, dtype=torch.bfloat16),
+                                 Tolerance(output_dtype="fp16"))[0] == torch.float16
+    assert returned.judged_dtype(VECTOR_ADD, "fp32", half, tol) == (None, "")  # make_outputs chose it
+    with pytest.raises(SpecError, match="output_dtype must be None or one of"):
+        Tolerance(output_dtype="half") and dataclasses.replace(VECTOR_ADD, tolerance=Tolerance(output_dtype="half"))

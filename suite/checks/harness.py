@@ -539,11 +539,12 @@ def _check_outputs(spec: KernelSpec, case: Case, backend: Any, config: dict, inp
         tol = spec.tolerance_for(name)
         # An fp32 dot rounds its operands to TF32/XF32 where the arch does so by default.
         operand_u = operand_roundoff(tol, backend) if case.dtype == "fp32" else 0.0
+        judged_as, why = returned.judged_dtype(spec, case.dtype, outputs[name], tol)
         checks.append(check_output(name, outputs[name], ref[name], mags.get(name), reduction_length=tol.reduction(case),
                                    safety=tol.safety_for(case.dtype), operand_u=operand_u,
                                    accumulator=tol.accumulator_for(case.dtype),
                                    unwritten=_never_written(spec, inputs, case, config, name, outputs[name],
-                                                            ref[name])))
+                                                            ref[name]), judged_as=judged_as, judged_why=why))
     return checks
 
 
@@ -557,7 +558,8 @@ def loose_tolerance(spec: KernelSpec, case: Case, backend: Any, outputs: dict, r
     for name in spec.outputs:
         tol = spec.tolerance_for(name)
         operand_u = operand_roundoff(tol, backend) if case.dtype == "fp32" else 0.0
-        problem = loose_bound(ref[name], mags.get(name), outputs[name].dtype, tol.reduction(case),
+        judged_as, _ = returned.judged_dtype(spec, case.dtype, outputs[name], tol)
+        problem = loose_bound(ref[name], mags.get(name), judged_as or outputs[name].dtype, tol.reduction(case),
                               safety=tol.safety_for(case.dtype), operand_u=operand_u,
                               accumulator=tol.accumulator_for(case.dtype))
         if problem:

@@ -99,10 +99,13 @@ def loose_bound(ref: torch.Tensor, mag: torch.Tensor | None, out_dtype: torch.dt
 
 def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Tensor | None, *, reduction_length: int,
                  safety: float, operand_u: float = 0.0, accumulator: str = "fp32",
-                 unwritten: torch.Tensor | None = None) -> OutputCheck:
+                 unwritten: torch.Tensor | None = None, judged_as: torch.dtype | None = None,
+                 judged_why: str = "") -> OutputCheck:
     """Check one output against its reference. An element the kernel never wrote (``unwritten``: it still holds
     the poison) fails; NaN passes only where the reference is NaN; infinities must match exactly (a reference
-    beyond the output dtype's range is expected to round to inf)."""
+    beyond the output dtype's range is expected to round to inf). ``judged_as``: the dtype whose rounding and range
+    the output is held to where not its own (an output narrower than its case, suite/checks/returned.py), and
+    ``judged_why`` what a failure then adds."""
     if out.shape != ref.shape:
         return OutputCheck(name, False, math.inf, math.inf, f"{name}: shape {tuple(out.shape)} != reference {tuple(ref.shape)}")
     if unwritten is not None and bool(unwritten.any()):
@@ -139,7 +142,7 @@ def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Ten
                                f"{name}: {wrong_count} of {out.numel()} integers differ (first at "
                                f"{_unravel(first, out.shape)}: got {got:g}, expected {want:g})")
         return OutputCheck(name, True, 0.0, 0.0, f"{name}: ok, exact")
-    s_ = _Scan(out, ref, mag, reduction_length, safety, operand_u, accumulator, device)
+    s_ = _Scan(out, ref, mag, reduction_length, safety, operand_u, accumulator, device, judged_as or out.dtype)
     problems = []
     if s_.bad_nan:
         problems.append(f"{s_.bad_nan} NaN where the reference is not (first at {_unravel(s_.bad_nan_at, out.shape)})")
@@ -161,7 +164,7 @@ def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Ten
         ratio, max_abs = 0.0, 0.0
     if problems:
         ratio = math.inf if ratio <= 1.0 else ratio
-        return OutputCheck(name, False, ratio, max_abs, f"{name}: " + "; ".join(problems))
+        return OutputCheck(name, False, ratio, max_abs, f"{name}: " + "; ".join(problems) + judged_why)
     return OutputCheck(name, True, ratio, max_abs, f"{name}: ok, error ratio {ratio:.3g}")
 
 
@@ -202,10 +205,11 @@ class _Scan:
     """One pass over an output and its reference in chunks: what is wrong, how often, where first, and the worst
     error against its bound."""
 
-    def __init__(self, out, ref, mag, reduction_length, safety, operand_u, accumulator, device) -> None:
+    def __init__(self, out, ref, mag, reduction_length, safety, operand_u, accumulator, device, dtype) -> None:
         if mag is not None and mag.shape != out.shape:  # a magnitude per row or a scalar: broadcast as a view
             mag = mag.expand(out.shape)
         self.out, self.ref, self.mag, self.device = out, ref, mag, device
+        self.dtype = dtype  # whose rounding and range the bound allows: the output's own, or its case's
         self.args = dict(reduction_length=reduction_length, safety=safety, operand_u=operand_u, accumulator=accumulator)
         self.bad_nan = self.missing_nan = self.inf_mismatch = self.over = 0
         self.bad_nan_at = self.missing_nan_at = self.inf_at = self.worst_at = 0
@@ -219,9 +223,9 @@ class _Scan:
     def _expected(self, s: int, e: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         out64, ref64 = _flat(self.out, s, e, self.device), _flat(self.ref, s, e, self.device)
         mag64 = ref64.abs() if self.mag is None else _flat(self.mag, s, e, self.device)
-        if self.out.dtype != torch.float64:
+        if self.dtype != torch.float64:
             # What an exact result rounds to in the output dtype: overflow to inf is then expected.
-            rounded = ref64.to(self.out.dtype).to(torch.float64)
+            rounded = ref64.to(self.dtype).to(torch.float64)
             expected = torch.where(torch.isinf(rounded) & torch.isfinite(ref64), rounded, ref64)
         else:
             expected = ref64
@@ -249,7 +253,7 @@ class _Scan:
             return
         self.any_finite = True
         err = (out64 - expected).abs()
-        bnd = bound(expected, mag64.nan_to_num(posinf=0.0, neginf=0.0, nan=0.0), self.out.dtype, **self.args)
+        bnd = bound(expected, mag64.nan_to_num(posinf=0.0, neginf=0.0, nan=0.0), self.dtype, **self.args)
         ratios = torch.where(finite, err / bnd, torch.zeros_like(err))
         top = float(ratios.max())
         self.max_abs = max(self.max_abs, float(torch.where(finite, err, torch.zeros_like(err)).max()))
@@ -268,7 +272,7 @@ class _Scan:
         for s, e in _chunks(self.out.numel()):
             out64, expected, mag64 = self._expected(s, e)
             finite = torch.isfinite(expected) & torch.isfinite(out64)
-            wide = bound(expected, mag64.nan_to_num(posinf=0.0, neginf=0.0, nan=0.0), self.out.dtype,
+            wide = bound(expected, mag64.nan_to_num(posinf=0.0, neginf=0.0, nan=0.0), self.dtype,
                          **{**self.args, **args})
             if not bool((torch.where(finite, (out64 - expected).abs(), torch.zeros_like(expected)) <= wide).all()):
                 return False
@@ -286,7 +290,7 @@ class _Scan:
         for s, e in _chunks(self.out.numel()):
             out64, expected, _ = self._expected(s, e)
             finite = torch.isfinite(expected) & torch.isfinite(out64)
-            wide = bound(expected, torch.full_like(expected, scale), self.out.dtype, **self.args)
+            wide = bound(expected, torch.full_like(expected, scale), self.dtype, **self.args)
             if not bool((torch.where(finite, (out64 - expected).abs(), torch.zeros_like(expected)) <= wide).all()):
                 return False
         return True

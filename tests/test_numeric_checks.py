@@ -5,11 +5,13 @@ tests/fixtures/numeric_checks.py; one suite run holds them all.
   its fp64 cases in fp32 used to pass (its worst ratio 0.53), and now fails naming the fp32 rounding.
 - Outputs the launcher allocates (make_outputs=None) narrower than the case dtype are judged at the case dtype: an
   fp16 output for fp32 cases used to pass at fp16's bound.
+- uint8 outputs: the integer poison -94 is 162 as uint8; a right kernel writing 162 used to fail "never written".
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
@@ -19,7 +21,7 @@ from tests.conftest import SuiteRun, start_suite_run
 
 FIXTURE = "--kernel-module=tests/fixtures/numeric_checks.py"
 KERNELS = ("fp64_mul", "fp64_mul_in_fp32", "fp64_mul_declared_fp32", "returned_scale", "returned_scale_fp16",
-           "returned_scale_declared_fp16")
+           "returned_scale_declared_fp16", "uint8_invert", "uint8_invert_odd_only", "uint8_always_162")
 
 
 @pytest.fixture(scope="module")
@@ -90,3 +92,13 @@ def test_narrower_means_less_precision_or_less_range():
     assert returned.judged_dtype(VECTOR_ADD, "fp32", half, tol) == (None, "")  # make_outputs chose it
     with pytest.raises(SpecError, match="output_dtype must be None or one of"):
         Tolerance(output_dtype="half") and dataclasses.replace(VECTOR_ADD, tolerance=Tolerance(output_dtype="half"))
+
+
+def test_a_uint8_output_may_hold_the_poisons_byte(run):
+    outcomes = _outcomes(run)
+    assert outcomes["uint8_invert"] == "passed", outcomes
+    assert outcomes["uint8_invert_odd_only"] == "failed" and outcomes["uint8_always_162"] == "failed", outcomes
+    [skips] = _failed(run, "uint8_invert_odd_only")
+    assert re.match(r"out: \d+ of \d+ elements never written \(they still hold the poison", skips["message"]), skips
+    [wrong] = _failed(run, "uint8_always_162")  # written, wrongly: not "never written"
+    assert re.match(r"out: \d+ of \d+ integers differ \(first at \(\d+,\): got 162, expected", wrong["message"]), wrong

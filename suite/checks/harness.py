@@ -597,17 +597,33 @@ def _never_written(spec: KernelSpec, inputs: dict, case: Case, config: dict, nam
     mask = unwritten(out)
     if out.dtype == torch.bool:  # a bool reference is 0 or 1, never the poison's byte
         return mask
-    if not out.dtype.is_floating_point:  # an integer the reference itself expects to be INT_POISON was written
-        return mask & (ref.to(out.device) != INT_POISON)
+    if not out.dtype.is_floating_point:
+        # Every integer is a value a kernel may write: one the reference expects to be the poison, as the output's
+        # dtype holds it (-94 is 162 in uint8), was written; any other still holding it is run again on outputs
+        # holding a second poison, and was not written only if it holds that one there (issue 49, item 18).
+        mask = mask & (ref.to(out.device) != int_poison(out.dtype))
+        return mask & (_again(spec, inputs, case, config, INT_POISON + 1, out.device)[name] == int_poison(out.dtype, 1)) \
+            if bool(mask.any()) else mask
     if has_distinct_poison(out.dtype) or not bool((mask & torch.isnan(ref.to(out.device))).any()):
         return mask
+    return mask & (_again(spec, inputs, case, config, 0, out.device)[name] == 0)
+
+
+def int_poison(dtype: torch.dtype, plus: int = 0) -> int:
+    """The value INT_POISON (+ ``plus``) holds in an integer ``dtype``: -94 in int8, 162 in uint8."""
+    return int(torch.tensor(INT_POISON + plus).to(dtype))
+
+
+def _again(spec: KernelSpec, inputs: dict, case: Case, config: dict, fill: int,
+           device: torch.device) -> dict[str, torch.Tensor]:
+    """The outputs of one more launch, each starting filled with ``fill`` (but those with an initial value)."""
     again, _ = prepare_outputs(spec, inputs, case)
     for key, t in again.items():
         if key not in spec.initial_outputs:
-            t.zero_()
+            t.fill_(fill)
     launch(spec, inputs, again, config)
-    synchronize(str(out.device))
-    return mask & (again[name] == 0)
+    synchronize(str(device))
+    return again
 
 
 def record(result: CaseResult, nodeid: str, repro: str) -> dict[str, Any]:

@@ -253,7 +253,7 @@ class Tolerance:
 
     reduction: Callable[[Case], int] = lambda case: 1
     magnitude: Callable[[dict, dict], dict] | None = None
-    safety: float = 4.0
+    safety: float = 4.0  # kernels._validation.DEFAULT_SAFETY
     uses_dot: bool = False
     accumulator: str | None = None
     dtype_safety: Mapping[str, float] = field(default_factory=dict)

@@ -239,6 +239,11 @@ def _is_safety(value: Any) -> bool:
 # reduction length of 1 is already half of |reference| would pass a result off by 50% (docs/checks.md, Tolerances).
 _ACCUMULATOR_U = {"fp32": 2.0**-24, "fp16": 2.0**-11, "fp64": 2.0**-53}
 LOOSEST_FRACTION = 0.5
+# Per dtype: a safety factor above the default (DEFAULT_SAFETY, four roundings) must keep the bound of an elementwise
+# result (a reduction length of 1) below this share of |reference| in the case's output dtype, so that a kernel off
+# by 30% in bf16 cannot pass under dtype_safety={'bf16': 100} (docs/checks.md, Tolerances).
+LOOSEST_DTYPE_FRACTION = 0.125
+DEFAULT_SAFETY = 4.0
 
 
 def _too_loose(safety: float, accumulator: str) -> str | None:

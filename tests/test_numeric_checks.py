@@ -5,6 +5,8 @@ tests/fixtures/numeric_checks.py; one suite run holds them all.
   its fp64 cases in fp32 used to pass (its worst ratio 0.53), and now fails naming the fp32 rounding.
 - Outputs the launcher allocates (make_outputs=None) narrower than the case dtype are judged at the case dtype: an
   fp16 output for fp32 cases used to pass at fp16's bound.
+- Tolerance sanity over the whole output and per dtype: a magnitude loose everywhere but at the largest |reference|,
+  and dtype_safety={'bf16': 100} (a relu off by 30% passed), are broken specs.
 - uint8 outputs: the integer poison -94 is 162 as uint8; a right kernel writing 162 used to fail "never written".
 """
 
@@ -21,7 +23,8 @@ from tests.conftest import SuiteRun, start_suite_run
 
 FIXTURE = "--kernel-module=tests/fixtures/numeric_checks.py"
 KERNELS = ("fp64_mul", "fp64_mul_in_fp32", "fp64_mul_declared_fp32", "returned_scale", "returned_scale_fp16",
-           "returned_scale_declared_fp16", "uint8_invert", "uint8_invert_odd_only", "uint8_always_162")
+           "returned_scale_declared_fp16", "uint8_invert", "uint8_invert_odd_only", "uint8_always_162",
+           "relu_x13_tight_at_max", "relu_x13_bf16_safety")
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +105,46 @@ def test_a_uint8_output_may_hold_the_poisons_byte(run):
     assert re.match(r"out: \d+ of \d+ elements never written \(they still hold the poison", skips["message"]), skips
     [wrong] = _failed(run, "uint8_always_162")  # written, wrongly: not "never written"
     assert re.match(r"out: \d+ of \d+ integers differ \(first at \(\d+,\): got 162, expected", wrong["message"]), wrong
+
+
+def _test_message(run: SuiteRun, kernel: str) -> str:
+    [test] = [t for t in run.run_data()["tests"] if f"[{kernel}-" in t["nodeid"]]
+    assert test["outcome"] == "failed", test
+    return test["message"]
+
+
+def test_a_magnitude_loose_everywhere_but_at_the_largest_reference_is_a_broken_spec(run):
+    message = _test_message(run, "relu_x13_tight_at_max")
+    assert re.match(r"broken spec: in every one of the \d+ case\(s\) the tolerance would pass a result off by 50%",
+                    message), message
+    assert re.search(r"is too loose for output 'out': the bound is at least 0.5x \|reference\| at \d+ of the \d+ "
+                     r"elements whose reference is not zero \(first at \(\d+,\): reference [-.\de]+, magnitude 1e\+30",
+                     message), message
+    assert not [c for c in run.run_data()["cases"] if c["kernel"] == "relu_x13_tight_at_max" and c["outcome"] != "passed"]
+
+
+def test_a_dtype_safety_that_passes_a_result_off_by_30_percent_is_a_broken_spec(run):
+    [case] = _failed(run, "relu_x13_bf16_safety")
+    assert case["failure"] == "spec", case
+    assert case["message"].startswith(
+        "broken spec: kernel spec 'relu_x13_bf16_safety': field 'tolerance' (its dtype_safety['bf16'], reduction, "
+        "magnitude) is too loose for output 'out': its safety 100 gives an output of bfloat16 a bound of 0.391x "
+        "|reference| even at a reduction length of 1"), case["message"]
+    assert "(for bfloat16: a safety below 32)" in case["message"], case["message"]
+
+
+def test_the_sanity_rules_over_the_output_and_per_dtype():
+    import torch
+
+    from suite.checks.tolerance import loose_bound
+
+    ref = torch.linspace(0.1, 2.0, 40, dtype=torch.float64)
+    tight_at_max = torch.where(ref == ref.max(), ref, torch.full_like(ref, 1e30))
+    assert "at 39 of the 40 elements" in loose_bound(ref, tight_at_max, torch.float32, 1, safety=4.0)
+    half = torch.where(torch.arange(40) < 20, tight_at_max, ref)  # loose at 19 of 40: not most of the output
+    assert loose_bound(ref, half, torch.float32, 1, safety=4.0) is None
+    assert loose_bound(ref[-5:], tight_at_max[-5:], torch.float32, 1, safety=4.0) == ""  # too few elements to judge
+    assert loose_bound(ref, None, torch.bfloat16, 1, safety=31.0) is None
+    assert "a safety below 32" in loose_bound(ref, None, torch.bfloat16, 1, safety=32.0)
+    assert loose_bound(ref, None, torch.float8_e4m3fn, 1, safety=4.0) is None  # the default: four roundings
+    assert loose_bound(ref, None, torch.float32, 1, safety=1e5) is None  # 1e5 * 2**-23 = 1.2%

@@ -16,7 +16,7 @@ import torch
 
 # A tolerance must fail a result off by this fraction of its reference: a bound at least this share of |reference|
 # at the output's largest |reference| passes a relu that returns 1.5x its answer (docs/checks.md, Tolerances).
-from kernels._validation import LOOSEST_FRACTION
+from kernels._validation import DEFAULT_SAFETY, LOOSEST_DTYPE_FRACTION, LOOSEST_FRACTION
 
 # Unit roundoff (half an ulp at 1.0) per format.
 UNIT_ROUNDOFF = {
@@ -68,10 +68,13 @@ def bound(ref: torch.Tensor, mag: torch.Tensor, out_dtype: torch.dtype, reductio
 
 def loose_bound(ref: torch.Tensor, mag: torch.Tensor | None, out_dtype: torch.dtype, reduction_length: int, *,
                 safety: float, operand_u: float = 0.0, accumulator: str = "fp32") -> str | None:
-    """Why this tolerance would pass a wrong answer (an element off by LOOSEST_FRACTION of its reference, at the
-    output's largest finite |reference|), None where it would not, or "" where there is nothing to judge (an integer
-    or empty output, a reference of zeros). The absolute floor is left out: it is the dtype's own. A magnitude that
-    is not finite counts as 0, as in check_output."""
+    """Why this tolerance would pass a wrong answer, None where it would not, or "" where there is nothing to judge (an
+    integer or empty output, a reference of zeros). Wrong answers: an element off by LOOSEST_FRACTION of its
+    reference at the output's largest finite |reference|; with a magnitude, such an element at more than half of
+    the elements whose reference is not zero (a magnitude loose everywhere but there); without one, where the safety
+    is above the default, an elementwise result (a reduction length of 1) off by LOOSEST_DTYPE_FRACTION in this
+    output's dtype (dtype_safety={'bf16': 100}). The absolute floor is left out: it is the dtype's own. A magnitude
+    that is not finite counts as 0, as in check_output."""
     if not out_dtype.is_floating_point or ref.numel() == 0:
         return ""
     ref64 = ref.detach().to(torch.float64)
@@ -89,12 +92,62 @@ def loose_bound(ref: torch.Tensor, mag: torch.Tensor | None, out_dtype: torch.dt
     u_acc, u_out = ACCUMULATOR_ROUNDOFF[accumulator], unit_roundoff(out_dtype)
     allowed = safety * ((operand_u + math.sqrt(k) * u_acc) * term + u_out * scale)
     if allowed < LOOSEST_FRACTION * scale:
-        return None
+        if mag is not None:
+            return _loose_at_most(ref, mag, out_dtype, k, safety=safety, operand_u=operand_u, u_acc=u_acc)
+        elementwise = safety * (operand_u + u_acc + u_out)
+        if safety <= DEFAULT_SAFETY or elementwise < LOOSEST_DTYPE_FRACTION:
+            return None
+        dtype = str(out_dtype).replace("torch.", "")
+        return (f"its safety {safety:g} gives an output of {dtype} a bound of {elementwise:.3g}x |reference| even "
+                f"at a reduction length of 1, so an elementwise result off by {elementwise:.0%} would pass; a safety "
+                f"above the default {DEFAULT_SAFETY:g} must keep safety * (operand_u + u_acc + u_out) below "
+                f"{LOOSEST_DTYPE_FRACTION:g} in each dtype (for {dtype}: a safety below "
+                f"{LOOSEST_DTYPE_FRACTION / (operand_u + u_acc + u_out):.3g})")
     return (f"the bound at the output's largest |reference| ({scale:.4g} at {idx}) is {allowed:.4g}, {allowed / scale:.3g}"
             f"x it, so a result off by {LOOSEST_FRACTION:.0%} there would pass (safety {safety:g}, reduction length "
             f"{k:g}, magnitude {term:.4g}, output {str(out_dtype).replace('torch.', '')}); the bound "
             f"safety * ((operand_u + sqrt(K) * u_acc) * magnitude + u_out * |reference|) must stay below "
             f"{LOOSEST_FRACTION:g}x |reference| there")
+
+
+# The fewest elements (with a reference not zero) whose bounds say whether a magnitude is loose at most of an output;
+# an output with fewer is not judged by that rule (its largest |reference| still is).
+FEWEST_JUDGED = 8
+
+
+def _loose_at_most(ref: torch.Tensor, mag: torch.Tensor, out_dtype: torch.dtype, k: int, *, safety: float,
+                   operand_u: float, u_acc: float) -> str | None:
+    """Why a magnitude would pass a result off by LOOSEST_FRACTION at more than half of the output's elements whose
+    reference is finite and not zero (the largest |reference| alone judged one point: a magnitude loose everywhere
+    but there passed), None, or "" for an output with fewer than FEWEST_JUDGED such elements: not judged. In
+    chunks, as check_output compares."""
+    u_out = unit_roundoff(out_dtype)
+    mag = torch.broadcast_to(mag.detach(), ref.shape)
+    judged = loose = 0
+    first: tuple[int, float, float, float] | None = None
+    for s, e in _chunks(ref.numel()):
+        r, m = _flat(ref, s, e, ref.device), _flat(mag, s, e, ref.device).abs().nan_to_num(posinf=0.0, nan=0.0)
+        size = r.abs()
+        counted = torch.isfinite(r) & (size > 0)
+        allowed = safety * ((operand_u + math.sqrt(k) * u_acc) * m + u_out * size)
+        over = counted & (allowed >= LOOSEST_FRACTION * size)
+        judged += int(counted.sum())
+        if over.any():
+            if first is None:
+                at = int(over.nonzero()[0, 0])
+                first = (s + at, float(r[at]), float(m[at]), float(allowed[at]))
+            loose += int(over.sum())
+    if judged < FEWEST_JUDGED:  # too few to tell most of an output from a few of its elements
+        return ""
+    if first is None or 2 * loose <= judged:
+        return None
+    at, r0, m0, a0 = first
+    return (f"the bound is at least {LOOSEST_FRACTION:g}x |reference| at {loose} of the {judged} elements whose "
+            f"reference is not zero (first at {_unravel(at, ref.shape)}: reference {r0:.4g}, magnitude {m0:.4g}, "
+            f"bound {a0:.4g}; safety {safety:g}, reduction length {k:g}, output "
+            f"{str(out_dtype).replace('torch.', '')}), so a result off by {LOOSEST_FRACTION:.0%} at each of them would "
+            f"pass; the bound must stay below {LOOSEST_FRACTION:g}x |reference| at most of an output's elements, not "
+            f"only at its largest |reference|")
 
 
 def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Tensor | None, *, reduction_length: int,

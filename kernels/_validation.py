@@ -100,9 +100,10 @@ def check_spec(spec: Any) -> None:
     layouts = _strings(spec.layouts, "layouts", fail, empty="is empty: name at least one layout, e.g. ('contiguous',)")
     values = _strings(spec.value_classes, "value_classes", fail,
                       empty="is empty: name at least one value class, e.g. ('normal',)")
-    if dtypes and all(d in INTEGER_DTYPES for d in dtypes) and "special" in values:
-        raise fail("value_classes", f"'special' (inf, -inf, NaN) has no values in the integer dtypes {list(dtypes)}: "
-                                    f"integer inputs take 'normal', 'large' and 'negative'")
+    for floats_only, what in (("special", "inf, -inf, NaN"), ("subnormal", "values below the smallest normal")):
+        if dtypes and all(d in INTEGER_DTYPES for d in dtypes) and floats_only in values:
+            raise fail("value_classes", f"{floats_only!r} ({what}) has no values in the integer dtypes "
+                                        f"{list(dtypes)}: integer inputs take 'normal', 'large' and 'negative'")
     nonfinite = _strings(spec.nonfinite_reference, "nonfinite_reference", fail)
     if unknown := [v for v in nonfinite if v not in values]:
         raise fail("nonfinite_reference", f"{unknown} are not among value_classes {list(values)}")

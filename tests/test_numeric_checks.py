@@ -7,6 +7,8 @@ tests/fixtures/numeric_checks.py; one suite run holds them all.
   fp16 output for fp32 cases used to pass at fp16's bound.
 - Tolerance sanity over the whole output and per dtype: a magnitude loose everywhere but at the largest |reference|,
   and dtype_safety={'bf16': 100} (a relu off by 30% passed), are broken specs.
+- Subnormal inputs: the value class ``subnormal`` draws them; a kernel that flushes them to zero passed every other
+  class, and fails there, the message saying whose flush it is (a vendor's documented one, or the kernel's own).
 - uint8 outputs: the integer poison -94 is 162 as uint8; a right kernel writing 162 used to fail "never written".
 """
 
@@ -24,7 +26,7 @@ from tests.conftest import SuiteRun, start_suite_run
 FIXTURE = "--kernel-module=tests/fixtures/numeric_checks.py"
 KERNELS = ("fp64_mul", "fp64_mul_in_fp32", "fp64_mul_declared_fp32", "returned_scale", "returned_scale_fp16",
            "returned_scale_declared_fp16", "uint8_invert", "uint8_invert_odd_only", "uint8_always_162",
-           "relu_x13_tight_at_max", "relu_x13_bf16_safety")
+           "relu_x13_tight_at_max", "relu_x13_bf16_safety", "subnormal_add", "subnormal_add_flush")
 
 
 @pytest.fixture(scope="module")
@@ -148,3 +150,66 @@ def test_the_sanity_rules_over_the_output_and_per_dtype():
     assert "a safety below 32" in loose_bound(ref, None, torch.bfloat16, 1, safety=32.0)
     assert loose_bound(ref, None, torch.float8_e4m3fn, 1, safety=4.0) is None  # the default: four roundings
     assert loose_bound(ref, None, torch.float32, 1, safety=1e5) is None  # 1e5 * 2**-23 = 1.2%
+
+
+def test_a_kernel_that_flushes_subnormals_fails(run):
+    tests = {t["nodeid"].split("[")[1][:-1]: t["outcome"] for t in run.run_data()["tests"]
+             if "subnormal_add" in t["nodeid"]}
+    assert {tests[f"subnormal_add-{d}"] for d in ("fp32", "fp16", "bf16")} == {"passed"}, tests
+    tests = {k: v for k, v in tests.items() if k.startswith("subnormal_add_flush")}
+    # bf16: the interpreter draws no bf16 subnormals (its fp32 -> bf16 conversion of them is wrong)
+    assert tests == {"subnormal_add_flush-fp32": "failed", "subnormal_add_flush-fp16": "failed",
+                     "subnormal_add_flush-bf16": "passed"}, tests
+    for case in _failed(run, "subnormal_add_flush"):
+        assert case["values"] == "subnormal", case
+        assert re.search(r"\d+ of them subnormal results stored as 0, flushed to zero: Triton's CPU interpreter "
+                         r"flushes nothing: the flush is the kernel's own", case["message"]), case["message"]
+    right = [c for c in run.run_data()["cases"] if c["kernel"] == "subnormal_add"]
+    assert {c["values"] for c in right if c["dtype"] != "bf16"} == {"normal", "subnormal"}, right
+    assert {c["values"] for c in right if c["dtype"] == "bf16"} == {"normal"}
+
+
+def test_the_subnormal_class_draws_subnormals_of_the_case_dtype():
+    import torch
+
+    from kernels import inputs
+    from kernels.spec import Case
+
+    for dtype in ("fp32", "fp16", "bf16", "fp64", "fp8e4nv"):
+        case = Case("k", dtype, {"N": 64}, values="subnormal", seed=5)
+        x = inputs.place(inputs.values((64,), case, inputs.generator(case)), case, "cpu").double()
+        tiny = torch.finfo(inputs.DTYPES[dtype]).tiny
+        assert bool((x.abs() < tiny).all()) and int((x != 0).sum()) > 48 and bool((x < 0).any()), (dtype, x)
+    with pytest.raises(ValueError, match="value class 'subnormal' has no int8 values"):
+        case = Case("k", "int8", {"N": 4}, values="subnormal")
+        inputs.values((4,), case, inputs.generator(case))
+
+
+def test_whose_flush_the_message_names():
+    from types import SimpleNamespace
+
+    import triton
+    import triton.language as tl
+
+    from suite.checks import flushes
+    from suite.checks.strategies import drawn_value_classes
+
+    @triton.jit
+    def rms(x_ptr, out_ptr):
+        x = tl.load(x_ptr)
+        tl.store(out_ptr, x * tl.rsqrt(x * x))
+
+    spec = dataclasses.replace(VECTOR_ADD, jit_fn=rms, compile_signature=lambda dtype, meta: ({}, {}))
+    nvidia = SimpleNamespace(name="cuda", family="nvidia", arch="sm_90")
+    amd = SimpleNamespace(name="rocm", family="amd", arch="gfx942")
+    assert flushes.note(spec, nvidia, "fp32").startswith(
+        "the kernel calls tl.rsqrt: on NVIDIA GPUs Triton lowers them on fp32 to PTX's approximate .ftz instructions")
+    assert "this is the vendor's documented flush" in flushes.note(spec, nvidia, "fp32")
+    assert flushes.note(spec, amd, "fp32").startswith("none of the operations amd documents as flushing subnormals "
+                                                      "(tl.exp2) is in the kernel's source: the flush is the kernel's")
+    assert flushes.note(VECTOR_ADD, nvidia, "fp32").startswith("none of the operations nvidia documents")
+    assert flushes.documented_ops(dataclasses.replace(spec, jit_fn=VECTOR_ADD.jit_fn), nvidia, "fp32") == []
+    with_subnormals = dataclasses.replace(VECTOR_ADD, value_classes=("normal", "subnormal"))
+    assert drawn_value_classes(with_subnormals, "bf16", "interpret") == ("normal",)
+    assert drawn_value_classes(with_subnormals, "bf16", "cuda") == ("normal", "subnormal")
+    assert drawn_value_classes(with_subnormals, "fp16", "interpret") == ("normal", "subnormal")

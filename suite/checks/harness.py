@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from kernels.spec import Case, KernelSpec, Tolerance
-from suite.checks import autotune, deep_stack, interpreter, launches, memcheck, returned
+from suite.checks import autotune, deep_stack, flushes, interpreter, launches, memcheck, returned
 from suite.checks.tolerance import _MAGNITUDE_HINT as MAGNITUDE_HINT
 from suite.checks.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output, loose_bound
 from suite.session import options
@@ -540,11 +540,14 @@ def _check_outputs(spec: KernelSpec, case: Case, backend: Any, config: dict, inp
         # An fp32 dot rounds its operands to TF32/XF32 where the arch does so by default.
         operand_u = operand_roundoff(tol, backend) if case.dtype == "fp32" else 0.0
         judged_as, why = returned.judged_dtype(spec, case.dtype, outputs[name], tol)
+        keep = flushes.keeps_subnormals(case)
         checks.append(check_output(name, outputs[name], ref[name], mags.get(name), reduction_length=tol.reduction(case),
                                    safety=tol.safety_for(case.dtype), operand_u=operand_u,
                                    accumulator=tol.accumulator_for(case.dtype),
                                    unwritten=_never_written(spec, inputs, case, config, name, outputs[name],
-                                                            ref[name]), judged_as=judged_as, judged_why=why))
+                                                            ref[name]), judged_as=judged_as, judged_why=why,
+                                   keep_subnormals=keep, flush_note=flushes.note(spec, backend, case.dtype) if keep
+                                   else ""))
     return checks
 
 

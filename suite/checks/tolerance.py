@@ -50,17 +50,19 @@ def unit_roundoff(dtype: torch.dtype) -> float:
 
 
 def bound(ref: torch.Tensor, mag: torch.Tensor, out_dtype: torch.dtype, reduction_length: int, *,
-          safety: float, operand_u: float = 0.0, accumulator: str = "fp32") -> torch.Tensor:
+          safety: float, operand_u: float = 0.0, accumulator: str = "fp32",
+          keep_subnormals: bool = False) -> torch.Tensor:
     u_out = unit_roundoff(out_dtype)
     u_acc = ACCUMULATOR_ROUNDOFF[accumulator]
     # Absolute floor: the output dtype's smallest subnormal, but no finer than fp32's smallest
     # normal where the compute is fp32, since GPUs may flush fp32 subnormals to zero (seen on
-    # the H100: exp() results below 1.2e-38 stored as 0 in a bf16 output).
+    # the H100: exp() results below 1.2e-38 stored as 0 in a bf16 output). Not in a case of the subnormal value
+    # class (``keep_subnormals``): there a flush fails, and the message says whose (suite/checks/flushes.py).
     if not out_dtype.is_floating_point:
         tiny = 0.0
     else:
         tiny = float(torch.finfo(out_dtype).tiny * torch.finfo(out_dtype).eps)
-        if accumulator == "fp32" and out_dtype.itemsize <= 4:
+        if accumulator == "fp32" and out_dtype.itemsize <= 4 and not keep_subnormals:
             tiny = max(tiny, float(torch.finfo(torch.float32).tiny))
     k = max(int(reduction_length), 1)
     return safety * ((operand_u + math.sqrt(k) * u_acc) * mag.abs() + u_out * ref.abs()) + tiny
@@ -153,12 +155,14 @@ def _loose_at_most(ref: torch.Tensor, mag: torch.Tensor, out_dtype: torch.dtype,
 def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Tensor | None, *, reduction_length: int,
                  safety: float, operand_u: float = 0.0, accumulator: str = "fp32",
                  unwritten: torch.Tensor | None = None, judged_as: torch.dtype | None = None,
-                 judged_why: str = "") -> OutputCheck:
+                 judged_why: str = "", keep_subnormals: bool = False, flush_note: str = "") -> OutputCheck:
     """Check one output against its reference. An element the kernel never wrote (``unwritten``: it still holds
     the poison) fails; NaN passes only where the reference is NaN; infinities must match exactly (a reference
     beyond the output dtype's range is expected to round to inf). ``judged_as``: the dtype whose rounding and range
     the output is held to where not its own (an output narrower than its case, suite/checks/returned.py), and
-    ``judged_why`` what a failure then adds."""
+    ``judged_why`` what a failure then adds. ``keep_subnormals``: the bound's floor is the output dtype's smallest
+    subnormal, even where the compute is fp32 (a case of the subnormal value class), and ``flush_note`` says whose
+    flush a result stored as 0 where the reference is subnormal may be (suite/checks/flushes.py)."""
     if out.shape != ref.shape:
         return OutputCheck(name, False, math.inf, math.inf, f"{name}: shape {tuple(out.shape)} != reference {tuple(ref.shape)}")
     if unwritten is not None and bool(unwritten.any()):
@@ -195,7 +199,8 @@ def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Ten
                                f"{name}: {wrong_count} of {out.numel()} integers differ (first at "
                                f"{_unravel(first, out.shape)}: got {got:g}, expected {want:g})")
         return OutputCheck(name, True, 0.0, 0.0, f"{name}: ok, exact")
-    s_ = _Scan(out, ref, mag, reduction_length, safety, operand_u, accumulator, device, judged_as or out.dtype)
+    s_ = _Scan(out, ref, mag, reduction_length, safety, operand_u, accumulator, device, judged_as or out.dtype,
+               keep_subnormals)
     problems = []
     if s_.bad_nan:
         problems.append(f"{s_.bad_nan} NaN where the reference is not (first at {_unravel(s_.bad_nan_at, out.shape)})")
@@ -212,7 +217,9 @@ def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Ten
                             f"{s_.worst_bound:.3e} (got {s_.worst_got!r}, reference {s_.worst_ref!r}); "
                             f"{s_.over} of {out.numel()} elements over"
                             + (_MAGNITUDE_HINT if mag is None and s_.within_at_output_scale() else "")
-                            + (_FP64_HINT if accumulator == "fp64" and s_.within_with(accumulator="fp32") else ""))
+                            + (_FP64_HINT if accumulator == "fp64" and s_.within_with(accumulator="fp32") else "")
+                            + (f" ({s_.flushed} of them subnormal results stored as 0, flushed to zero: {flush_note})"
+                               if s_.flushed else ""))
     else:
         ratio, max_abs = 0.0, 0.0
     if problems:
@@ -258,13 +265,15 @@ class _Scan:
     """One pass over an output and its reference in chunks: what is wrong, how often, where first, and the worst
     error against its bound."""
 
-    def __init__(self, out, ref, mag, reduction_length, safety, operand_u, accumulator, device, dtype) -> None:
+    def __init__(self, out, ref, mag, reduction_length, safety, operand_u, accumulator, device, dtype,
+                 keep_subnormals=False) -> None:
         if mag is not None and mag.shape != out.shape:  # a magnitude per row or a scalar: broadcast as a view
             mag = mag.expand(out.shape)
         self.out, self.ref, self.mag, self.device = out, ref, mag, device
         self.dtype = dtype  # whose rounding and range the bound allows: the output's own, or its case's
-        self.args = dict(reduction_length=reduction_length, safety=safety, operand_u=operand_u, accumulator=accumulator)
-        self.bad_nan = self.missing_nan = self.inf_mismatch = self.over = 0
+        self.args = dict(reduction_length=reduction_length, safety=safety, operand_u=operand_u, accumulator=accumulator,
+                         keep_subnormals=keep_subnormals)
+        self.bad_nan = self.missing_nan = self.inf_mismatch = self.over = self.flushed = 0
         self.bad_nan_at = self.missing_nan_at = self.inf_at = self.worst_at = 0
         self.inf_got = self.inf_expected = 0.0
         self.any_finite = False
@@ -312,6 +321,7 @@ class _Scan:
         self.max_abs = max(self.max_abs, float(torch.where(finite, err, torch.zeros_like(err)).max()))
         if top > 1.0:  # where and how far over: read back from the device only for a chunk that fails
             self.over += int((ratios > 1).sum())
+            self.flushed += int(((ratios > 1) & (out64 == 0) & (expected.abs() < torch.finfo(self.dtype).tiny)).sum())
             if top > self.ratio:  # the first element at the largest ratio, as the message names it
                 at = int((ratios == top).nonzero()[0, 0])
                 self.worst_at = s + at

@@ -183,6 +183,9 @@ def test_the_subnormal_class_draws_subnormals_of_the_case_dtype():
     with pytest.raises(ValueError, match="value class 'subnormal' has no int8 values"):
         case = Case("k", "int8", {"N": 4}, values="subnormal")
         inputs.values((4,), case, inputs.generator(case))
+    with pytest.raises(SpecError, match=r"field 'value_classes': 'subnormal' \(values below the smallest normal\) has "
+                                        r"no values in the integer dtypes \['int32'\]"):
+        dataclasses.replace(VECTOR_ADD, dtypes=("int32",), value_classes=("normal", "subnormal"))
 
 
 def test_whose_flush_the_message_names():

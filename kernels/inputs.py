@@ -173,7 +173,8 @@ def integer_values(shape: tuple[int, ...], case: Case, draw) -> torch.Tensor:
                              f"out of the spec's value_classes for {case.dtype}")
         return draw(lo, 0, n).reshape(shape)
     if case.values in ("special", "subnormal"):
-        raise ValueError(f"value class {case.values!r} has no {case.dtype} values: integer dtypes take "
+        what = "(inf, -inf, NaN)" if case.values == "special" else "(values below the smallest normal)"
+        raise ValueError(f"value class {case.values!r} {what} has no {case.dtype} values: integer dtypes take "
                          f"'normal', 'large' and 'negative'")
     raise ValueError(f"unknown value class {case.values!r}")
 

@@ -257,6 +257,16 @@ class Tolerance:
     output dtype's, and ``operand_u`` the rounding of operands inside the compute (TF32
     or XF32 for an fp32 ``tl.dot`` where the arch rounds them).
 
+    ``accumulator``: the precision the kernel computes in, ``"fp32"``, ``"fp16"`` or ``"fp64"``; None (the default)
+    is the case's own: fp64 for an fp64 case, fp32 for every other, so an fp64 case is held to fp64 unless the spec
+    says otherwise (a kernel that computes its fp64 cases in fp32 fails).
+
+    ``output_dtype``: only for an output the launcher allocates (``make_outputs=None``): the dtype it is meant to have
+    where that is narrower than the case dtype by design (a quantizer's fp8 output from fp32 cases). Such an output
+    is judged at its own dtype's rounding and range only where declared, never looser than this dtype's; undeclared,
+    an output narrower than the case dtype (fp16 for an fp32 case) is judged at the case dtype's
+    (suite/checks/returned.py).
+
     The same rule can hold every output (``KernelSpec.tolerance``) or one output
     (``KernelSpec.output_tolerances``); ``dtype_safety`` gives a case dtype its own safety factor where that dtype
     needs more room than the others (e.g. ``{"bf16": 16.0}``).
@@ -264,14 +274,21 @@ class Tolerance:
 
     reduction: Callable[[Case], int] = lambda case: 1
     magnitude: Callable[[dict, dict], dict] | None = None
-    safety: float = 4.0
+    safety: float = 4.0  # kernels._validation.DEFAULT_SAFETY
     uses_dot: bool = False
-    accumulator: str = "fp32"
+    accumulator: str | None = None
     dtype_safety: Mapping[str, float] = field(default_factory=dict)
+    output_dtype: str | None = None
 
     def safety_for(self, dtype: str) -> float:
         """The safety factor for cases of ``dtype`` (a name such as ``"bf16"``)."""
         return float(self.dtype_safety.get(dtype, self.safety))
+
+    def accumulator_for(self, dtype: str) -> str:
+        """The accumulator cases of ``dtype`` are held to: the declared one, else fp64 for fp64 cases, else fp32."""
+        if self.accumulator is not None:
+            return self.accumulator
+        return "fp64" if dtype == "fp64" else "fp32"
 
 
 @dataclass(frozen=True)

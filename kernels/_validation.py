@@ -100,9 +100,10 @@ def check_spec(spec: Any) -> None:
     layouts = _strings(spec.layouts, "layouts", fail, empty="is empty: name at least one layout, e.g. ('contiguous',)")
     values = _strings(spec.value_classes, "value_classes", fail,
                       empty="is empty: name at least one value class, e.g. ('normal',)")
-    if dtypes and all(d in INTEGER_DTYPES for d in dtypes) and "special" in values:
-        raise fail("value_classes", f"'special' (inf, -inf, NaN) has no values in the integer dtypes {list(dtypes)}: "
-                                    f"integer inputs take 'normal', 'large' and 'negative'")
+    for floats_only, what in (("special", "inf, -inf, NaN"), ("subnormal", "values below the smallest normal")):
+        if dtypes and all(d in INTEGER_DTYPES for d in dtypes) and floats_only in values:
+            raise fail("value_classes", f"{floats_only!r} ({what}) has no values in the integer dtypes "
+                                        f"{list(dtypes)}: integer inputs take 'normal', 'large' and 'negative'")
     nonfinite = _strings(spec.nonfinite_reference, "nonfinite_reference", fail)
     if unknown := [v for v in nonfinite if v not in values]:
         raise fail("nonfinite_reference", f"{unknown} are not among value_classes {list(values)}")
@@ -240,6 +241,11 @@ def _is_safety(value: Any) -> bool:
 # reduction length of 1 is already half of |reference| would pass a result off by 50% (docs/checks.md, Tolerances).
 _ACCUMULATOR_U = {"fp32": 2.0**-24, "fp16": 2.0**-11, "fp64": 2.0**-53}
 LOOSEST_FRACTION = 0.5
+# Per dtype: a safety factor above the default (DEFAULT_SAFETY, four roundings) must keep the bound of an elementwise
+# result (a reduction length of 1) below this share of |reference| in the case's output dtype, so that a kernel off
+# by 30% in bf16 cannot pass under dtype_safety={'bf16': 100} (docs/checks.md, Tolerances).
+LOOSEST_DTYPE_FRACTION = 0.125
+DEFAULT_SAFETY = 4.0
 
 
 def _too_loose(safety: float, accumulator: str) -> str | None:
@@ -263,18 +269,26 @@ def _check_tolerance(tolerance: Any, field: str, fail: Callable[[str, str], Spec
     if not _is_safety(tolerance.safety):
         raise fail(field, f"safety must be a finite number >= 0 (0: exact up to the dtype's smallest step), "
                           f"got {tolerance.safety!r}")
-    if tolerance.accumulator in _ACCUMULATOR_U and (problem := _too_loose(tolerance.safety, tolerance.accumulator)):
-        raise fail(field, f"safety {problem}")
+    if tolerance.accumulator is not None and (not isinstance(tolerance.accumulator, str)
+                                              or tolerance.accumulator not in _ACCUMULATOR_U):
+        raise fail(field, f"accumulator must be None (the case's own: fp64 for fp64 cases, else fp32), 'fp32', "
+                          f"'fp16' or 'fp64', got {tolerance.accumulator!r}")
     per_dtype = _mapping(tolerance.dtype_safety, f"{field}.dtype_safety", fail, "dtype -> safety, e.g. {'bf16': 16.0}")
+    # The safety factor holds every dtype that names no safety of its own, each with its accumulator.
+    for accumulator in sorted({tolerance.accumulator_for(d) for d in dtypes if d not in per_dtype}
+                              or {tolerance.accumulator_for("fp32")}):
+        if problem := _too_loose(tolerance.safety, accumulator):
+            raise fail(field, f"safety {problem}")
     for dtype, safety in per_dtype.items():
         if dtype not in dtypes:
             raise fail(field, f"dtype_safety names {dtype!r}, which is not one of the spec's dtypes {list(dtypes)}")
         if not _is_safety(safety):
             raise fail(field, f"dtype_safety[{dtype!r}] must be a finite number >= 0, got {safety!r}")
-        if tolerance.accumulator in _ACCUMULATOR_U and (problem := _too_loose(safety, tolerance.accumulator)):
+        if problem := _too_loose(safety, tolerance.accumulator_for(dtype)):
             raise fail(field, f"dtype_safety[{dtype!r}] {problem}")
-    if tolerance.accumulator not in ("fp32", "fp16", "fp64"):
-        raise fail(field, f"accumulator must be 'fp32', 'fp16' or 'fp64', got {tolerance.accumulator!r}")
+    if tolerance.output_dtype is not None and tolerance.output_dtype not in DTYPE_NAMES:
+        raise fail(field, f"output_dtype must be None or one of {list(DTYPE_NAMES)} (the dtype an output the launcher "
+                          f"allocates is meant to have), got {tolerance.output_dtype!r}")
     if not isinstance(tolerance.uses_dot, bool):
         raise fail(field, f"uses_dot must be True or False, got {tolerance.uses_dot!r}")
 

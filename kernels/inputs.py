@@ -5,7 +5,7 @@ A spec's ``make_inputs(case, device)`` typically reads::
     gen = inputs.generator(case)                       # seeded by the case: a rerun draws the same numbers
     x = inputs.place(inputs.values((m, n), case, gen), case, device, case.layout)
 
-``values`` draws float64 numbers of the case's value class (normal, large, negative, special); ``place`` casts
+``values`` draws float64 numbers of the case's value class (normal, large, negative, special, subnormal); ``place`` casts
 them to the case's dtype and lays them out on the device (contiguous, padded_rows, transposed); ``rows`` is the two
 together for an [M, N] input.
 
@@ -136,7 +136,19 @@ def _value_class(x: torch.Tensor, case: Case, specials) -> torch.Tensor:
         return -x.abs() * 4.0 - 100.0
     if kind == "special":
         return specials(x)
+    if kind == "subnormal":
+        return _subnormal(x, case.dtype)
     raise ValueError(f"unknown value class {kind!r}")
+
+
+def _subnormal(x: torch.Tensor, dtype: str) -> torch.Tensor:
+    """Subnormals of the case dtype, of both signs, spread log-uniformly over its subnormal binades (fp16: 6e-8 to
+    6.1e-5; fp32 and bf16: 1e-45 or 9e-41 to 1.2e-38), so that a kernel that flushes them to zero fails: its
+    results are subnormal too wherever the kernel keeps them (docs/checks.md, Subnormals)."""
+    info = torch.finfo(DTYPES[dtype])
+    share = (x.abs() / (2 * math.sqrt(3.0))).clamp(max=1.0)  # |x| < 2 sqrt 3: [0, 1)
+    size = info.tiny * 0.9 * torch.exp2(-share * -math.log2(info.eps))
+    return torch.where(x < 0, -size, size)
 
 
 def is_integer(dtype: str) -> bool:
@@ -160,8 +172,9 @@ def integer_values(shape: tuple[int, ...], case: Case, draw) -> torch.Tensor:
             raise ValueError(f"value class 'negative' has no {case.dtype} values (the dtype is unsigned): leave it "
                              f"out of the spec's value_classes for {case.dtype}")
         return draw(lo, 0, n).reshape(shape)
-    if case.values == "special":
-        raise ValueError(f"value class 'special' (inf, -inf, NaN) has no {case.dtype} values: integer dtypes take "
+    if case.values in ("special", "subnormal"):
+        what = "(inf, -inf, NaN)" if case.values == "special" else "(values below the smallest normal)"
+        raise ValueError(f"value class {case.values!r} {what} has no {case.dtype} values: integer dtypes take "
                          f"'normal', 'large' and 'negative'")
     raise ValueError(f"unknown value class {case.values!r}")
 

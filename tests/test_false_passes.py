@@ -113,7 +113,9 @@ def test_the_loose_bound_rule_at_the_largest_reference():
     assert loose_bound(ref, None, torch.float32, 1, safety=4.0) is None
     assert loose_bound(ref, None, torch.float32, 10**11, safety=4.0) is None  # 4 * sqrt(1e11) * 2**-24 = 0.075
     assert "(2 at (1,))" in loose_bound(ref, None, torch.float32, 10**13, safety=4.0)  # 0.75 of |reference|
-    assert loose_bound(ref, torch.full_like(ref, 1e6), torch.float32, 1, safety=4.0) is None
+    # Three elements: too few for the whole-output rule (tests/test_numeric_checks.py), judged at the largest alone.
+    assert loose_bound(ref, torch.full_like(ref, 1e6), torch.float32, 1, safety=4.0) == ""
+    assert loose_bound(ref.repeat(3), torch.full_like(ref, 1e6).repeat(3), torch.float32, 1, safety=4.0) is None
     assert loose_bound(ref, torch.full_like(ref, 1e30), torch.float32, 1, safety=4.0) is not None
     assert loose_bound(torch.zeros(3, dtype=torch.float64), None, torch.float32, 10**30, safety=4.0) == ""  # unjudged
     assert loose_bound(ref, None, torch.int32, 10**30, safety=4.0) == ""  # integers compare exactly

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from kernels.spec import Case, KernelSpec, Tolerance
-from suite.checks import autotune, deep_stack, interpreter, launches, memcheck, returned
+from suite.checks import autotune, deep_stack, flushes, interpreter, launches, memcheck, returned
 from suite.checks.tolerance import _MAGNITUDE_HINT as MAGNITUDE_HINT
 from suite.checks.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output, loose_bound
 from suite.session import options
@@ -532,7 +532,7 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
         raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure="spec"))
     if problem := loose_tolerance(spec, case, backend, outputs, ref, {}):
         raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure="spec"))
-    if mags and not state.get("loose"):
+    if mags and "loose" not in state:  # the same for every config of the case: judged once
         state["loose"] = loose_tolerance(spec, case, backend, outputs, ref, mags)
     with timing.phase("check"):
         return _check_outputs(spec, case, backend, config, inputs, outputs, ref, mags)
@@ -551,10 +551,15 @@ def _check_outputs(spec: KernelSpec, case: Case, backend: Any, config: dict, inp
         tol = spec.tolerance_for(name)
         # An fp32 dot rounds its operands to TF32/XF32 where the arch does so by default.
         operand_u = operand_roundoff(tol, backend) if case.dtype == "fp32" else 0.0
+        judged_as, why = returned.judged_dtype(spec, case.dtype, outputs[name], tol)
+        keep = flushes.keeps_subnormals(case)
         checks.append(check_output(name, outputs[name], ref[name], mags.get(name), reduction_length=tol.reduction(case),
-                                   safety=tol.safety_for(case.dtype), operand_u=operand_u, accumulator=tol.accumulator,
+                                   safety=tol.safety_for(case.dtype), operand_u=operand_u,
+                                   accumulator=tol.accumulator_for(case.dtype),
                                    unwritten=_never_written(spec, inputs, case, config, name, outputs[name],
-                                                            ref[name])))
+                                                            ref[name]), judged_as=judged_as, judged_why=why,
+                                   keep_subnormals=keep, flush_note=flushes.note(spec, backend, case.dtype) if keep
+                                   else ""))
     return checks
 
 
@@ -568,8 +573,10 @@ def loose_tolerance(spec: KernelSpec, case: Case, backend: Any, outputs: dict, r
     for name in spec.outputs:
         tol = spec.tolerance_for(name)
         operand_u = operand_roundoff(tol, backend) if case.dtype == "fp32" else 0.0
-        problem = loose_bound(ref[name], mags.get(name), outputs[name].dtype, tol.reduction(case),
-                              safety=tol.safety_for(case.dtype), operand_u=operand_u, accumulator=tol.accumulator)
+        judged_as, _ = returned.judged_dtype(spec, case.dtype, outputs[name], tol)
+        problem = loose_bound(ref[name], mags.get(name), judged_as or outputs[name].dtype, tol.reduction(case),
+                              safety=tol.safety_for(case.dtype), operand_u=operand_u,
+                              accumulator=tol.accumulator_for(case.dtype))
         if problem:
             field = f"output_tolerances[{name!r}]" if name in spec.output_tolerances else "tolerance"
             safety = f"dtype_safety[{case.dtype!r}]" if case.dtype in tol.dtype_safety else "safety"
@@ -605,17 +612,33 @@ def _never_written(spec: KernelSpec, inputs: dict, case: Case, config: dict, nam
     mask = unwritten(out)
     if out.dtype == torch.bool:  # a bool reference is 0 or 1, never the poison's byte
         return mask
-    if not out.dtype.is_floating_point:  # an integer the reference itself expects to be INT_POISON was written
-        return mask & (ref.to(out.device) != INT_POISON)
+    if not out.dtype.is_floating_point:
+        # Every integer is a value a kernel may write: one the reference expects to be the poison, as the output's
+        # dtype holds it (-94 is 162 in uint8), was written; any other still holding it is run again on outputs
+        # holding a second poison, and was not written only if it holds that one there (issue 49, item 18).
+        mask = mask & (ref.to(out.device) != int_poison(out.dtype))
+        return mask & (_again(spec, inputs, case, config, INT_POISON + 1, out.device)[name] == int_poison(out.dtype, 1)) \
+            if bool(mask.any()) else mask
     if has_distinct_poison(out.dtype) or not bool((mask & torch.isnan(ref.to(out.device))).any()):
         return mask
+    return mask & (_again(spec, inputs, case, config, 0, out.device)[name] == 0)
+
+
+def int_poison(dtype: torch.dtype, plus: int = 0) -> int:
+    """The value INT_POISON (+ ``plus``) holds in an integer ``dtype``: -94 in int8, 162 in uint8."""
+    return int(torch.tensor(INT_POISON + plus).to(dtype))
+
+
+def _again(spec: KernelSpec, inputs: dict, case: Case, config: dict, fill: int,
+           device: torch.device) -> dict[str, torch.Tensor]:
+    """The outputs of one more launch, each starting filled with ``fill`` (but those with an initial value)."""
     again, _ = prepare_outputs(spec, inputs, case)
     for key, t in again.items():
         if key not in spec.initial_outputs:
-            t.zero_()
+            t.fill_(fill)
     launch(spec, inputs, again, config)
-    synchronize(str(out.device))
-    return mask & (again[name] == 0)
+    synchronize(str(device))
+    return again
 
 
 def record(result: CaseResult, nodeid: str, repro: str) -> dict[str, Any]:

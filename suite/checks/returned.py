@@ -14,6 +14,12 @@ returned, as for any output, but two checks of suite-allocated outputs cannot ex
 Each case of such a spec records both as ``unchecked`` in the run file, and the summary names them per kernel:
 they are never counted as passed. Everything else applies as usual: inputs compared with their snapshot after every
 launch, the reference's checks, the tolerance, a run that launched no kernel, properties (which rerun the launcher).
+
+The precision is the case's, not the launcher's: a float output narrower than the case dtype (less precision, or
+less range: fp16 for an fp32 or a bf16 case) is judged at the case dtype's rounding and range, never at its own
+looser bound, unless its tolerance declares that narrower dtype as the design (``Tolerance(output_dtype=...)``, a
+quantizer's fp8 output): see :func:`judged_dtype`. (An output the spec's ``make_outputs`` allocates has the dtype the
+spec chose.)
 """
 
 from __future__ import annotations
@@ -67,3 +73,33 @@ def summary_lines(cases: list[dict]) -> list[str]:
             found.setdefault(tuple(c["unchecked"]), set()).add(c["kernel"])
     return [f"UNCHECKED for outputs the launcher allocates and run returns (make_outputs=None) in "
             f"{', '.join(sorted(kernels))}: " + "; ".join(what) for what, kernels in sorted(found.items())]
+
+
+def judged_dtype(spec: Any, case_dtype: str, out: Any, tolerance: Any) -> tuple[Any, str]:
+    """(the dtype whose rounding and range an output is held to where not its own, what a failure then says), or
+    (None, ""): an output the launcher allocated that is narrower than the case dtype (or than the tolerance's
+    declared ``output_dtype``) is judged at that dtype, never at its own looser bound."""
+    import torch
+
+    from kernels.spec import DTYPES
+
+    if not returns_outputs(spec) or not out.dtype.is_floating_point:
+        return None, ""
+    declared = tolerance.output_dtype
+    floor = DTYPES[declared or case_dtype]
+    if not floor.is_floating_point or not _narrower(out.dtype, floor, torch):
+        return None, ""
+    own, held = (str(d).replace("torch.", "") for d in (out.dtype, floor))
+    if declared:
+        return floor, (f" (the launcher returned {own}, narrower than the {declared} this output's tolerance declares "
+                       f"(output_dtype): judged at {declared}'s rounding and range)")
+    return floor, (f" (the launcher allocated this output as {own}, narrower than the case's {case_dtype} ({held}): "
+                   f"it is judged at {case_dtype}'s rounding and range, not its own. A launcher returns its output in "
+                   f"the case's precision; where a narrower output is its design (a quantizer), its tolerance says "
+                   f"so: Tolerance(output_dtype=...))")
+
+
+def _narrower(dtype: Any, than: Any, torch: Any) -> bool:
+    """Less precision or less range than ``than``: fp16 against fp32, and against bf16 (fp16's range is smaller)."""
+    mine, theirs = torch.finfo(dtype), torch.finfo(than)
+    return mine.eps > theirs.eps or mine.max < theirs.max

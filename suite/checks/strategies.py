@@ -66,6 +66,19 @@ def dim_strategy(dim: Dim, backend_name: str, large: bool) -> st.SearchStrategy[
     return st.one_of(st.sampled_from(edge_values(dim, maximum)), st.integers(dim.min, maximum))
 
 
+# Triton 3.6's CPU interpreter converts fp32 subnormals to bf16 and fp8 wrongly (a right add of two bf16 subnormals
+# came back as -1.1e-38 for 4.9e-39): there the subnormal value class is not drawn for them (docs/checks.md).
+INTERPRETER_NO_SUBNORMALS = ("bf16", "fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16")
+
+
+def drawn_value_classes(spec: KernelSpec, dtype: str, backend_name: str) -> tuple[str, ...]:
+    """The spec's value classes that this backend draws for ``dtype``."""
+    classes = tuple(spec.value_classes)
+    if backend_name == "interpret" and dtype in INTERPRETER_NO_SUBNORMALS:
+        classes = tuple(v for v in classes if v != "subnormal") or classes
+    return classes
+
+
 def case_strategy(spec: KernelSpec, dtype: str, backend_name: str, large: bool = False) -> st.SearchStrategy[Case]:
     from kernels.spec import Case
 
@@ -78,6 +91,6 @@ def case_strategy(spec: KernelSpec, dtype: str, backend_name: str, large: bool =
         dtype=st.just(dtype),
         shape=shape,
         layout=st.sampled_from(spec.layouts),
-        values=st.sampled_from(spec.value_classes),
+        values=st.sampled_from(drawn_value_classes(spec, dtype, backend_name)),
         seed=st.integers(0, 2**31 - 1),
     )

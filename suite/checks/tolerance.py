@@ -16,7 +16,7 @@ import torch
 
 # A tolerance must fail a result off by this fraction of its reference: a bound at least this share of |reference|
 # at the output's largest |reference| passes a relu that returns 1.5x its answer (docs/checks.md, Tolerances).
-from kernels._validation import LOOSEST_FRACTION
+from kernels._validation import DEFAULT_SAFETY, LOOSEST_DTYPE_FRACTION, LOOSEST_FRACTION
 
 # Unit roundoff (half an ulp at 1.0) per format.
 UNIT_ROUNDOFF = {
@@ -50,17 +50,19 @@ def unit_roundoff(dtype: torch.dtype) -> float:
 
 
 def bound(ref: torch.Tensor, mag: torch.Tensor, out_dtype: torch.dtype, reduction_length: int, *,
-          safety: float, operand_u: float = 0.0, accumulator: str = "fp32") -> torch.Tensor:
+          safety: float, operand_u: float = 0.0, accumulator: str = "fp32",
+          keep_subnormals: bool = False) -> torch.Tensor:
     u_out = unit_roundoff(out_dtype)
     u_acc = ACCUMULATOR_ROUNDOFF[accumulator]
     # Absolute floor: the output dtype's smallest subnormal, but no finer than fp32's smallest
     # normal where the compute is fp32, since GPUs may flush fp32 subnormals to zero (seen on
-    # the H100: exp() results below 1.2e-38 stored as 0 in a bf16 output).
+    # the H100: exp() results below 1.2e-38 stored as 0 in a bf16 output). Not in a case of the subnormal value
+    # class (``keep_subnormals``): there a flush fails, and the message says whose (suite/checks/flushes.py).
     if not out_dtype.is_floating_point:
         tiny = 0.0
     else:
         tiny = float(torch.finfo(out_dtype).tiny * torch.finfo(out_dtype).eps)
-        if accumulator == "fp32" and out_dtype.itemsize <= 4:
+        if accumulator == "fp32" and out_dtype.itemsize <= 4 and not keep_subnormals:
             tiny = max(tiny, float(torch.finfo(torch.float32).tiny))
     k = max(int(reduction_length), 1)
     return safety * ((operand_u + math.sqrt(k) * u_acc) * mag.abs() + u_out * ref.abs()) + tiny
@@ -68,10 +70,13 @@ def bound(ref: torch.Tensor, mag: torch.Tensor, out_dtype: torch.dtype, reductio
 
 def loose_bound(ref: torch.Tensor, mag: torch.Tensor | None, out_dtype: torch.dtype, reduction_length: int, *,
                 safety: float, operand_u: float = 0.0, accumulator: str = "fp32") -> str | None:
-    """Why this tolerance would pass a wrong answer (an element off by LOOSEST_FRACTION of its reference, at the
-    output's largest finite |reference|), None where it would not, or "" where there is nothing to judge (an integer
-    or empty output, a reference of zeros). The absolute floor is left out: it is the dtype's own. A magnitude that
-    is not finite counts as 0, as in check_output."""
+    """Why this tolerance would pass a wrong answer, None where it would not, or "" where there is nothing to judge (an
+    integer or empty output, a reference of zeros). Wrong answers: an element off by LOOSEST_FRACTION of its
+    reference at the output's largest finite |reference|; with a magnitude, such an element at more than half of
+    the elements whose reference is not zero (a magnitude loose everywhere but there); without one, where the safety
+    is above the default, an elementwise result (a reduction length of 1) off by LOOSEST_DTYPE_FRACTION in this
+    output's dtype (dtype_safety={'bf16': 100}). The absolute floor is left out: it is the dtype's own. A magnitude
+    that is not finite counts as 0, as in check_output."""
     if not out_dtype.is_floating_point or ref.numel() == 0:
         return ""
     ref64 = ref.detach().to(torch.float64)
@@ -89,7 +94,17 @@ def loose_bound(ref: torch.Tensor, mag: torch.Tensor | None, out_dtype: torch.dt
     u_acc, u_out = ACCUMULATOR_ROUNDOFF[accumulator], unit_roundoff(out_dtype)
     allowed = safety * ((operand_u + math.sqrt(k) * u_acc) * term + u_out * scale)
     if allowed < LOOSEST_FRACTION * scale:
-        return None
+        if mag is not None:
+            return _loose_at_most(ref, mag, out_dtype, k, safety=safety, operand_u=operand_u, u_acc=u_acc)
+        elementwise = safety * (operand_u + u_acc + u_out)
+        if safety <= DEFAULT_SAFETY or elementwise < LOOSEST_DTYPE_FRACTION:
+            return None
+        dtype = str(out_dtype).replace("torch.", "")
+        return (f"its safety {safety:g} gives an output of {dtype} a bound of {elementwise:.3g}x |reference| even "
+                f"at a reduction length of 1, so an elementwise result off by {elementwise:.0%} would pass; a safety "
+                f"above the default {DEFAULT_SAFETY:g} must keep safety * (operand_u + u_acc + u_out) below "
+                f"{LOOSEST_DTYPE_FRACTION:g} in each dtype (for {dtype}: a safety below "
+                f"{LOOSEST_DTYPE_FRACTION / (operand_u + u_acc + u_out):.3g})")
     return (f"the bound at the output's largest |reference| ({scale:.4g} at {idx}) is {allowed:.4g}, {allowed / scale:.3g}"
             f"x it, so a result off by {LOOSEST_FRACTION:.0%} there would pass (safety {safety:g}, reduction length "
             f"{k:g}, magnitude {term:.4g}, output {str(out_dtype).replace('torch.', '')}); the bound "
@@ -97,12 +112,57 @@ def loose_bound(ref: torch.Tensor, mag: torch.Tensor | None, out_dtype: torch.dt
             f"{LOOSEST_FRACTION:g}x |reference| there")
 
 
+# The fewest elements (with a reference not zero) whose bounds say whether a magnitude is loose at most of an output;
+# an output with fewer is not judged by that rule (its largest |reference| still is).
+FEWEST_JUDGED = 8
+
+
+def _loose_at_most(ref: torch.Tensor, mag: torch.Tensor, out_dtype: torch.dtype, k: int, *, safety: float,
+                   operand_u: float, u_acc: float) -> str | None:
+    """Why a magnitude would pass a result off by LOOSEST_FRACTION at more than half of the output's elements whose
+    reference is finite and not zero (the largest |reference| alone judged one point: a magnitude loose everywhere
+    but there passed), None, or "" for an output with fewer than FEWEST_JUDGED such elements: not judged. In
+    chunks, as check_output compares."""
+    u_out = unit_roundoff(out_dtype)
+    mag = torch.broadcast_to(mag.detach(), ref.shape)
+    judged = loose = 0
+    first: tuple[int, float, float, float] | None = None
+    for s, e in _chunks(ref.numel()):
+        r, m = _flat(ref, s, e, ref.device), _flat(mag, s, e, ref.device).abs().nan_to_num(posinf=0.0, nan=0.0)
+        size = r.abs()
+        counted = torch.isfinite(r) & (size > 0)
+        allowed = safety * ((operand_u + math.sqrt(k) * u_acc) * m + u_out * size)
+        over = counted & (allowed >= LOOSEST_FRACTION * size)
+        judged += int(counted.sum())
+        if over.any():
+            if first is None:
+                at = int(over.nonzero()[0, 0])
+                first = (s + at, float(r[at]), float(m[at]), float(allowed[at]))
+            loose += int(over.sum())
+    if judged < FEWEST_JUDGED:  # too few to tell most of an output from a few of its elements
+        return ""
+    if first is None or 2 * loose <= judged:
+        return None
+    at, r0, m0, a0 = first
+    return (f"the bound is at least {LOOSEST_FRACTION:g}x |reference| at {loose} of the {judged} elements whose "
+            f"reference is not zero (first at {_unravel(at, ref.shape)}: reference {r0:.4g}, magnitude {m0:.4g}, "
+            f"bound {a0:.4g}; safety {safety:g}, reduction length {k:g}, output "
+            f"{str(out_dtype).replace('torch.', '')}), so a result off by {LOOSEST_FRACTION:.0%} at each of them would "
+            f"pass; the bound must stay below {LOOSEST_FRACTION:g}x |reference| at most of an output's elements, not "
+            f"only at its largest |reference|")
+
+
 def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Tensor | None, *, reduction_length: int,
                  safety: float, operand_u: float = 0.0, accumulator: str = "fp32",
-                 unwritten: torch.Tensor | None = None) -> OutputCheck:
+                 unwritten: torch.Tensor | None = None, judged_as: torch.dtype | None = None,
+                 judged_why: str = "", keep_subnormals: bool = False, flush_note: str = "") -> OutputCheck:
     """Check one output against its reference. An element the kernel never wrote (``unwritten``: it still holds
     the poison) fails; NaN passes only where the reference is NaN; infinities must match exactly (a reference
-    beyond the output dtype's range is expected to round to inf)."""
+    beyond the output dtype's range is expected to round to inf). ``judged_as``: the dtype whose rounding and range
+    the output is held to where not its own (an output narrower than its case, suite/checks/returned.py), and
+    ``judged_why`` what a failure then adds. ``keep_subnormals``: the bound's floor is the output dtype's smallest
+    subnormal, even where the compute is fp32 (a case of the subnormal value class), and ``flush_note`` says whose
+    flush a result stored as 0 where the reference is subnormal may be (suite/checks/flushes.py)."""
     if out.shape != ref.shape:
         return OutputCheck(name, False, math.inf, math.inf, f"{name}: shape {tuple(out.shape)} != reference {tuple(ref.shape)}")
     if unwritten is not None and bool(unwritten.any()):
@@ -139,7 +199,8 @@ def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Ten
                                f"{name}: {wrong_count} of {out.numel()} integers differ (first at "
                                f"{_unravel(first, out.shape)}: got {got:g}, expected {want:g})")
         return OutputCheck(name, True, 0.0, 0.0, f"{name}: ok, exact")
-    s_ = _Scan(out, ref, mag, reduction_length, safety, operand_u, accumulator, device)
+    s_ = _Scan(out, ref, mag, reduction_length, safety, operand_u, accumulator, device, judged_as or out.dtype,
+               keep_subnormals)
     problems = []
     if s_.bad_nan:
         problems.append(f"{s_.bad_nan} NaN where the reference is not (first at {_unravel(s_.bad_nan_at, out.shape)})")
@@ -155,12 +216,15 @@ def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Ten
             problems.append(f"error {s_.worst_err:.3e} at {_unravel(s_.worst_at, out.shape)} is {ratio:.3g}x the bound "
                             f"{s_.worst_bound:.3e} (got {s_.worst_got!r}, reference {s_.worst_ref!r}); "
                             f"{s_.over} of {out.numel()} elements over"
-                            + (_MAGNITUDE_HINT if mag is None and s_.within_at_output_scale() else ""))
+                            + (_MAGNITUDE_HINT if mag is None and s_.within_at_output_scale() else "")
+                            + (_FP64_HINT if accumulator == "fp64" and s_.within_with(accumulator="fp32") else "")
+                            + (f" ({s_.flushed} of them subnormal results stored as 0, flushed to zero: {flush_note})"
+                               if s_.flushed else ""))
     else:
         ratio, max_abs = 0.0, 0.0
     if problems:
         ratio = math.inf if ratio <= 1.0 else ratio
-        return OutputCheck(name, False, ratio, max_abs, f"{name}: " + "; ".join(problems))
+        return OutputCheck(name, False, ratio, max_abs, f"{name}: " + "; ".join(problems) + judged_why)
     return OutputCheck(name, True, ratio, max_abs, f"{name}: ok, error ratio {ratio:.3g}")
 
 
@@ -201,12 +265,15 @@ class _Scan:
     """One pass over an output and its reference in chunks: what is wrong, how often, where first, and the worst
     error against its bound."""
 
-    def __init__(self, out, ref, mag, reduction_length, safety, operand_u, accumulator, device) -> None:
+    def __init__(self, out, ref, mag, reduction_length, safety, operand_u, accumulator, device, dtype,
+                 keep_subnormals=False) -> None:
         if mag is not None and mag.shape != out.shape:  # a magnitude per row or a scalar: broadcast as a view
             mag = mag.expand(out.shape)
         self.out, self.ref, self.mag, self.device = out, ref, mag, device
-        self.args = dict(reduction_length=reduction_length, safety=safety, operand_u=operand_u, accumulator=accumulator)
-        self.bad_nan = self.missing_nan = self.inf_mismatch = self.over = 0
+        self.dtype = dtype  # whose rounding and range the bound allows: the output's own, or its case's
+        self.args = dict(reduction_length=reduction_length, safety=safety, operand_u=operand_u, accumulator=accumulator,
+                         keep_subnormals=keep_subnormals)
+        self.bad_nan = self.missing_nan = self.inf_mismatch = self.over = self.flushed = 0
         self.bad_nan_at = self.missing_nan_at = self.inf_at = self.worst_at = 0
         self.inf_got = self.inf_expected = 0.0
         self.any_finite = False
@@ -218,9 +285,9 @@ class _Scan:
     def _expected(self, s: int, e: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         out64, ref64 = _flat(self.out, s, e, self.device), _flat(self.ref, s, e, self.device)
         mag64 = ref64.abs() if self.mag is None else _flat(self.mag, s, e, self.device)
-        if self.out.dtype != torch.float64:
+        if self.dtype != torch.float64:
             # What an exact result rounds to in the output dtype: overflow to inf is then expected.
-            rounded = ref64.to(self.out.dtype).to(torch.float64)
+            rounded = ref64.to(self.dtype).to(torch.float64)
             expected = torch.where(torch.isinf(rounded) & torch.isfinite(ref64), rounded, ref64)
         else:
             expected = ref64
@@ -248,18 +315,31 @@ class _Scan:
             return
         self.any_finite = True
         err = (out64 - expected).abs()
-        bnd = bound(expected, mag64.nan_to_num(posinf=0.0, neginf=0.0, nan=0.0), self.out.dtype, **self.args)
+        bnd = bound(expected, mag64.nan_to_num(posinf=0.0, neginf=0.0, nan=0.0), self.dtype, **self.args)
         ratios = torch.where(finite, err / bnd, torch.zeros_like(err))
         top = float(ratios.max())
         self.max_abs = max(self.max_abs, float(torch.where(finite, err, torch.zeros_like(err)).max()))
         if top > 1.0:  # where and how far over: read back from the device only for a chunk that fails
             self.over += int((ratios > 1).sum())
+            self.flushed += int(((ratios > 1) & (out64 == 0) & (expected.abs() < torch.finfo(self.dtype).tiny)).sum())
             if top > self.ratio:  # the first element at the largest ratio, as the message names it
                 at = int((ratios == top).nonzero()[0, 0])
                 self.worst_at = s + at
                 self.worst_err, self.worst_bound = err[at].item(), bnd[at].item()
                 self.worst_got, self.worst_ref = out64[at].item(), expected[at].item()
         self.ratio = max(self.ratio, top)
+
+    def within_with(self, **args) -> bool:
+        """Whether every finite error would pass the bound with ``args`` in place of the rule's own (an fp32
+        accumulator for an fp64 output, say). Asked of a failing output only."""
+        for s, e in _chunks(self.out.numel()):
+            out64, expected, mag64 = self._expected(s, e)
+            finite = torch.isfinite(expected) & torch.isfinite(out64)
+            wide = bound(expected, mag64.nan_to_num(posinf=0.0, neginf=0.0, nan=0.0), self.dtype,
+                         **{**self.args, **args})
+            if not bool((torch.where(finite, (out64 - expected).abs(), torch.zeros_like(expected)) <= wide).all()):
+                return False
+        return True
 
     def within_at_output_scale(self) -> bool:
         """Whether the errors would pass with every element's magnitude taken as the output's largest |reference|: a
@@ -273,7 +353,7 @@ class _Scan:
         for s, e in _chunks(self.out.numel()):
             out64, expected, _ = self._expected(s, e)
             finite = torch.isfinite(expected) & torch.isfinite(out64)
-            wide = bound(expected, torch.full_like(expected, scale), self.out.dtype, **self.args)
+            wide = bound(expected, torch.full_like(expected, scale), self.dtype, **self.args)
             if not bool((torch.where(finite, (out64 - expected).abs(), torch.zeros_like(expected)) <= wide).all()):
                 return False
         return True
@@ -290,6 +370,10 @@ _MAGNITUDE_HINT = (" (every error is within the bound measured against the outpu
                    "the output is a difference of larger terms, such as a loss or a gradient, is each element's own "
                    "|reference| too tight a scale: then give Tolerance(magnitude=...): docs/adding-a-kernel.md, "
                    "'Tolerances')")
+
+_FP64_HINT = (" (every error is within the bound of an fp32 accumulator: this output is held to fp64's rounding, the "
+              "default for an fp64 case, and a kernel that computes its fp64 cases in fp32 fails here. Only if the "
+              "kernel is meant to compute in fp32 does its spec say so: Tolerance(accumulator='fp32'))")
 
 
 def _first(mask: torch.Tensor) -> tuple[int, ...]:

@@ -83,6 +83,9 @@ def parser(prog: str = "python -m reports") -> argparse.ArgumentParser:
     b.add_argument("--history", action="append", default=[], metavar="DIR|RUN.json",
                    help="also a section with the nightly history of these earlier run files (repeatable; see history)")
     b.add_argument("--window", type=_window, default=30, help="history: the last N nights per platform (default 30)")
+    b.add_argument("--keep-superseded", action="store_true",
+                   help="add up the results of every version of a changed --kernel-module (by default a module is "
+                        "shown as its newest run tested it, and older runs of other code are named and left out)")
     c = sub.add_parser("compare", help="regressions between a base run and a candidate run of the same test set")
     c.add_argument("runs", nargs="*", metavar="RUN.json", help="BASE.json CAND.json")
     c.add_argument("--p-value", type=_p_value, default=0.01, help="Mann-Whitney U significance level (default 0.01)")
@@ -118,7 +121,8 @@ def parser(prog: str = "python -m reports") -> argparse.ArgumentParser:
 def _build(args: argparse.Namespace) -> int:
     from reports.build import build, plots_available
 
-    files, bad = build(args.runs, args.out, history=args.history, window=args.window)
+    files, bad = build(args.runs, args.out, history=args.history, window=args.window,
+                       keep_superseded=args.keep_superseded)
     if missing := plots_available():
         print(f"note: {missing}", file=sys.stderr)
     for exc in bad:

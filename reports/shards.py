@@ -6,6 +6,7 @@ twice, or disagreeing on N is refused, naming the run and the shard."""
 from __future__ import annotations
 
 import copy
+import json
 from collections import Counter
 from typing import Any
 
@@ -37,6 +38,7 @@ def check_set(key: tuple[str, str, str], shards: list[Run]) -> list[Run]:
         raise RunFileError(f"{_what(key)}: its shard files disagree on the number of shards ({listed}); give the "
                            f"files of one sharded run")
     count = next(iter(counts))
+    _same_split(key, shards)
     by_index: dict[int, list[Run]] = {}
     for r in shards:
         by_index.setdefault(r.data["shard"]["index"], []).append(r)
@@ -54,6 +56,42 @@ def check_set(key: tuple[str, str, str], shards: list[Run]) -> list[Run]:
                            f"{', '.join(f'{i}/{count}' for i in missing)} missing (given: {given}); name every "
                            f"shard's run file")
     return [by_index[i][0] for i in range(1, count + 1)]
+
+
+SPLIT_FIELDS = {"selection": {"kernels": "--kernels", "keyword": "-k", "markexpr": "-m",
+                               "hypothesis_profile": "--hypothesis-profile", "kernel_modules": "kernel modules"},
+                "split_by": {"durations": "test durations", "tests_listed": "tests the durations list"}}
+NOT_RECORDED = "(not recorded)"
+
+
+def _split_value(run: Run, part: str, name: str) -> Any:
+    record = run.data["shard"].get(part)
+    return record.get(name) if isinstance(record, dict) else NOT_RECORDED
+
+
+def _same_split(key: tuple[str, str, str], shards: list[Run]) -> None:
+    """The shards of one run selected the same tests and split them by the same durations, or RunFileError naming
+    the difference: else their parts are not one run's (a test on two shards, or on none)."""
+    if all("selection" not in r.data["shard"] and "split_by" not in r.data["shard"] for r in shards):
+        return  # run files from before shards recorded their selection: nothing to compare
+    for part, names in SPLIT_FIELDS.items():
+        for name, label in names.items():
+            values = {json.dumps(_split_value(r, part, name), sort_keys=True) for r in shards}
+            if len(values) > 1:
+                said = "; ".join(f"{r.path.name} (shard {r.data['shard']['index']}/{r.data['shard']['count']}): "
+                                 f"{_shown(_split_value(r, part, name))}" for r in shards)
+                why = ("selected other tests" if part == "selection" else
+                       "split by other test durations (a runner without the durations file, or another one, splits "
+                       "otherwise)")
+                raise RunFileError(f"{_what(key)}: its shards {why}, so their parts are not one run (a test may have "
+                                   f"run on two shards or on none): {label} differs: {said}; rerun the shards with one "
+                                   f"selection and the same durations file (suite/test_costs.json, SUITE_TEST_COSTS)")
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "none"
+    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
 def _merge_memcheck(parts: list[Any]) -> Any:
@@ -139,7 +177,8 @@ def merge(key: tuple[str, str, str], shards: list[Run]) -> Run:
         if name in data:
             data[name] = _sum_counters([r.data.get(name) for r in shards], keys)
     data.pop("timing", None)  # each runner's own timeline: no one run's
-    data["shard"] = {"index": 1, "count": 1, "run_id": key[0], "merged_from": [r.path.name for r in shards]}
+    data["shard"] = {"index": 1, "count": 1, "run_id": key[0], "merged_from": [r.path.name for r in shards],
+                     **{k: first.data["shard"][k] for k in SPLIT_FIELDS if k in first.data["shard"]}}
     merged = Run(first.path, data, [w for r in shards for w in r.warnings])
     software = {(r.env.get("triton"), r.env.get("torch"), r.env.get("driver"), r.env.get("runtime")) for r in shards}
     if len(software) > 1:

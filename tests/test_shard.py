@@ -165,8 +165,13 @@ def _data(path: Path) -> dict:
 def test_shard_run_files_name_their_shard_and_together_hold_the_whole_run(runs):
     whole, s1, s2 = (_data(runs[k][0]) for k in ("whole", "s1", "s2"))
     assert "shard" not in whole
-    assert s1["shard"] == {"index": 1, "count": 2, "run_id": "fleet-test"}
-    assert s2["shard"] == {"index": 2, "count": 2, "run_id": "fleet-test"}
+    assert {k: s1["shard"][k] for k in ("index", "count", "run_id")} == {"index": 1, "count": 2, "run_id": "fleet-test"}
+    assert {k: s2["shard"][k] for k in ("index", "count", "run_id")} == {"index": 2, "count": 2, "run_id": "fleet-test"}
+    # what they selected and what split them, alike on both (the reports refuse shards that differ)
+    assert s1["shard"]["selection"] == s2["shard"]["selection"] == {
+        "kernels": "vector_add,softmax", "keyword": None, "markexpr": "not perf",
+        "hypothesis_profile": "ci", "kernel_modules": []}
+    assert s1["shard"]["split_by"] == s2["shard"]["split_by"] and s1["shard"]["split_by"]["tests_listed"] > 100
     one, two = ({t["nodeid"] for t in d["tests"]} for d in (s1, s2))
     assert one and two and not one & two
     assert one | two == {t["nodeid"] for t in whole["tests"]}
@@ -239,6 +244,52 @@ def test_a_shard_missing_or_repeated_is_refused_naming_it(tmp_path, capsys, comm
     assert main([command, str(a), str(_shard(tmp_path, "c", 2, 2)), *other, *out]) == 2
     assert "disagree on the number of shards (a.json says 1/3, c.json says 2/2)" in capsys.readouterr().err
     assert not (tmp_path / "report").exists()
+
+
+SELECTION = {"kernels": None, "keyword": None, "markexpr": "not perf", "hypothesis_profile": "ci",
+             "kernel_modules": []}
+SPLIT_BY = {"durations": "sha256:0123456789abcdef", "tests_listed": 250}
+
+
+@pytest.mark.parametrize("command", ["build", "compare"])
+@pytest.mark.parametrize(("part", "field", "other", "said"), [
+    ("selection", "kernels", "softmax", "--kernels differs: a.json (shard 1/2): none; b.json (shard 2/2): softmax"),
+    ("split_by", "durations", None, "split by other test durations (a runner without the durations file, or another "
+                                    "one, splits otherwise), so their parts are not one run (a test may have run on "
+                                    "two shards or on none): test durations differs: a.json (shard 1/2): "
+                                    "sha256:0123456789abcdef; b.json (shard 2/2): none")])
+def test_shards_that_selected_or_split_otherwise_are_refused_naming_the_difference(tmp_path, capsys, command, part,
+                                                                                  field, other, said):
+    """Two shards of one --run-id with different --kernels, or one runner without the durations file: their parts
+    are not one run's, and merged they made a complete, all-green report of tests that ran on no shard."""
+    a, b = _shard(tmp_path, "a", 1, 2), _shard(tmp_path, "b", 2, 2)
+    for path, changed in ((a, False), (b, True)):
+        data = json.loads(path.read_text())
+        data["shard"].update(selection=dict(SELECTION), split_by=dict(SPLIT_BY))
+        if changed:
+            data["shard"][part][field] = other
+        write(path, data)
+    out = ["--out", str(tmp_path / "report")] if command == "build" else []
+    others = [str(write(tmp_path / "other.json", make_run(run_id="other")))] if command == "compare" else []
+    assert main([command, str(a), str(b), *others, *out]) == 2
+    err = capsys.readouterr().err
+    assert "run night-7 (cuda sm_90): its shards " in err and said in err, err
+    assert "rerun the shards with one selection and the same durations file" in err
+
+
+def test_a_shard_records_its_selection_and_what_split_it():
+    opts = options.Options(backend="interpret", results_dir=Path("runs"), write_results=True, repro=None, config=None,
+                           kernel_modules=("my_rope.py",), kernels=("my_rope", "softmax"), known_issues=Path("k"),
+                           retune=None, autotune_dir=None, case_timeout=1.0, case_timeout_given=False,
+                           hypothesis_db=None)
+    modules = [{"module": "/home/me/my_rope.py", "sha256": "ab" * 32, "file": None, "libraries": []}]
+    assert shard.selection(opts, "fp16", "", "ci", modules) == {
+        "kernels": "my_rope,softmax", "keyword": "fp16", "markexpr": None, "hypothesis_profile": "ci",
+        "kernel_modules": [f"my_rope.py {'ab' * 32}"]}
+    costs = {"t1": 1.0, "t2": 2.0}
+    assert shard.split_by(costs) == shard.split_by(dict(reversed(costs.items())))
+    assert shard.split_by(costs)["tests_listed"] == 2 and shard.split_by(costs)["durations"].startswith("sha256:")
+    assert shard.split_by({}) == {"durations": None, "tests_listed": 0}
 
 
 def test_build_leaves_a_run_a_shard_short_out_and_reports_the_others(tmp_path, capsys):

@@ -96,7 +96,11 @@ def install(config: pytest.Config, ctx: context.SuiteContext) -> None:
         if ctx.options.shard is not None or ctx.options.run_id is not None:  # one of N runners' files (shard.py)
             index, count = ctx.options.shard or (1, 1)
             ctx.run_file.data["shard"] = {"index": index, "count": count,
-                                          "run_id": options.shared_run_id(ctx.options.run_id)}
+                                          "run_id": options.shared_run_id(ctx.options.run_id),
+                                          "selection": shard.selection(ctx.options, config.option.keyword,
+                                                                       config.option.markexpr, ctx.profile,
+                                                                       ctx.run_file.data.get("kernel_modules") or []),
+                                          "split_by": shard.split_by(schedule.load(profile=ctx.profile))}
         ctx.run_file.data["gpu_share"] = {"workers": _workers(config), "oom_retried": 0, "oom_retried_passed": 0,
                                             "oom_held": 0, "too_large": 0, "too_large_cases": []}
         recorder = RunRecorder(ctx.run_file, ctx)

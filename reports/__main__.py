@@ -57,6 +57,10 @@ def _threshold(text: str) -> float:
     return value
 
 
+MERGE_HELP = ("shard files of one backend and arch under different run ids (--shard=I/N run without --run-id) that "
+              "together make every shard once: merge them as one run")
+
+
 class UsageError(SystemExit):
     """A command line argparse rejects (exit 2, as argparse exits), caught by main so that `compare --json` still
     prints JSON."""
@@ -83,6 +87,7 @@ def parser(prog: str = "python -m reports") -> argparse.ArgumentParser:
     b.add_argument("--history", action="append", default=[], metavar="DIR|RUN.json",
                    help="also a section with the nightly history of these earlier run files (repeatable; see history)")
     b.add_argument("--window", type=_window, default=30, help="history: the last N nights per platform (default 30)")
+    b.add_argument("--merge-shards", action="store_true", help=MERGE_HELP)
     b.add_argument("--keep-superseded", action="store_true",
                    help="add up the results of every version of a changed --kernel-module (by default a module is "
                         "shown as its newest run tested it, and older runs of other code are named and left out)")
@@ -92,6 +97,7 @@ def parser(prog: str = "python -m reports") -> argparse.ArgumentParser:
     c.add_argument("--threshold", type=_threshold, default=0.05,
                    help="smallest relative change of the median that counts (default 0.05 = 5%%)")
     c.add_argument("--allow-different-hardware", action="store_true")
+    c.add_argument("--merge-shards", action="store_true", help=MERGE_HELP)
     c.add_argument("--allow-different-tests", action="store_true")
     c.add_argument("--out", metavar="FILE.md", help="also write the Markdown here (never over an input)")
     c.add_argument("--json", action="store_true", help="print the comparison as JSON (for scripts) instead of Markdown")
@@ -122,7 +128,7 @@ def _build(args: argparse.Namespace) -> int:
     from reports.build import build, plots_available
 
     files, bad = build(args.runs, args.out, history=args.history, window=args.window,
-                       keep_superseded=args.keep_superseded)
+                       keep_superseded=args.keep_superseded, merge_ids=args.merge_shards)
     if missing := plots_available():
         print(f"note: {missing}", file=sys.stderr)
     for exc in bad:
@@ -140,7 +146,7 @@ def _compare(args: argparse.Namespace) -> int:
                            f"file); got {len(args.runs)}")
     if args.out:
         refuse_inputs([Path(args.out)], [*args.runs, *([args.noise_floor] if args.noise_floor else [])])
-    runs = merge_shards(load_runs(args.runs, by_start=False))
+    runs = merge_shards(load_runs(args.runs, by_start=False), args.merge_shards)
     if len(runs) != 2:
         raise RunFileError(f"compare needs exactly two runs, BASE and CAND; the {len(args.runs)} files given are "
                            f"{len(runs)} runs ({', '.join(r.run_id for r in runs)}): a sharded run is the files "

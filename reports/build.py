@@ -87,7 +87,8 @@ def assemble(runs: list[Run], with_plots: bool = True, bad: list[RunFileError] |
 
 
 def build(paths: list[str], out_dir: str | Path, history: list[str] | None = None,
-          window: int = 30, keep_superseded: bool = False) -> tuple[list[Path], list[RunFileError]]:
+          window: int = 30, keep_superseded: bool = False,
+          merge_ids: bool = False) -> tuple[list[Path], list[RunFileError]]:
     """Build from every usable run file; returns the files written and the run files left out (with why). No
     file is written when none is usable, or when an output would replace an input. ``history``: earlier nights' run
     files (or directories of them), added as a history section (reports/history.py)."""
@@ -99,7 +100,7 @@ def build(paths: list[str], out_dir: str | Path, history: list[str] | None = Non
 
         refuse_inputs([out / n for n in names], history_mod.run_files(history))
     runs, bad = load_some(paths)
-    runs, bad_sets = merge_some(runs)  # the N shard files of a run are one run; a set a shard short is left out
+    runs, bad_sets = merge_some(runs, merge_ids)  # the N shard files of a run are one run; a set a shard short is left out
     bad = bad + bad_sets
     if not runs:
         raise bad[0] if len(bad) == 1 else RunFileError(f"none of the {len(bad)} run files is usable: " +

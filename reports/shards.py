@@ -187,27 +187,74 @@ def merge(key: tuple[str, str, str], shards: list[Run]) -> Run:
     return merged
 
 
-def merge_shards(runs: list[Run]) -> list[Run]:
+MERGE_OPTION = "--merge-shards"
+
+
+Key = tuple[str, str, str]
+
+
+def _other_ids(groups: dict[Key, list[Run]], merge_ids: bool) -> tuple[dict[Key, list[Run]], dict[Key, RunFileError]]:
+    """Shard sets a shard short whose missing shards were given under other run ids (shards run by hand without
+    --run-id each get a random one): with ``merge_ids`` (--merge-shards) they are one run, named by their ids
+    joined with '+'; else RunFileError says so, and how to fix it, instead of 'shard missing'."""
+    def short(rs: list[Run]) -> bool:
+        return len({r.data["shard"]["index"] for r in rs}) < rs[0].data["shard"]["count"]
+
+    by_platform: dict[tuple[str, str, int], list[Key]] = {}
+    for key, rs in groups.items():
+        if short(rs) and len({r.data["shard"]["count"] for r in rs}) == 1:
+            by_platform.setdefault((key[1], key[2], rs[0].data["shard"]["count"]), []).append(key)
+    out, errors = dict(groups), {}
+    for (backend, arch, count), keys in by_platform.items():
+        if len(keys) < 2:
+            continue
+        shards = [r for k in keys for r in groups[k]]
+        if not {r.data["shard"]["index"] for r in shards} >= set(range(1, count + 1)):
+            continue  # together still short: each is named as a shard short
+        if merge_ids:
+            for k in keys:
+                del out[k]
+            out[("+".join(sorted(k[0] for k in keys)), backend, arch)] = shards
+            continue
+        listed = ", ".join(f"{r.data['shard']['index']}/{count} ({r.path.name}) run id {r.data['shard']['run_id']}"
+                           for r in sorted(shards, key=lambda r: r.data["shard"]["index"]))
+        error = RunFileError(
+            f"{backend} {arch}: the shard files given have {len(keys)} different run ids ({listed}): shards run "
+            f"without --run-id each get a random one, so they are not one run; rerun every shard with the same "
+            f"--run-id=ID (or SUITE_RUN_ID), or merge these files as one run with {MERGE_OPTION}")
+        errors.update((k, error) for k in keys)
+    return out, errors
+
+
+def merge_shards(runs: list[Run], merge_ids: bool = False) -> list[Run]:
     """``runs`` with every sharded run's files replaced by one merged run, where its first shard stood; a run file
     of a whole run stays as it is. RunFileError for an incomplete or inconsistent set of shards."""
-    merged, bad = merge_some(runs)
+    merged, bad = merge_some(runs, merge_ids)
     if bad:
         raise bad[0]
     return merged
 
 
-def merge_some(runs: list[Run]) -> tuple[list[Run], list[RunFileError]]:
+def merge_some(runs: list[Run], merge_ids: bool = False) -> tuple[list[Run], list[RunFileError]]:
     """As merge_shards, but a run whose set of shards is incomplete or inconsistent is left out, with why (a series
-    of nights goes on without the night that lost a shard)."""
+    of nights goes on without the night that lost a shard). ``merge_ids``: shard files of one backend and arch under
+    different run ids that together make one whole set are one run (--merge-shards)."""
     groups: dict[tuple[str, str, str], list[Run]] = {}
     for r in runs:
         if (key := shard_key(r)) is not None:
             groups.setdefault(key, []).append(r)
     if not groups:
         return runs, []
+    groups, errors = _other_ids(groups, merge_ids)
+    where = {id(r): key for key, rs in groups.items() for r in rs}
     merged: dict[tuple[str, str, str], Run | None] = {}
     bad: list[RunFileError] = []
     for key, shards in groups.items():
+        if key in errors:  # shards under different run ids: said once for them all
+            merged[key] = None
+            if errors[key] not in bad:
+                bad.append(errors[key])
+            continue
         if len(shards) == 1 and shards[0].data["shard"]["count"] == 1:
             merged[key] = shards[0]
             continue
@@ -216,9 +263,13 @@ def merge_some(runs: list[Run]) -> tuple[list[Run], list[RunFileError]]:
         except RunFileError as exc:
             merged[key] = None
             bad.append(exc)
+            continue
+        if key not in errors and "+" in key[0]:  # run ids never hold '+': joined by --merge-shards
+            merged[key].warnings.append(f"{_what(key)}: shard files of different run ids merged as one run on "
+                                        f"request ({MERGE_OPTION})")
     out, done = [], set()
     for r in runs:
-        key = shard_key(r)
+        key = where.get(id(r))
         if key is None:
             out.append(r)
         elif key not in done:

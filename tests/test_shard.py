@@ -339,8 +339,12 @@ def test_a_shard_dealt_no_test_leaves_an_empty_run_file_and_exits_0(run_suite, t
     assert res.returncode == 0, res.output[-3000:]
     data = res.run_data()
     assert data["tests"] == [] and data["status"] == "complete"
-    assert data["shard"] == {"index": 4, "count": 4, "run_id": "r4"}
+    assert {k: data["shard"][k] for k in ("index", "count", "run_id")} == {"index": 4, "count": 4, "run_id": "r4"}
     others = [_shard(tmp_path, f"o{i}", i, 4, run_id="r4", backend="interpret", arch="interpreter") for i in (1, 2, 3)]
+    for path in others:  # the other runners selected alike and split by the same durations
+        other = json.loads(path.read_text())
+        other["shard"].update(selection=data["shard"]["selection"], split_by=data["shard"]["split_by"])
+        write(path, other)
     assert main(["build", *map(str, others), str(res.run_files()[0]), "--out", str(tmp_path / "r")]) == 0
     capsys.readouterr()
     res = run_suite("suite/test_kernels.py", "--kernels=vector_add", "-k", "nothing_matches", "--run-id=r5",
@@ -370,3 +374,43 @@ def test_the_merged_run_sums_the_shards_counts(tmp_path):
                                                "k2": {"launches": 2, "memory_ops": 5},
                                                "both": {"launches": 2, "memory_ops": 6}}
     assert run.data["autotune"]["hits"] == 10 and len(run.data["autotune"]["entries"]) == 2
+
+
+# ---- shards outside CI: run by hand, without --run-id -------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["build", "compare"])
+def test_shards_under_different_run_ids_say_so_and_merge_on_request(tmp_path, capsys, command):
+    """--shard=1/2 and --shard=2/2 without --run-id each get a random run id: both files named, the reports said
+    'shard 2/2 missing ... name every shard's run file'. They say what is wrong and how to fix it, and
+    --merge-shards merges them."""
+    a, b = _shard(tmp_path, "a", 1, 2, run_id="5f0c"), _shard(tmp_path, "b", 2, 2, run_id="9e1d")
+    out = ["--out", str(tmp_path / "report")] if command == "build" else []
+    other = [str(write(tmp_path / "other.json", make_run(run_id="other")))] if command == "compare" else []
+    assert main([command, str(a), str(b), *other, *out]) == 2
+    err = capsys.readouterr().err
+    assert ("cuda sm_90: the shard files given have 2 different run ids (1/2 (a.json) run id 5f0c, 2/2 (b.json) run "
+            "id 9e1d): shards run without --run-id each get a random one, so they are not one run; rerun every shard "
+            "with the same --run-id=ID (or SUITE_RUN_ID), or merge these files as one run with --merge-shards") in err
+    assert "missing" not in err and err.count("different run ids") == 1, err
+    code = main([command, str(a), str(b), *other, *out, "--merge-shards"])
+    captured = capsys.readouterr()
+    if command == "build":
+        assert code == 0, captured.err
+        summary = json.loads((tmp_path / "report" / "summary.json").read_text())
+        assert [r["run_id"] for r in summary["runs"]] == ["5f0c+9e1d"]
+        assert any("merged as one run on request (--merge-shards)" in w for w in summary["warnings"])
+    else:
+        assert code in (0, 1) and "5f0c+9e1d" in captured.out, captured.err
+
+
+def test_a_shard_s_own_verdict_names_the_shard_and_claims_only_what_it_ran():
+    from suite.plugin import glance
+
+    data = make_run(kernels=(("my_rope", "fp16"),))
+    data["shard"] = {"index": 1, "count": 2, "run_id": "5f0c"}
+    text = "\n".join(glance.verdict_lines(data, "runs/run.json", width=120))
+    assert "VERDICT: PASSED: shard 1/2 of run 5f0c: 1 of 1 test passed" in text, text
+    assert "this shard's tests of my_rope[fp16]" in text and "every test of" not in text, text
+    del data["shard"]
+    assert "every test of my_rope[fp16]" in "\n".join(glance.verdict_lines(data, "runs/run.json", width=120))

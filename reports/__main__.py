@@ -18,6 +18,7 @@ from pathlib import Path
 from reports import loading
 from reports.files import refuse_inputs, write_atomic
 from reports.loading import RunFileError, load_runs
+from reports.render import visible
 from reports.shards import merge_shards
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
@@ -132,7 +133,7 @@ def _build(args: argparse.Namespace) -> int:
     if missing := plots_available():
         print(f"note: {missing}", file=sys.stderr)
     for exc in bad:
-        print(f"error: {exc} (left out of the report)", file=sys.stderr)
+        print(visible(f"error: {exc} (left out of the report)"), file=sys.stderr)
     print("wrote " + ", ".join(str(f) for f in files))
     return EXIT_USAGE if bad else EXIT_OK
 
@@ -166,7 +167,7 @@ def _compare(args: argparse.Namespace) -> int:
     if args.out:
         write_atomic(Path(args.out), text)
     if cmp.unusable:
-        print(f"error: {cmp.unusable}", file=sys.stderr)
+        print(visible(f"error: {cmp.unusable}"), file=sys.stderr)
     return cmp.exit_code
 
 
@@ -223,7 +224,7 @@ def _history(args: argparse.Namespace) -> int:
 
         sys.stdout.write(markdown(history.title(h), [], [history.section(h)]))
     for exc in h.left_out:
-        print(f"error: {exc} (left out of the history)", file=sys.stderr)
+        print(visible(f"error: {exc} (left out of the history)"), file=sys.stderr)
     return EXIT_USAGE if h.left_out else EXIT_OK
 
 
@@ -272,7 +273,7 @@ def _run(args: argparse.Namespace) -> int:
         inputs = ", ".join(getattr(args, "runs", None) or [getattr(args, "directory", "")]) or "no files"
         message = (f"internal error in reports on {inputs}: {type(exc).__name__}: {exc} "
                    "(rerun with --debug for the traceback)")
-    print(f"error: {message}", file=sys.stderr)
+    print(visible(f"error: {message}"), file=sys.stderr)  # a run file's strings: never a terminal's escape
     if args.command == "compare" and args.json:
         _json_error(message)
     return EXIT_USAGE

@@ -43,6 +43,19 @@ class Section:
 
 
 
+# Control characters (C0 but tab and newline, DEL, C1: a terminal's escape sequences, a carriage return that
+# overwrites a line) and the invisible format characters that reorder or hide text (bidi overrides and isolates,
+# zero-width marks): shown as escapes wherever a run file's string is printed or rendered.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+
+
+def visible(text: str) -> str:
+    """``text`` with every control or invisible format character written as an escape (ESC as \\x1b): a run file
+    cannot move the cursor, clear a line or reorder what a terminal, the Markdown or the HTML page shows."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else
+                        f"\\u{ord(m.group()):04x}", text)
+
+
 def fmt(x: Any, digits: int = 3) -> str:
     """Numbers with a few significant digits; inf and NaN spelled out; None as a dash."""
     if x is None:
@@ -55,7 +68,7 @@ def fmt(x: Any, digits: int = 3) -> str:
         if math.isinf(x):
             return "inf" if x > 0 else "-inf"
         return f"{x:.{digits}g}"
-    return str(x)
+    return visible(str(x))
 
 
 def pct(x: float | None) -> str:
@@ -183,11 +196,15 @@ _STRONG = re.compile(r"\*\*(.+?)\*\*")
 
 def _note(text: str) -> str:
     """A note as HTML: escaped, with the notes' own **bold** kept."""
-    return _STRONG.sub(r"<strong>\1</strong>", html.escape(text))
+    return _STRONG.sub(r"<strong>\1</strong>", html.escape(visible(text)))
+
+
+def _e(text: Any) -> str:
+    return html.escape(visible(str(text)))
 
 
 def _html_table(t: Table) -> list[str]:
-    e = html.escape
+    e = _e
     out = []
     if t.title and not t.folded:
         out.append(f"<h3>{e(t.title)}</h3>")
@@ -202,14 +219,14 @@ def _html_table(t: Table) -> list[str]:
 
 
 def _figure(f: Figure) -> str:
-    e = html.escape
+    e = _e
     data = base64.b64encode(f.png).decode("ascii")
     return (f'<figure><img alt="{e(f.title)}" src="data:image/png;base64,{data}">'
             f"<figcaption>{e(f.title)}</figcaption></figure>")
 
 
 def _html_section(s: Section) -> list[str]:
-    e = html.escape
+    e = _e
     text = [f"<p>{_note(n)}</p>" for n in s.notes] + [line for t in s.tables for line in _html_table(t)]
     if s.lead:
         return [f'<section id="{s.anchor}" class="lead"><h2>{e(s.title)}</h2><div class="body"><div class="text">',
@@ -218,7 +235,7 @@ def _html_section(s: Section) -> list[str]:
 
 
 def html_page(title: str, warnings: list[str], sections: list[Section]) -> str:
-    e = html.escape
+    e = _e
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width,initial-scale=1">',
            f"<title>{e(title)}</title><style>{CSS}</style></head><body>", f"<h1>{e(title)}</h1>"]

@@ -427,7 +427,9 @@ def _autotune_gate(cand: Run, cmp: Comparison) -> None:
         return
     entries = [e for e in check["entries"] if isinstance(e, dict)]
     cmp.autotune_checked = len(entries)
-    cmp.autotune_losses = [e for e in entries if e.get("loses")]
+    # A winner timed as no positive, finite time loses, whatever the check that wrote the run file judged.
+    cmp.autotune_losses = [e for e in entries if e.get("loses") or
+                           ("cached_ms" in e and e["cached_ms"] is not None and not gate.valid_ms(num(e["cached_ms"])))]
 
 
 def _reasons(rows: list[dict[str, Any]]) -> str:

@@ -275,11 +275,12 @@ def _retune(config: pytest.Config, ctx: context.SuiteContext) -> None:
           f"{backend.arch} ({backend.sm_count} SMs/CUs) " + (f"against {ctx.cache.path} (timings in {into.path}; "
                                                               f"nothing written into the cache)" if check
                                                               else f"into {ctx.cache.path}"))
+    failed: list[dict] = []  # kernel x dtype x shapes of which no config ran: the gate flags their cached winners
     ctx.retuned = autotune.retune(specs, backend, into, time_config=bench.ConfigTimer(backend),
-                                  compile_record=compile_record, progress=write)
+                                  compile_record=compile_record, progress=write, failed=failed)
     write(tabulate(autotune.retune_rows(ctx.retuned), headers=autotune.RETUNE_HEADERS, tablefmt="github"))
     if check:
-        records = autotune.gate_records(ctx.cache, ctx.retuned)
+        records = autotune.gate_records(ctx.cache, ctx.retuned, failed)
         losing = [g for g in records if g["loses"]]
         write(f"autotune check: {len(records)} cached winner(s) timed against every config; {len(losing)} now lose"
               + "".join(f"\n  {gate.text(g)}" for g in losing))

@@ -204,6 +204,9 @@ def verdict_section(runs: list[Run], bad: list[RunFileError], with_plots: bool =
         notes.append(f"**Broken: {len({k for k, _, _ in broken})} kernel(s)** - " + _listed(
             [f"{k} on {platform_label(p)} ({', '.join(f'{n} {w}' for w, n in s.problems.most_common())})"
              for k, p, s in broken]))
+    elif not ran:  # nothing of any kernel ran: nothing is known to be correct
+        notes.append(f"**Nothing ran: no kernel's test, case or benchmark ran** on {', '.join(labels) or 'no platform'}"
+                     " (see Not run below): nothing here says a kernel is correct.")
     else:
         ran_kernels = len({k for k, _, _ in ran})
         notes.append(f"**Correct: every case run passed** ({ran_kernels} kernel(s) run on "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import traceback
 from pathlib import Path
@@ -139,8 +140,8 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from reports import noise, render
-    from reports.compare import compare, compare_json, compare_markdown
+    from reports import noise
+    from reports.compare import compare, compare_json, compare_markdown, compare_terminal
 
     if len(args.runs) < 2:
         raise RunFileError(f"compare needs exactly two run files, BASE.json and CAND.json (a sharded run: every shard's "
@@ -159,9 +160,9 @@ def _compare(args: argparse.Namespace) -> int:
     text = compare_markdown(base, cand, cmp, args.p_value, args.threshold)
     if args.json:
         sys.stdout.write(json.dumps(compare_json(base, cand, cmp, args.p_value, args.threshold), indent=1) + "\n")
-    elif sys.stdout.isatty():  # a person reads it: a test id or command is copied as it is, no Markdown escape
-        with render.plain():
-            sys.stdout.write(compare_markdown(base, cand, cmp, args.p_value, args.threshold))
+    elif sys.stdout.isatty():  # a person reads it: the verdict first, nothing wider than the terminal, no escape
+        width = shutil.get_terminal_size().columns
+        sys.stdout.write(compare_terminal(base, cand, cmp, args.p_value, args.threshold, width))
     else:  # piped (a CI job's summary, a file): Markdown whose run-file strings cannot open a tag, link or heading
         sys.stdout.write(text)
     if args.out:

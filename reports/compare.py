@@ -24,7 +24,7 @@ from reports.changes import pct
 from reports.correctness import one_line, outcome_text
 from reports.loading import Run, num
 from reports.perf import shape_key
-from reports.render import Section, Table, fmt, markdown, shape_text
+from reports.render import Section, Table, fmt, markdown, shape_text, terminal
 
 HARDWARE_FIELDS = ("device_name", "arch", "sm_count")
 ENV_FIELDS = ("backend", "device_name", "arch", "sm_count", "driver", "runtime", "torch", "triton", "numpy",
@@ -557,7 +557,22 @@ def _outcome_rows(rows: list[dict[str, Any]]) -> list[list[Any]]:
     return [[r["kind"], r["what"], r["base"], r["candidate"], r["detail"]] for r in rows]
 
 
+def compare_terminal(base: Run, cand: Run, cmp: Comparison, p_value: float, threshold: float, width: int) -> str:
+    """The comparison for a terminal: its verdict first, the sections with something in them, no line wider than
+    ``width`` (reports.render.terminal); run-file strings shown as they are, with no Markdown escape."""
+    title, warnings, sections = _sections(base, cand, cmp, p_value, threshold)
+    lines = summary_lines(cmp, p_value, threshold)
+    verdict_section = sections[0]
+    verdict_section.notes = lines[1:]
+    return terminal([lines[0], title], warnings, sections, width)
+
+
 def compare_markdown(base: Run, cand: Run, cmp: Comparison, p_value: float, threshold: float) -> str:
+    return markdown(*_sections(base, cand, cmp, p_value, threshold))
+
+
+def _sections(base: Run, cand: Run, cmp: Comparison, p_value: float,
+              threshold: float) -> tuple[str, list[str], list[Section]]:
     env_rows = [[k, fmt(base.env.get(k)), fmt(cand.env.get(k))] for k in ENV_FIELDS if base.env.get(k) != cand.env.get(k)]
     outcome_headers = ["kind", "what", "base", "candidate", "detail"]
     unchanged = sum(cmp.unchanged.values())
@@ -617,7 +632,7 @@ def compare_markdown(base: Run, cand: Run, cmp: Comparison, p_value: float, thre
                                                              for r in cmp.not_compared], "Benchmarks not compared",
                        "none")]),
     ]
-    return markdown(f"Run comparison: {base.run_id} -> {cand.run_id}", cmp.warnings, sections)
+    return f"Run comparison: {base.run_id} -> {cand.run_id}", cmp.warnings, sections
 
 
 def compare_json(base: Run, cand: Run, cmp: Comparison, p_value: float, threshold: float) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import contextlib
 import html
 import math
 import re
+import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,12 +82,14 @@ def shape_text(shape: dict[str, Any]) -> str:
 
 _HTML_START = re.compile(r"<(?=[A-Za-z/!?])|&(?=[A-Za-z#])")
 # What in a run file's string would become Markdown rather than text: a backslash (it would escape what follows),
-# the bracket that closes a link's or image's text ("](", "][") or starts a reference definition ("]:"), and the bare
-# URLs and e-mail addresses GitHub turns into links. Brackets alone ("test[softmax-fp16]") stay as they are.
-_MD_INLINE = re.compile(r"(?P<char>\\|\](?=[(\[:])|(?<=[\w.+-])@(?=[\w-]))|(?<=[A-Za-z0-9])(?P<scheme>:)(?=//)"
+# the bracket that closes a link's or image's text ("](", "]["), and the bare URLs and e-mail addresses GitHub turns
+# into links. Brackets alone ("test[softmax-fp16]", "test[softmax-fp16]: failed") stay as they are: a reference
+# definition ("[a]: url") starts a line, and md_paragraph escapes a paragraph's opening bracket.
+_MD_INLINE = re.compile(r"(?P<char>\\|\](?=[(\[])|(?<=[\w.+-])@(?=[\w-]))|(?<=[A-Za-z0-9])(?P<scheme>:)(?=//)"
                         r"|(?<![A-Za-z0-9])www(?P<dot>\.)")
-# What at the start of a paragraph would open another block: a heading, quote, list, rule, fence or table.
-_MD_BLOCK_START = re.compile(r"^(?:(?P<mark>[#>+\-=~`|])|(?P<em>[*_])(?!(?P=em))|(?P<n>\d{1,9})(?P<end>[.)]))")
+# What at the start of a paragraph would open another block: a heading, quote, list, rule, fence or table, or a
+# reference definition ("[a]: url").
+_MD_BLOCK_START = re.compile(r"^(?:(?P<mark>[#>+\-=~`|\[])|(?P<em>[*_])(?!(?P=em))|(?P<n>\d{1,9})(?P<end>[.)]))")
 
 
 # Set while a Markdown text is written for a terminal (`compare`'s output): a result file's strings are printed as
@@ -248,4 +251,51 @@ def html_page(title: str, warnings: list[str], sections: list[Section]) -> str:
         if not s.lead:
             out += _html_section(s)
     out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+# ---- a terminal: the verdict first, nothing wider than the terminal ------------------------------------------------
+
+
+def _wrapped(text: str, width: int, indent: str = "") -> list[str]:
+    text = _STRONG.sub(r"\1", visible(" ".join(str(text).split())))
+    return textwrap.wrap(text, width, subsequent_indent=indent or "  ", break_on_hyphens=False) or [""]
+
+
+def _terminal_table(t: Table, width: int) -> list[str]:
+    """The table as tabulate's plain grid where it fits ``width``; else one block a row, a 'header: value' line each
+    (wrapped): never a line wider than the terminal."""
+    rows = [[" ".join(fmt(c).split()) for c in row] for row in t.rows]
+    heads = [fmt(h) for h in t.headers]
+    out = [visible(t.title)] if t.title else []
+    grid = tabulate(rows, headers=heads, tablefmt="simple", disable_numparse=True).splitlines()
+    if max(map(len, grid)) <= width:
+        return out + grid
+    for i, row in enumerate(rows, 1):
+        out.append(f"{i}.")
+        for h, v in zip(heads, row, strict=False):
+            if v not in ("", "-"):
+                out += _wrapped(f"{h}: {v}" if h else v, width, "      ")
+    return out
+
+
+def terminal(first: list[str], warnings: list[str], sections: list[Section], width: int) -> str:
+    """Sections for a person at a terminal: ``first`` (the verdict) before anything else, the warnings, then only
+    the sections with something in them (the empty ones named on one line), every line at most ``width``."""
+    width = max(40, width)
+    out = [line for text in first for line in _wrapped(text, width)]
+    out += [line for w in warnings for line in _wrapped(f"warning: {w}", width)]
+    empty = []
+    for s in sections:
+        tables = [t for t in s.tables if t.rows]
+        if not tables and not s.lead:
+            empty.append(s.title)
+            continue
+        out += ["", visible(s.title).upper()[:width]]
+        if not s.lead:
+            out += [line for n in s.notes for line in _wrapped(n, width)]
+        for t in tables:
+            out += _terminal_table(t, width)
+    if empty:
+        out += [""] + _wrapped("Nothing in: " + ", ".join(empty) + ".", width)
     return "\n".join(out) + "\n"

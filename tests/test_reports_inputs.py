@@ -101,7 +101,8 @@ def _links_or_headings(md: str) -> list[str]:
     """What in report.md would render as a link, an image, an autolink or a heading that the report did not make:
     an unescaped "](", a URL scheme or www. not escaped, a line that is a heading about the injected text."""
     own = r"(?!\(#)"  # the report's own links go to its sections: "](#verdict)"
-    found = re.findall(r"(?<!\\)\]" + own + r"[(\[:]", md) + re.findall(r"https?://|(?<![\\/])www\.evil", md)
+    found = re.findall(r"(?<!\\)\]" + own + r"[(\[]", md) + re.findall(r"https?://|(?<![\\/])www\.evil", md)
+    found += [line for line in md.splitlines() if re.match(r" {0,3}\[[^\]]*\]:", line)]  # a reference definition
     return found + [line for line in md.splitlines() if re.match(r"\s*#+ Injected", line)]
 
 
@@ -130,7 +131,7 @@ def test_compare_markdown_escapes_run_file_strings(tmp_path, capsys):
 @pytest.mark.parametrize(("text", "shown"), [
     ("# heading", "\\# heading"), ("> quote", "\\> quote"), ("- item", "\\- item"), ("1. item", "1\\. item"),
     ("```", "\\```"), ("**bold** stays", "**bold** stays"), ("p < 0.01 -> ok", "p < 0.01 -> ok"),
-    ("a\nb", "a b"), ("x[softmax-fp16] stays", "x[softmax-fp16] stays"), ("[a]: http://x", "[a\\]: http\\://x"),
+    ("a\nb", "a b"), ("x[softmax-fp16] stays", "x[softmax-fp16] stays"), ("[a]: http://x", "\\[a]: http\\://x"),
     ("back\\slash", "back\\\\slash"), ("mail me@evil.example", "mail me\\@evil.example"),
     ("ftp://host/x", "ftp\\://host/x"), ("www.evil.example", "www\\.evil.example"),
 ])

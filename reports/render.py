@@ -174,6 +174,7 @@ color:#1b1f24;line-height:1.4}
 h1{font-size:1.6em}h2{border-bottom:1px solid #d0d7de;padding-bottom:.2em;margin-top:2em}h3{font-size:1.05em}
 table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.85em;display:block;overflow-x:auto}
 th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:top}
+td{max-width:56ch;overflow-wrap:anywhere}
 th{background:#f6f8fa;position:sticky;top:0}tr:nth-child(even) td{background:#fbfcfd}
 .warn{background:#fff8c5;border:1px solid #d4a72c;padding:.5em 1em;margin:.5em 0;border-radius:4px}
 .nodata{color:#57606a;font-style:italic}.toc a{margin-right:1em}

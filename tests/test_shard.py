@@ -414,3 +414,8 @@ def test_a_shard_s_own_verdict_names_the_shard_and_claims_only_what_it_ran():
     assert "this shard's tests of my_rope[fp16]" in text and "every test of" not in text, text
     del data["shard"]
     assert "every test of my_rope[fp16]" in "\n".join(glance.verdict_lines(data, "runs/run.json", width=120))
+
+
+def test_a_shard_with_a_random_run_id_says_how_to_merge_it():
+    assert "give every shard the same --run-id=ID" in shard.run_id_note(None, {})
+    assert shard.run_id_note("night-7", {}) == "" and shard.run_id_note(None, {"GITHUB_RUN_ID": "123"}) == ""

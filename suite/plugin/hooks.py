@@ -399,8 +399,8 @@ def header_lines(config: pytest.Config, ctx: context.SuiteContext) -> list[str]:
                      f"{len(pin.gpus)} visible GPU(s): {', '.join(pin.gpus)}")
     lines += [f"portability: {n}" for n in ctx.notes]
     if ctx.run_file and (sh := ctx.run_file.data.get("shard")):
-        lines.append(f"portability: shard {sh['index']}/{sh['count']} of run {sh['run_id']} (the others deselected)"
-                     if sh["count"] > 1 else f"portability: run id {sh['run_id']}")
+        lines.append(f"portability: shard {sh['index']}/{sh['count']} of run {sh['run_id']} (the others deselected"
+                     f"{shard.run_id_note(ctx.options.run_id)})" if sh["count"] > 1 else f"portability: run id {sh['run_id']}")
     if ctx.run_file:
         # Written when the first of the suite's own tests reports: a run of none (the harness's tests) writes none.
         lines.append(f"portability: results -> {ctx.run_file.path} (written once a suite test reports)")

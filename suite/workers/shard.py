@@ -79,3 +79,15 @@ def split_by(costs: dict[str, float]) -> dict[str, Any]:
         return {"durations": None, "tests_listed": 0}
     digest = hashlib.sha256(json.dumps(sorted(costs.items())).encode()).hexdigest()
     return {"durations": f"sha256:{digest[:16]}", "tests_listed": len(costs)}
+
+
+def run_id_note(given: str | None, environ: dict[str, str] | None = None) -> str:
+    """What the session header adds to a shard's line where its run id is random (no --run-id, SUITE_RUN_ID or
+    GitHub Actions run): shards run by hand so get one each, and the reports cannot tell they are one run."""
+    import os
+
+    env = os.environ if environ is None else environ
+    if given or env.get("GITHUB_RUN_ID", "").strip().isdigit():
+        return ""
+    return ("; the run id is random (no --run-id): give every shard the same --run-id=ID, or merge their files "
+            "with `reports build --merge-shards`")

@@ -122,7 +122,8 @@ def heatmap_figure(kernels: list[str], platforms: list[str], spots: list[list[An
                     fontweight="bold" if s.state == "broken" or (s.speedup or 1.0) < 1.0 else "normal")
     ax.set_xticks(range(len(platforms)), [_text(p.replace(" (", "\n(")) for p in platforms], fontsize=8)
     ax.xaxis.tick_top()
-    ax.set_yticks(range(len(kernels)), [_text(k) for k in kernels], fontsize=8)
+    # A long kernel name wrapped, whole: cut, it would name another kernel; whole on one line, it squeezes the cells.
+    ax.set_yticks(range(len(kernels)), [_text("\n".join(textwrap.wrap(k, 28)) or k) for k in kernels], fontsize=8)
     ax.set_xticks([x - 0.5 for x in range(1, len(platforms))], minor=True)
     ax.set_yticks([y - 0.5 for y in range(1, len(kernels))], minor=True)
     ax.grid(which="minor", color="white", linewidth=1.5)

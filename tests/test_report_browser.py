@@ -170,6 +170,7 @@ def test_a_long_reproduction_line_wraps_in_its_cell(tmp_path):
     """The 'reproduce with' column overflowed: a failing case's reproduction line (a long command with no place to
     break in its test id) made its table wider than the screen. Its cell wraps it now
     (render.CSS: td max-width, overflow-wrap)."""
+    chromium_or_skip()
     run = make_run(kernels=(("my_rope_" + "x" * 60, "fp16"),))
     bad = case("my_rope_" + "x" * 60, "fp16", 9, outcome="failed", ratio=40.0)
     bad["repro"] = bad["repro"] + " --kernel-module=" + "/home/someone/" + "deep/" * 30 + "my_rope.py"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import traceback
 from pathlib import Path
@@ -18,6 +19,7 @@ from pathlib import Path
 from reports import loading
 from reports.files import refuse_inputs, write_atomic
 from reports.loading import RunFileError, load_runs
+from reports.render import visible
 from reports.shards import merge_shards
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
@@ -57,6 +59,10 @@ def _threshold(text: str) -> float:
     return value
 
 
+MERGE_HELP = ("shard files of one backend and arch under different run ids (--shard=I/N run without --run-id) that "
+              "together make every shard once: merge them as one run")
+
+
 class UsageError(SystemExit):
     """A command line argparse rejects (exit 2, as argparse exits), caught by main so that `compare --json` still
     prints JSON."""
@@ -83,12 +89,17 @@ def parser(prog: str = "python -m reports") -> argparse.ArgumentParser:
     b.add_argument("--history", action="append", default=[], metavar="DIR|RUN.json",
                    help="also a section with the nightly history of these earlier run files (repeatable; see history)")
     b.add_argument("--window", type=_window, default=30, help="history: the last N nights per platform (default 30)")
+    b.add_argument("--merge-shards", action="store_true", help=MERGE_HELP)
+    b.add_argument("--keep-superseded", action="store_true",
+                   help="add up the results of every version of a changed --kernel-module (by default a module is "
+                        "shown as its newest run tested it, and older runs of other code are named and left out)")
     c = sub.add_parser("compare", help="regressions between a base run and a candidate run of the same test set")
     c.add_argument("runs", nargs="*", metavar="RUN.json", help="BASE.json CAND.json")
     c.add_argument("--p-value", type=_p_value, default=0.01, help="Mann-Whitney U significance level (default 0.01)")
     c.add_argument("--threshold", type=_threshold, default=0.05,
                    help="smallest relative change of the median that counts (default 0.05 = 5%%)")
     c.add_argument("--allow-different-hardware", action="store_true")
+    c.add_argument("--merge-shards", action="store_true", help=MERGE_HELP)
     c.add_argument("--allow-different-tests", action="store_true")
     c.add_argument("--out", metavar="FILE.md", help="also write the Markdown here (never over an input)")
     c.add_argument("--json", action="store_true", help="print the comparison as JSON (for scripts) instead of Markdown")
@@ -118,25 +129,26 @@ def parser(prog: str = "python -m reports") -> argparse.ArgumentParser:
 def _build(args: argparse.Namespace) -> int:
     from reports.build import build, plots_available
 
-    files, bad = build(args.runs, args.out, history=args.history, window=args.window)
+    files, bad = build(args.runs, args.out, history=args.history, window=args.window,
+                       keep_superseded=args.keep_superseded, merge_ids=args.merge_shards)
     if missing := plots_available():
         print(f"note: {missing}", file=sys.stderr)
     for exc in bad:
-        print(f"error: {exc} (left out of the report)", file=sys.stderr)
+        print(visible(f"error: {exc} (left out of the report)"), file=sys.stderr)
     print("wrote " + ", ".join(str(f) for f in files))
     return EXIT_USAGE if bad else EXIT_OK
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from reports import noise, render
-    from reports.compare import compare, compare_json, compare_markdown
+    from reports import noise
+    from reports.compare import compare, compare_json, compare_markdown, compare_terminal
 
     if len(args.runs) < 2:
         raise RunFileError(f"compare needs exactly two run files, BASE.json and CAND.json (a sharded run: every shard's "
                            f"file); got {len(args.runs)}")
     if args.out:
         refuse_inputs([Path(args.out)], [*args.runs, *([args.noise_floor] if args.noise_floor else [])])
-    runs = merge_shards(load_runs(args.runs, by_start=False))
+    runs = merge_shards(load_runs(args.runs, by_start=False), args.merge_shards)
     if len(runs) != 2:
         raise RunFileError(f"compare needs exactly two runs, BASE and CAND; the {len(args.runs)} files given are "
                            f"{len(runs)} runs ({', '.join(r.run_id for r in runs)}): a sharded run is the files "
@@ -148,15 +160,15 @@ def _compare(args: argparse.Namespace) -> int:
     text = compare_markdown(base, cand, cmp, args.p_value, args.threshold)
     if args.json:
         sys.stdout.write(json.dumps(compare_json(base, cand, cmp, args.p_value, args.threshold), indent=1) + "\n")
-    elif sys.stdout.isatty():  # a person reads it: a test id or command is copied as it is, no Markdown escape
-        with render.plain():
-            sys.stdout.write(compare_markdown(base, cand, cmp, args.p_value, args.threshold))
+    elif sys.stdout.isatty():  # a person reads it: the verdict first, nothing wider than the terminal, no escape
+        width = shutil.get_terminal_size().columns
+        sys.stdout.write(compare_terminal(base, cand, cmp, args.p_value, args.threshold, width))
     else:  # piped (a CI job's summary, a file): Markdown whose run-file strings cannot open a tag, link or heading
         sys.stdout.write(text)
     if args.out:
         write_atomic(Path(args.out), text)
     if cmp.unusable:
-        print(f"error: {cmp.unusable}", file=sys.stderr)
+        print(visible(f"error: {cmp.unusable}"), file=sys.stderr)
     return cmp.exit_code
 
 
@@ -213,7 +225,7 @@ def _history(args: argparse.Namespace) -> int:
 
         sys.stdout.write(markdown(history.title(h), [], [history.section(h)]))
     for exc in h.left_out:
-        print(f"error: {exc} (left out of the history)", file=sys.stderr)
+        print(visible(f"error: {exc} (left out of the history)"), file=sys.stderr)
     return EXIT_USAGE if h.left_out else EXIT_OK
 
 
@@ -262,7 +274,7 @@ def _run(args: argparse.Namespace) -> int:
         inputs = ", ".join(getattr(args, "runs", None) or [getattr(args, "directory", "")]) or "no files"
         message = (f"internal error in reports on {inputs}: {type(exc).__name__}: {exc} "
                    "(rerun with --debug for the traceback)")
-    print(f"error: {message}", file=sys.stderr)
+    print(visible(f"error: {message}"), file=sys.stderr)  # a run file's strings: never a terminal's escape
     if args.command == "compare" and args.json:
         _json_error(message)
     return EXIT_USAGE

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from reports.correctness import correctness_section, drift_section, findings_section
+from reports.current import Superseded, current
 from reports.files import refuse_inputs, write_atomic
 from reports.inventory import autotune_section, compile_section, known_issues_section, runs_section
 from reports.loading import Run, RunFileError, json_safe, load_some, platform_label, platforms
@@ -19,7 +20,7 @@ from reports.verdict import verdict_section
 SUMMARY_FORMAT = "portability-report/1"
 
 
-def _warnings(runs: list[Run]) -> list[str]:
+def _warnings(runs: list[Run], added_up: bool = True) -> list[str]:
     warnings = [w for r in runs for w in r.warnings]
     for p in platforms(runs):
         same = [r for r in runs if r.platform == p]
@@ -33,7 +34,7 @@ def _warnings(runs: list[Run]) -> list[str]:
             for m in r.data.get("kernel_modules") or []:
                 hashes.setdefault(module_key(m), set()).add(m.get("sha256") or "?")
         for key, seen in sorted(hashes.items()):
-            if len(seen) > 1:
+            if len(seen) > 1 and added_up:  # else the older versions' results were superseded (current.py)
                 warnings.append(f"{platform_label(p)}: kernel module {key} differs between its runs ({len(seen)} "
                                 f"versions, sha256 {', '.join(sorted(h[:12] for h in seen))}); the results of its "
                                 f"kernels are added up across them")
@@ -54,11 +55,13 @@ def plots_available() -> str | None:
     return None
 
 
-def assemble(runs: list[Run], with_plots: bool = True,
-             bad: list[RunFileError] | None = None) -> tuple[str, list[str], list[Section], dict[str, Any]]:
+def assemble(runs: list[Run], with_plots: bool = True, bad: list[RunFileError] | None = None,
+             superseded: list[Superseded] | None = None) -> tuple[str, list[str], list[Section], dict[str, Any]]:
+    """The report of ``runs``; ``superseded``: None where every version of a changed kernel module is added up
+    (--keep-superseded), else what current() left out of them (named in the verdict)."""
     bad = bad or []
     plats = platforms(runs)
-    verdict_sec, verdict_sum = verdict_section(runs, bad, with_plots)
+    verdict_sec, verdict_sum = verdict_section(runs, bad, with_plots, superseded or [])
     run_sec, run_sum = runs_section(runs)
     if bad:
         run_sec.tables.append(Table(["unreadable run file: why"], [[str(e)] for e in bad], "Left out"))
@@ -73,7 +76,7 @@ def assemble(runs: list[Run], with_plots: bool = True,
         from reports.plots import cascade, efficiency_bars
 
         perf_sec.figures += [efficiency_bars(plot_data), cascade(plot_data)]
-    warnings = _warnings(runs)
+    warnings = _warnings(runs, added_up=superseded is None)
     title = f"Triton portability report: {len(runs)} run(s) on {', '.join(platform_label(p) for p in plats)}"
     sections = [verdict_sec, run_sec, corr_sec, drift_sec, find_sec, comp_sec, perf_sec, tune_sec, known_sec]
     summary = {"format": SUMMARY_FORMAT, "title": title, "warnings": warnings, "verdict": verdict_sum,
@@ -84,7 +87,8 @@ def assemble(runs: list[Run], with_plots: bool = True,
 
 
 def build(paths: list[str], out_dir: str | Path, history: list[str] | None = None,
-          window: int = 30) -> tuple[list[Path], list[RunFileError]]:
+          window: int = 30, keep_superseded: bool = False,
+          merge_ids: bool = False) -> tuple[list[Path], list[RunFileError]]:
     """Build from every usable run file; returns the files written and the run files left out (with why). No
     file is written when none is usable, or when an output would replace an input. ``history``: earlier nights' run
     files (or directories of them), added as a history section (reports/history.py)."""
@@ -96,13 +100,16 @@ def build(paths: list[str], out_dir: str | Path, history: list[str] | None = Non
 
         refuse_inputs([out / n for n in names], history_mod.run_files(history))
     runs, bad = load_some(paths)
-    runs, bad_sets = merge_some(runs)  # the N shard files of a run are one run; a set a shard short is left out
+    runs, bad_sets = merge_some(runs, merge_ids)  # the N shard files of a run are one run; a set a shard short is left out
     bad = bad + bad_sets
     if not runs:
         raise bad[0] if len(bad) == 1 else RunFileError(f"none of the {len(bad)} run files is usable: " +
                                                         "; ".join(str(e) for e in bad))
+    superseded = None
+    if not keep_superseded:  # each kernel module as its newest run tested it; older code's results named, left out
+        runs, superseded = current(runs)
     plots = plots_available()
-    title, warnings, sections, summary = assemble(runs, with_plots=plots is None, bad=bad)
+    title, warnings, sections, summary = assemble(runs, with_plots=plots is None, bad=bad, superseded=superseded)
     if plots is not None:
         warnings.append(plots)
     if history:

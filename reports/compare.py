@@ -19,12 +19,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from reports import changes, failures, gate, noise, timing, toolchain
+from reports import changes, checked, failures, gate, noise, timing, toolchain
 from reports.changes import pct
 from reports.correctness import one_line, outcome_text
 from reports.loading import Run, num
 from reports.perf import shape_key
-from reports.render import Section, Table, fmt, markdown, shape_text
+from reports.render import Section, Table, fmt, markdown, shape_text, terminal
 
 HARDWARE_FIELDS = ("device_name", "arch", "sm_count")
 ENV_FIELDS = ("backend", "device_name", "arch", "sm_count", "driver", "runtime", "torch", "triton", "numpy",
@@ -66,6 +66,9 @@ class Comparison:
     # checked (None: the candidate ran no check).
     autotune_losses: list[dict[str, Any]] = field(default_factory=list)
     autotune_checked: int | None = None
+    # What the candidate checked less than the base (reports/checked.py): a regression; `allowed` rows were let
+    # through by --allow-different-tests and are said first, not failed.
+    checked_less: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def platform_slower(self) -> bool:
@@ -78,7 +81,8 @@ class Comparison:
     @property
     def failed(self) -> bool:
         return bool(self.correctness or self.regressions or self.unmeasured or self.platform_slower
-                    or self.compile_failures or self.autotune_losses)
+                    or self.compile_failures or self.autotune_losses
+                    or any(not r["allowed"] for r in self.checked_less))
 
     @property
     def exit_code(self) -> int:
@@ -396,6 +400,7 @@ def compare(base: Run, cand: Run, p_value: float = 0.01, threshold: float = 0.05
     _correctness(base, cand, cmp, allow_tests)
     _speed(base, cand, cmp, p_value, threshold, floor, allow_tests)
     _autotune_gate(cand, cmp)
+    cmp.checked_less = checked.checked_less(base, cand, allow_tests)
     if cmp.missing and allow_tests:
         benchmarks = sum(1 for r in cmp.missing if r["kind"] == "benchmark")
         cmp.warnings.append(f"{len(cmp.missing) - benchmarks} test(s) or case(s) that passed in the base run "
@@ -422,7 +427,9 @@ def _autotune_gate(cand: Run, cmp: Comparison) -> None:
         return
     entries = [e for e in check["entries"] if isinstance(e, dict)]
     cmp.autotune_checked = len(entries)
-    cmp.autotune_losses = [e for e in entries if e.get("loses")]
+    # A winner timed as no positive, finite time loses, whatever the check that wrote the run file judged.
+    cmp.autotune_losses = [e for e in entries if e.get("loses") or
+                           ("cached_ms" in e and e["cached_ms"] is not None and not gate.valid_ms(num(e["cached_ms"])))]
 
 
 def _reasons(rows: list[dict[str, Any]]) -> str:
@@ -433,6 +440,8 @@ def verdict(cmp: Comparison) -> str:
     if cmp.unusable:
         return f"CANNOT COMPARE: {cmp.unusable}"
     parts = []
+    if less := [r for r in cmp.checked_less if not r["allowed"]]:
+        parts.append(f"the candidate checked less than the base ({_named(checked.text(r) for r in less)})")
     if cmp.platform_slower:
         parts.append(f"platform-wide slowdown {pct(_shift(cmp.platform))}")
     if cmp.correctness:
@@ -453,7 +462,10 @@ def verdict(cmp: Comparison) -> str:
     if cmp.unmeasured:
         parts.append(f"{len(cmp.unmeasured)} benchmark(s) missing or untimable "
                      f"({_named(_unmeasured_text(r) for r in cmp.unmeasured)})")
-    return "REGRESSION: " + "; ".join(parts) if parts else "No regressions"
+    allowed = [r for r in cmp.checked_less if r["allowed"]]
+    first = (f"CHECKED LESS (allowed by --allow-different-tests: {_named(checked.text(r) for r in allowed)}); "
+             if allowed else "")
+    return first + ("REGRESSION: " + "; ".join(parts) if parts else "No regressions")
 
 
 VERDICT_NAMES = 3  # regressions named in the verdict line; the sections list them all
@@ -545,7 +557,22 @@ def _outcome_rows(rows: list[dict[str, Any]]) -> list[list[Any]]:
     return [[r["kind"], r["what"], r["base"], r["candidate"], r["detail"]] for r in rows]
 
 
+def compare_terminal(base: Run, cand: Run, cmp: Comparison, p_value: float, threshold: float, width: int) -> str:
+    """The comparison for a terminal: its verdict first, the sections with something in them, no line wider than
+    ``width`` (reports.render.terminal); run-file strings shown as they are, with no Markdown escape."""
+    title, warnings, sections = _sections(base, cand, cmp, p_value, threshold)
+    lines = summary_lines(cmp, p_value, threshold)
+    verdict_section = sections[0]
+    verdict_section.notes = lines[1:]
+    return terminal([lines[0], title], warnings, sections, width)
+
+
 def compare_markdown(base: Run, cand: Run, cmp: Comparison, p_value: float, threshold: float) -> str:
+    return markdown(*_sections(base, cand, cmp, p_value, threshold))
+
+
+def _sections(base: Run, cand: Run, cmp: Comparison, p_value: float,
+              threshold: float) -> tuple[str, list[str], list[Section]]:
     env_rows = [[k, fmt(base.env.get(k)), fmt(cand.env.get(k))] for k in ENV_FIELDS if base.env.get(k) != cand.env.get(k)]
     outcome_headers = ["kind", "what", "base", "candidate", "detail"]
     unchanged = sum(cmp.unchanged.values())
@@ -560,6 +587,10 @@ def compare_markdown(base: Run, cand: Run, cmp: Comparison, p_value: float, thre
                                             "case the base has no record of that fails in a test that failed in the "
                                             "base on other cases only, unless one of them failed the same way."],
                 [Table(outcome_headers, _outcome_rows(cmp.correctness), empty="none")]),
+        Section("Checked less than the base", [checked.RULE],
+                [Table(["what", "base", "candidate", "allowed"],
+                       [[r["what"], r["base"], r["candidate"], "yes" if r["allowed"] else "no"]
+                        for r in cmp.checked_less], empty="none")]),
         Section("Compile changes", [f"Per kernel x target: compiles that failed now (a regression) or compile now, "
                                     f"registers that moved by at least {toolchain.REGISTERS_MIN} and "
                                     f"{100 * toolchain.REGISTERS_SHARE:g}%, spills that appeared or went away."],
@@ -601,7 +632,7 @@ def compare_markdown(base: Run, cand: Run, cmp: Comparison, p_value: float, thre
                                                              for r in cmp.not_compared], "Benchmarks not compared",
                        "none")]),
     ]
-    return markdown(f"Run comparison: {base.run_id} -> {cand.run_id}", cmp.warnings, sections)
+    return f"Run comparison: {base.run_id} -> {cand.run_id}", cmp.warnings, sections
 
 
 def compare_json(base: Run, cand: Run, cmp: Comparison, p_value: float, threshold: float) -> dict[str, Any]:
@@ -620,6 +651,7 @@ def compare_json(base: Run, cand: Run, cmp: Comparison, p_value: float, threshol
             "warnings": cmp.warnings, "planted": cmp.planted, "toolchain": cmp.toolchain,
             "toolchain_line": toolchain.toolchain_line(cmp.toolchain), "compile_changes": cmp.compiles,
             "correctness_regressions": cmp.correctness, "speed_regressions": clean(cmp.regressions),
+            "checked_less": cmp.checked_less,
             "autotune_checked": cmp.autotune_checked, "autotune_losses": cmp.autotune_losses,
             "unmeasured_benchmarks": cmp.unmeasured,
             "speed_improvements": clean(cmp.improvements), "inconclusive": clean(cmp.inconclusive),

@@ -10,14 +10,24 @@ timings' own spread is never flagged. ``compare`` calls every losing winner of t
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
 MARGIN = 0.05
 
 
+def valid_ms(value: Any) -> bool:
+    """A time the gate can judge: a positive, finite number of milliseconds (a timer that returns 0 or NaN measured
+    nothing). Run files write NaN and inf as strings."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
 def loses(cached: Mapping[str, Any], best: Mapping[str, Any]) -> bool:
-    """``cached`` and ``best``: timings with ``median_ms`` and ``iqr_ms``."""
+    """``cached`` and ``best``: timings with ``median_ms`` and ``iqr_ms``. A cached winner timed as zero, negative,
+    NaN or inf loses (nothing says it is fast)."""
+    if not valid_ms(cached["median_ms"]):
+        return True
     gap = cached["median_ms"] - best["median_ms"]
     return gap > max(MARGIN * best["median_ms"], cached["iqr_ms"] + best["iqr_ms"])
 
@@ -29,8 +39,10 @@ def where(g: Mapping[str, Any]) -> str:
 def text(g: Mapping[str, Any]) -> str:
     """One losing cached winner, as the summary and compare say it."""
     head = f"{where(g)}: cached {json.dumps(g['cached_config'], sort_keys=True)}"
+    if g.get("best_config") is None or not valid_ms(g.get("best_ms")):
+        return f"{head}: {g.get('why')}"
     best = f"{json.dumps(g['best_config'], sort_keys=True)} {g['best_ms']:.4f} ms"
-    if g.get("cached_ms") is None:
+    if not valid_ms(g.get("cached_ms")):
         return f"{head}: {g.get('why')}; fastest now {best}"
     return (f"{head} {g['cached_ms']:.4f} ms, {g['loss']:.2f}x the fastest now {best} (loses "
             f"{g['cached_ms'] - g['best_ms']:.4f} ms)")

@@ -15,8 +15,9 @@ each night it ran is one state, from its tests (suite/test_*.py's ``[kernel-dtyp
 A night where no test of it ran (every one skipped, or absent) is not observed and breaks nothing. Flips count the
 nights where it went from passing (passed, known issue) to failed or back; intermittent nights are left out of
 flips. A streak is consecutive nights of ``failed`` (nights not run, and intermittent ones, neither extend nor end
-it); its first bad night comes with what changed in the toolchain (reports/toolchain.py: Triton, torch, numpy,
-Python, runtime, driver) against the platform's night before it.
+it); its first bad night comes with what changed against the last night the kernel x dtype ran before it (not
+the night before, on which it may not have run): the toolchain (reports/toolchain.py: Triton, torch, numpy, Python,
+runtime, driver, the suite) and the kernel's --kernel-module (its sha256).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from reports.loading import Run, RunFileError, load_some
 from reports.outcomes import REPRO_TEST, kernel_dtype_of
 from reports.render import Section, Table
 from reports.shards import merge_some
-from reports.toolchain import toolchain_changes
+from reports.toolchain import TOOLCHAIN, module_key, toolchain_changes
 
 FORMAT = "portability-history/1"
 DEFAULT_WINDOW = 30
@@ -102,7 +103,33 @@ def _ok(state: str | None) -> bool | None:
     return None if state in (None, "intermittent") else state != "failed"
 
 
-def rows_of(nights: list[Night]) -> list[Row]:
+def _module_changes(before: Run, after: Run, kernel: str) -> list[str]:
+    """How the code of ``kernel``'s --kernel-module changed between two runs: its sha256 (a module whose record
+    lists its kernels counts for those only), or the module in one run only."""
+    def mine(run: Run) -> dict[str, dict[str, Any]]:
+        return {module_key(m): m for m in run.data.get("kernel_modules") or []
+                if not isinstance(m.get("kernels"), list) or kernel in m["kernels"]}
+
+    b, a = mine(before), mine(after)
+    out = []
+    for key in sorted(b.keys() | a.keys()):
+        if key not in b or key not in a:
+            out.append(f"kernel module {key} {'new' if key in a else 'gone'}")
+        elif b[key].get("sha256") != a[key].get("sha256"):
+            out.append(f"kernel module {key} changed: sha256 {(b[key].get('sha256') or '?')[:12]} -> "
+                       f"{(a[key].get('sha256') or '?')[:12]}")
+    return out
+
+
+def _last_ran(kd: tuple[str, str], earlier: list[Run]) -> Run | None:
+    """The latest of ``earlier`` (oldest first) on which the kernel x dtype ran, else None."""
+    return next((r for r in reversed(earlier) if kd in night_states(r)), None)
+
+
+def rows_of(nights: list[Night], earlier: list[Run] | None = None) -> list[Row]:
+    """``earlier``: the series' runs before the window (oldest first): a streak's changes are counted from the last
+    night the kernel x dtype ran, which may be one of them."""
+    earlier = earlier or []
     per_night = [night_states(n.run) for n in nights]
     keys = sorted({kd for states in per_night for kd in states})
     rows = []
@@ -116,12 +143,16 @@ def rows_of(nights: list[Night]) -> list[Row]:
                 streak.append(i)
             if streak and (s != "failed" or pos == len(observed) - 1):
                 first, last = nights[streak[0]], nights[streak[-1]]
-                before = first.before
+                # What changed since the last night it ran, not since the night before (it may not have run then:
+                # a Triton change on a night it did not run is still this streak's cause).
+                before = _last_ran(kd, earlier + [n.run for n in nights[:streak[0]]])
                 row.streaks.append({"first_bad": first.ref(), "last_bad": last.ref(), "nights": len(streak),
                                     "ongoing": s == "failed" and pos == len(observed) - 1,
                                     "night_before": None if before is None else
                                     {"run_id": before.run_id, "started": before.data["started"]},
-                                    "toolchain_changes": [] if before is None else toolchain_changes(before, first.run)})
+                                    "toolchain_changes": [] if before is None else toolchain_changes(before, first.run),
+                                    "code_changes": [] if before is None else
+                                    _module_changes(before, first.run, row.kernel)})
                 streak = []
         rows.append(row)
     return rows
@@ -150,7 +181,7 @@ def _row_json(row: Row, nights: list[Night]) -> dict[str, Any]:
 
 
 def _run_toolchain(run: Run) -> dict[str, Any]:
-    return {k: run.env.get(k) for k in ("triton", "torch", "numpy", "python", "runtime", "driver")}
+    return {k: run.env.get(k) for k in TOOLCHAIN}
 
 
 @dataclass
@@ -180,7 +211,7 @@ def history(paths: list[str | Path], window: int = DEFAULT_WINDOW) -> History:
         series = [r for r in runs if _series_key(r) == key]
         first = max(0, len(series) - window)
         nights = [Night(i - first + 1, r, series[i - 1] if i > 0 else None) for i, r in enumerate(series) if i >= first]
-        rows = rows_of(nights)
+        rows = rows_of(nights, series[:first])
         night_json = [{**n.ref(), "files": n.run.data.get("shard", {}).get("merged_from") or [n.run.path.name],
                        "status": n.run.data["status"], "toolchain": _run_toolchain(n.run),
                        "toolchain_changes": [] if n.before is None else toolchain_changes(n.before, n.run)}
@@ -210,8 +241,11 @@ def _night_text(ref: dict[str, Any]) -> str:
 
 def _streak_text(s: dict[str, Any]) -> str:
     length = f"{s['nights']} night{'s' if s['nights'] > 1 else ''}{', ongoing' if s['ongoing'] else ''}"
-    before = ("no earlier night" if s["night_before"] is None else
-              f"toolchain vs the night before: {_changes_text(s['toolchain_changes'])}")
+    changes = [f"{c['name']} {c['base']} -> {c['candidate']}" for c in s["toolchain_changes"]]
+    changes += s.get("code_changes") or []
+    before = ("no earlier night it ran" if s["night_before"] is None else
+              f"changed since it last ran ({s['night_before']['started'][:16].replace('T', ' ')}): "
+              f"{', '.join(changes) or 'nothing recorded (toolchain, driver, suite, kernel modules)'}")
     return f"first bad {_night_text(s['first_bad'])} ({length}; {before})"
 
 
@@ -223,7 +257,7 @@ def section(h: History) -> Section:
              + LEGEND,
              "A streak is consecutive nights that failed (nights not run or failing only intermittently neither extend "
              "nor end it; intermittent failures are counted apart); a flip is a change between passing and failing. "
-             "The toolchain is compared with the series' night before."]
+             "A streak's cause: what changed (toolchain, driver, suite, the kernel's module) since the last night it ran."]
     tables = []
     for p in h.platforms:
         tables.append(Table(["kernel", "dtype", "state", "since", "timeline", "flips", "failed", "intermittent",

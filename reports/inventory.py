@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 from collections import Counter, defaultdict
@@ -9,7 +10,7 @@ from typing import Any
 
 from reports.correctness import MAX_ROWS, first_line, one_line
 from reports.loading import Run, num
-from reports.outcomes import REFERENCE_TEST, known_issue_of
+from reports.outcomes import REFERENCE_TEST, kernels_of, known_issue_of
 from reports.render import Section, Table, fmt
 
 
@@ -155,9 +156,17 @@ def _use_text(c: Counter) -> str:
 
 def known_issues_section(runs: list[Run]) -> tuple[Section, list[dict[str, Any]]]:
     registry: dict[str, dict[str, Any]] = {}
+    # A run file records the whole registry, the shipped kernels' entries included: the report lists those of the
+    # kernels in it (an entry's kernel may be a pattern), and says how many others it left out.
+    kernels = set().union(*(kernels_of(r) for r in runs)) if runs else set()
+    others = set()
     for r in runs:
         for k in r.data["known_issues"]:
-            registry.setdefault(str(k["id"]), k)
+            if any(fnmatch.fnmatchcase(name, str(k.get("kernel") or "*")) for name in kernels):
+                registry.setdefault(str(k["id"]), k)
+            else:
+                others.add(str(k["id"]))
+    others -= set(registry)
     used = known_issue_use(runs)
     rows = [[i, k["backend"], k["arch"], k["triton"], k["kernel"], k["dtype"], k.get("test") or REFERENCE_TEST,
              one_line(k["reason"], 200), k["link"]] for i, k in sorted(registry.items())]
@@ -166,6 +175,9 @@ def known_issues_section(runs: list[Run]) -> tuple[Section, list[dict[str, Any]]
              "passes (xpassed-strict) fails the run until the entry is removed. Tests are counted as pytest counts "
              "them; the cases are those of the reference test that failed under the issue (a test stops at its "
              "first failing case)."]
+    if others:
+        notes.append(f"{len(others)} registry entr{'ies' if len(others) > 1 else 'y'} for kernels not in these runs "
+                     "left out.")
     tables = [Table(["id", "backend", "arch", "triton", "kernel", "dtype", "test", "reason", "link"], rows, "Registry",
                     "none in these runs"),
               Table(["known issue", "platform", "under it"], use_rows, "Tests and cases under known issues", "none")]

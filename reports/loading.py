@@ -64,7 +64,12 @@ REPORT_NEEDS: dict[str, Any] = {
 }
 
 
-MAX_RUN_FILE_BYTES = 512 * 2**20  # what one run file may hold, decompressed: a gzip bomb or /dev/zero stops here
+MAX_RUN_FILE_BYTES = 256 * 2**20  # what one run file may hold, decompressed: a gzip bomb or /dev/zero stops here
+# What parsing a run file may cost, estimated from its text before it is parsed: a JSON value is at least a list or
+# dict slot and a Python object (a float is 24 bytes, an empty dict 64): 256 MiB of "{}," parses to about 12 GB.
+# The largest real run files (a nightly on two H200s: 9.4 MB, 282,000 values) estimate at about 10 MB.
+MAX_PARSED_BYTES = 2**30
+VALUE_BYTES, CONTAINER_BYTES = 32, 64
 
 
 class RunFileError(Exception):
@@ -236,11 +241,24 @@ def load_run(path: str | Path) -> Run:
         raise RunFileError(f"{p}: not a run file: too large to read into this machine's memory") from None
 
 
+def parse_cost(text: str) -> int:
+    """An estimate of the memory parsing ``text`` takes: a value per comma (an upper bound: commas in strings count
+    too) and an object per bracket or brace that opens a list or dict."""
+    containers = text.count("{") + text.count("[")
+    return VALUE_BYTES * (text.count(",") + 1) + CONTAINER_BYTES * containers
+
+
 def _parse(p: Path, text: str) -> Run:
+    if (cost := parse_cost(text)) > MAX_PARSED_BYTES:
+        raise RunFileError(f"{p}: not a run file: its {len(text) // 2**20} MiB of JSON hold so many values that parsing "
+                           f"them would take about {cost / 2**30:.1f} GiB of memory (more than "
+                           f"{MAX_PARSED_BYTES // 2**30} GiB: reports.loading.MAX_PARSED_BYTES); read no further")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise RunFileError(f"{p}: malformed JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    except ValueError as exc:  # an integer of more digits than Python converts (sys.get_int_max_str_digits)
+        raise RunFileError(f"{p}: not a run file: {str(exc).split(';')[0]}") from None
     if not isinstance(data, dict):
         raise RunFileError(f"{p}: not a run file: expected a JSON object, found a JSON {type(data).__name__}")
     version = data.get("schema_version")

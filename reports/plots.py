@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 from typing import Any
 
 import matplotlib
@@ -88,10 +89,17 @@ def cascade(data: dict[str, Any]) -> ReportFigure:
 STATE_COLOURS = {"broken": "#cf222e", "known issue": "#b392f0", "unchecked": "#f2cc60", "not run": "#eeeeee"}
 
 
-def heatmap(kernels: list[str], platforms: list[str], spots: list[list[Any]]) -> ReportFigure:
-    """Kernel x platform: red where broken, purple where only known issues fail, amber where unchecked (no Triton
-    launch), grey where not run, else (passed) green shades by efficiency against the measured ceilings (pale where
-    unknown); each cell says what it is."""
+CELL_CHARS = 22  # a heatmap cell's text is wrapped at this many characters, never cut
+
+
+def cell_label(text: str) -> str:
+    """A heatmap cell's whole text, wrapped onto lines of at most CELL_CHARS characters."""
+    return "\n".join(textwrap.wrap(text, CELL_CHARS, break_on_hyphens=False)) or text
+
+
+def heatmap_figure(kernels: list[str], platforms: list[str], spots: list[list[Any]]) -> Figure:
+    """The heatmap's matplotlib figure (heatmap() renders it): each cell's text whole, wrapped, and the cells sized
+    to hold it."""
     from matplotlib import colormaps
     from matplotlib.colors import to_rgb
 
@@ -99,20 +107,23 @@ def heatmap(kernels: list[str], platforms: list[str], spots: list[list[Any]]) ->
     colours = [[to_rgb(STATE_COLOURS[s.state]) if s.state in STATE_COLOURS else
                 to_rgb(greens(0.12 + 0.73 * min(1.0, s.efficiency))) if s.efficiency is not None else to_rgb("#dafbe1")
                 for s in row] for row in spots]
-    width = min(16.0, 2.6 + 1.9 * len(platforms))
-    fig = Figure(figsize=(width, 0.34 * len(kernels) + 1.6), dpi=100, layout="constrained")
+    labels = [[cell_label(s.text()) for s in row] for row in spots]
+    lines = max((label.count("\n") + 1 for row in labels for label in row), default=1)
+    column = max(1.9, 0.075 * CELL_CHARS + 0.3)  # inches: the widest wrapped line at 7.5 pt, and a margin
+    width = 2.6 + column * len(platforms)
+    fig = Figure(figsize=(width, (0.16 + 0.13 * lines) * len(kernels) + 1.8), dpi=100, layout="constrained")
     ax = fig.add_subplot()
     ax.imshow(colours, aspect="auto", interpolation="nearest")
     for i, row in enumerate(spots):
         for j, s in enumerate(row):
-            text = s.text()
             dark = s.state == "broken" or (s.state == "passed" and (s.efficiency or 0) > 0.6)
-            ax.text(j, i, text if len(text) <= 26 else text[:25] + "…", ha="center", va="center", fontsize=7.5,
+            ax.text(j, i, _text(labels[i][j]), ha="center", va="center", fontsize=7.5, linespacing=1.1,
                     color="white" if dark else "#1b1f24",
                     fontweight="bold" if s.state == "broken" or (s.speedup or 1.0) < 1.0 else "normal")
     ax.set_xticks(range(len(platforms)), [_text(p.replace(" (", "\n(")) for p in platforms], fontsize=8)
     ax.xaxis.tick_top()
-    ax.set_yticks(range(len(kernels)), [_text(k) for k in kernels], fontsize=8)
+    # A long kernel name wrapped, whole: cut, it would name another kernel; whole on one line, it squeezes the cells.
+    ax.set_yticks(range(len(kernels)), [_text("\n".join(textwrap.wrap(k, 28)) or k) for k in kernels], fontsize=8)
     ax.set_xticks([x - 0.5 for x in range(1, len(platforms))], minor=True)
     ax.set_yticks([y - 0.5 for y in range(1, len(kernels))], minor=True)
     ax.grid(which="minor", color="white", linewidth=1.5)
@@ -120,4 +131,12 @@ def heatmap(kernels: list[str], platforms: list[str], spots: list[list[Any]]) ->
     fig.suptitle("Correctness and efficiency: red broken, purple known issues, amber unchecked, green passed "
                  "(shade: efficiency vs measured ceilings; text: efficiency, speed-up over torch; bold: slower than "
                  "torch), grey not run (unsupported or skipped)", fontsize=8, wrap=True)
+    return fig
+
+
+def heatmap(kernels: list[str], platforms: list[str], spots: list[list[Any]]) -> ReportFigure:
+    """Kernel x platform: red where broken, purple where only known issues fail, amber where unchecked (no Triton
+    launch), grey where not run, else (passed) green shades by efficiency against the measured ceilings (pale where
+    unknown); each cell says what it is."""
+    fig = heatmap_figure(kernels, platforms, spots)
     return ReportFigure("Verdict: correctness and efficiency per kernel and platform", _png(fig))

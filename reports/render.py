@@ -7,6 +7,7 @@ import contextlib
 import html
 import math
 import re
+import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +44,19 @@ class Section:
 
 
 
+# Control characters (C0 but tab and newline, DEL, C1: a terminal's escape sequences, a carriage return that
+# overwrites a line) and the invisible format characters that reorder or hide text (bidi overrides and isolates,
+# zero-width marks): shown as escapes wherever a run file's string is printed or rendered.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+
+
+def visible(text: str) -> str:
+    """``text`` with every control or invisible format character written as an escape (ESC as \\x1b): a run file
+    cannot move the cursor, clear a line or reorder what a terminal, the Markdown or the HTML page shows."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else
+                        f"\\u{ord(m.group()):04x}", text)
+
+
 def fmt(x: Any, digits: int = 3) -> str:
     """Numbers with a few significant digits; inf and NaN spelled out; None as a dash."""
     if x is None:
@@ -55,7 +69,7 @@ def fmt(x: Any, digits: int = 3) -> str:
         if math.isinf(x):
             return "inf" if x > 0 else "-inf"
         return f"{x:.{digits}g}"
-    return str(x)
+    return visible(str(x))
 
 
 def pct(x: float | None) -> str:
@@ -68,12 +82,14 @@ def shape_text(shape: dict[str, Any]) -> str:
 
 _HTML_START = re.compile(r"<(?=[A-Za-z/!?])|&(?=[A-Za-z#])")
 # What in a run file's string would become Markdown rather than text: a backslash (it would escape what follows),
-# the bracket that closes a link's or image's text ("](", "][") or starts a reference definition ("]:"), and the bare
-# URLs and e-mail addresses GitHub turns into links. Brackets alone ("test[softmax-fp16]") stay as they are.
-_MD_INLINE = re.compile(r"(?P<char>\\|\](?=[(\[:])|(?<=[\w.+-])@(?=[\w-]))|(?<=[A-Za-z0-9])(?P<scheme>:)(?=//)"
+# the bracket that closes a link's or image's text ("](", "]["), and the bare URLs and e-mail addresses GitHub turns
+# into links. Brackets alone ("test[softmax-fp16]", "test[softmax-fp16]: failed") stay as they are: a reference
+# definition ("[a]: url") starts a line, and md_paragraph escapes a paragraph's opening bracket.
+_MD_INLINE = re.compile(r"(?P<char>\\|\](?=[(\[])|(?<=[\w.+-])@(?=[\w-]))|(?<=[A-Za-z0-9])(?P<scheme>:)(?=//)"
                         r"|(?<![A-Za-z0-9])www(?P<dot>\.)")
-# What at the start of a paragraph would open another block: a heading, quote, list, rule, fence or table.
-_MD_BLOCK_START = re.compile(r"^(?:(?P<mark>[#>+\-=~`|])|(?P<em>[*_])(?!(?P=em))|(?P<n>\d{1,9})(?P<end>[.)]))")
+# What at the start of a paragraph would open another block: a heading, quote, list, rule, fence or table, or a
+# reference definition ("[a]: url").
+_MD_BLOCK_START = re.compile(r"^(?:(?P<mark>[#>+\-=~`|\[])|(?P<em>[*_])(?!(?P=em))|(?P<n>\d{1,9})(?P<end>[.)]))")
 
 
 # Set while a Markdown text is written for a terminal (`compare`'s output): a result file's strings are printed as
@@ -158,6 +174,7 @@ color:#1b1f24;line-height:1.4}
 h1{font-size:1.6em}h2{border-bottom:1px solid #d0d7de;padding-bottom:.2em;margin-top:2em}h3{font-size:1.05em}
 table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.85em;display:block;overflow-x:auto}
 th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:top}
+td{max-width:56ch;overflow-wrap:anywhere}
 th{background:#f6f8fa;position:sticky;top:0}tr:nth-child(even) td{background:#fbfcfd}
 .warn{background:#fff8c5;border:1px solid #d4a72c;padding:.5em 1em;margin:.5em 0;border-radius:4px}
 .nodata{color:#57606a;font-style:italic}.toc a{margin-right:1em}
@@ -183,11 +200,15 @@ _STRONG = re.compile(r"\*\*(.+?)\*\*")
 
 def _note(text: str) -> str:
     """A note as HTML: escaped, with the notes' own **bold** kept."""
-    return _STRONG.sub(r"<strong>\1</strong>", html.escape(text))
+    return _STRONG.sub(r"<strong>\1</strong>", html.escape(visible(text)))
+
+
+def _e(text: Any) -> str:
+    return html.escape(visible(str(text)))
 
 
 def _html_table(t: Table) -> list[str]:
-    e = html.escape
+    e = _e
     out = []
     if t.title and not t.folded:
         out.append(f"<h3>{e(t.title)}</h3>")
@@ -202,14 +223,14 @@ def _html_table(t: Table) -> list[str]:
 
 
 def _figure(f: Figure) -> str:
-    e = html.escape
+    e = _e
     data = base64.b64encode(f.png).decode("ascii")
     return (f'<figure><img alt="{e(f.title)}" src="data:image/png;base64,{data}">'
             f"<figcaption>{e(f.title)}</figcaption></figure>")
 
 
 def _html_section(s: Section) -> list[str]:
-    e = html.escape
+    e = _e
     text = [f"<p>{_note(n)}</p>" for n in s.notes] + [line for t in s.tables for line in _html_table(t)]
     if s.lead:
         return [f'<section id="{s.anchor}" class="lead"><h2>{e(s.title)}</h2><div class="body"><div class="text">',
@@ -218,7 +239,7 @@ def _html_section(s: Section) -> list[str]:
 
 
 def html_page(title: str, warnings: list[str], sections: list[Section]) -> str:
-    e = html.escape
+    e = _e
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width,initial-scale=1">',
            f"<title>{e(title)}</title><style>{CSS}</style></head><body>", f"<h1>{e(title)}</h1>"]
@@ -231,4 +252,51 @@ def html_page(title: str, warnings: list[str], sections: list[Section]) -> str:
         if not s.lead:
             out += _html_section(s)
     out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+# ---- a terminal: the verdict first, nothing wider than the terminal ------------------------------------------------
+
+
+def _wrapped(text: str, width: int, indent: str = "") -> list[str]:
+    text = _STRONG.sub(r"\1", visible(" ".join(str(text).split())))
+    return textwrap.wrap(text, width, subsequent_indent=indent or "  ", break_on_hyphens=False) or [""]
+
+
+def _terminal_table(t: Table, width: int) -> list[str]:
+    """The table as tabulate's plain grid where it fits ``width``; else one block a row, a 'header: value' line each
+    (wrapped): never a line wider than the terminal."""
+    rows = [[" ".join(fmt(c).split()) for c in row] for row in t.rows]
+    heads = [fmt(h) for h in t.headers]
+    out = [visible(t.title)] if t.title else []
+    grid = tabulate(rows, headers=heads, tablefmt="simple", disable_numparse=True).splitlines()
+    if max(map(len, grid)) <= width:
+        return out + grid
+    for i, row in enumerate(rows, 1):
+        out.append(f"{i}.")
+        for h, v in zip(heads, row, strict=False):
+            if v not in ("", "-"):
+                out += _wrapped(f"{h}: {v}" if h else v, width, "      ")
+    return out
+
+
+def terminal(first: list[str], warnings: list[str], sections: list[Section], width: int) -> str:
+    """Sections for a person at a terminal: ``first`` (the verdict) before anything else, the warnings, then only
+    the sections with something in them (the empty ones named on one line), every line at most ``width``."""
+    width = max(40, width)
+    out = [line for text in first for line in _wrapped(text, width)]
+    out += [line for w in warnings for line in _wrapped(f"warning: {w}", width)]
+    empty = []
+    for s in sections:
+        tables = [t for t in s.tables if t.rows]
+        if not tables and not s.lead:
+            empty.append(s.title)
+            continue
+        out += ["", visible(s.title).upper()[:width]]
+        if not s.lead:
+            out += [line for n in s.notes for line in _wrapped(n, width)]
+        for t in tables:
+            out += _terminal_table(t, width)
+    if empty:
+        out += [""] + _wrapped("Nothing in: " + ", ".join(empty) + ".", width)
     return "\n".join(out) + "\n"

@@ -6,6 +6,7 @@ twice, or disagreeing on N is refused, naming the run and the shard."""
 from __future__ import annotations
 
 import copy
+import json
 from collections import Counter
 from typing import Any
 
@@ -37,6 +38,7 @@ def check_set(key: tuple[str, str, str], shards: list[Run]) -> list[Run]:
         raise RunFileError(f"{_what(key)}: its shard files disagree on the number of shards ({listed}); give the "
                            f"files of one sharded run")
     count = next(iter(counts))
+    _same_split(key, shards)
     by_index: dict[int, list[Run]] = {}
     for r in shards:
         by_index.setdefault(r.data["shard"]["index"], []).append(r)
@@ -54,6 +56,42 @@ def check_set(key: tuple[str, str, str], shards: list[Run]) -> list[Run]:
                            f"{', '.join(f'{i}/{count}' for i in missing)} missing (given: {given}); name every "
                            f"shard's run file")
     return [by_index[i][0] for i in range(1, count + 1)]
+
+
+SPLIT_FIELDS = {"selection": {"kernels": "--kernels", "keyword": "-k", "markexpr": "-m",
+                               "hypothesis_profile": "--hypothesis-profile", "kernel_modules": "kernel modules"},
+                "split_by": {"durations": "test durations", "tests_listed": "tests the durations list"}}
+NOT_RECORDED = "(not recorded)"
+
+
+def _split_value(run: Run, part: str, name: str) -> Any:
+    record = run.data["shard"].get(part)
+    return record.get(name) if isinstance(record, dict) else NOT_RECORDED
+
+
+def _same_split(key: tuple[str, str, str], shards: list[Run]) -> None:
+    """The shards of one run selected the same tests and split them by the same durations, or RunFileError naming
+    the difference: else their parts are not one run's (a test on two shards, or on none)."""
+    if all("selection" not in r.data["shard"] and "split_by" not in r.data["shard"] for r in shards):
+        return  # run files from before shards recorded their selection: nothing to compare
+    for part, names in SPLIT_FIELDS.items():
+        for name, label in names.items():
+            values = {json.dumps(_split_value(r, part, name), sort_keys=True) for r in shards}
+            if len(values) > 1:
+                said = "; ".join(f"{r.path.name} (shard {r.data['shard']['index']}/{r.data['shard']['count']}): "
+                                 f"{_shown(_split_value(r, part, name))}" for r in shards)
+                why = ("selected other tests" if part == "selection" else
+                       "split by other test durations (a runner without the durations file, or another one, splits "
+                       "otherwise)")
+                raise RunFileError(f"{_what(key)}: its shards {why}, so their parts are not one run (a test may have "
+                                   f"run on two shards or on none): {label} differs: {said}; rerun the shards with one "
+                                   f"selection and the same durations file (suite/test_costs.json, SUITE_TEST_COSTS)")
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "none"
+    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
 def _merge_memcheck(parts: list[Any]) -> Any:
@@ -139,7 +177,8 @@ def merge(key: tuple[str, str, str], shards: list[Run]) -> Run:
         if name in data:
             data[name] = _sum_counters([r.data.get(name) for r in shards], keys)
     data.pop("timing", None)  # each runner's own timeline: no one run's
-    data["shard"] = {"index": 1, "count": 1, "run_id": key[0], "merged_from": [r.path.name for r in shards]}
+    data["shard"] = {"index": 1, "count": 1, "run_id": key[0], "merged_from": [r.path.name for r in shards],
+                     **{k: first.data["shard"][k] for k in SPLIT_FIELDS if k in first.data["shard"]}}
     merged = Run(first.path, data, [w for r in shards for w in r.warnings])
     software = {(r.env.get("triton"), r.env.get("torch"), r.env.get("driver"), r.env.get("runtime")) for r in shards}
     if len(software) > 1:
@@ -148,27 +187,74 @@ def merge(key: tuple[str, str, str], shards: list[Run]) -> Run:
     return merged
 
 
-def merge_shards(runs: list[Run]) -> list[Run]:
+MERGE_OPTION = "--merge-shards"
+
+
+Key = tuple[str, str, str]
+
+
+def _other_ids(groups: dict[Key, list[Run]], merge_ids: bool) -> tuple[dict[Key, list[Run]], dict[Key, RunFileError]]:
+    """Shard sets a shard short whose missing shards were given under other run ids (shards run by hand without
+    --run-id each get a random one): with ``merge_ids`` (--merge-shards) they are one run, named by their ids
+    joined with '+'; else RunFileError says so, and how to fix it, instead of 'shard missing'."""
+    def short(rs: list[Run]) -> bool:
+        return len({r.data["shard"]["index"] for r in rs}) < rs[0].data["shard"]["count"]
+
+    by_platform: dict[tuple[str, str, int], list[Key]] = {}
+    for key, rs in groups.items():
+        if short(rs) and len({r.data["shard"]["count"] for r in rs}) == 1:
+            by_platform.setdefault((key[1], key[2], rs[0].data["shard"]["count"]), []).append(key)
+    out, errors = dict(groups), {}
+    for (backend, arch, count), keys in by_platform.items():
+        if len(keys) < 2:
+            continue
+        shards = [r for k in keys for r in groups[k]]
+        if not {r.data["shard"]["index"] for r in shards} >= set(range(1, count + 1)):
+            continue  # together still short: each is named as a shard short
+        if merge_ids:
+            for k in keys:
+                del out[k]
+            out[("+".join(sorted(k[0] for k in keys)), backend, arch)] = shards
+            continue
+        listed = ", ".join(f"{r.data['shard']['index']}/{count} ({r.path.name}) run id {r.data['shard']['run_id']}"
+                           for r in sorted(shards, key=lambda r: r.data["shard"]["index"]))
+        error = RunFileError(
+            f"{backend} {arch}: the shard files given have {len(keys)} different run ids ({listed}): shards run "
+            f"without --run-id each get a random one, so they are not one run; rerun every shard with the same "
+            f"--run-id=ID (or SUITE_RUN_ID), or merge these files as one run with {MERGE_OPTION}")
+        errors.update((k, error) for k in keys)
+    return out, errors
+
+
+def merge_shards(runs: list[Run], merge_ids: bool = False) -> list[Run]:
     """``runs`` with every sharded run's files replaced by one merged run, where its first shard stood; a run file
     of a whole run stays as it is. RunFileError for an incomplete or inconsistent set of shards."""
-    merged, bad = merge_some(runs)
+    merged, bad = merge_some(runs, merge_ids)
     if bad:
         raise bad[0]
     return merged
 
 
-def merge_some(runs: list[Run]) -> tuple[list[Run], list[RunFileError]]:
+def merge_some(runs: list[Run], merge_ids: bool = False) -> tuple[list[Run], list[RunFileError]]:
     """As merge_shards, but a run whose set of shards is incomplete or inconsistent is left out, with why (a series
-    of nights goes on without the night that lost a shard)."""
+    of nights goes on without the night that lost a shard). ``merge_ids``: shard files of one backend and arch under
+    different run ids that together make one whole set are one run (--merge-shards)."""
     groups: dict[tuple[str, str, str], list[Run]] = {}
     for r in runs:
         if (key := shard_key(r)) is not None:
             groups.setdefault(key, []).append(r)
     if not groups:
         return runs, []
+    groups, errors = _other_ids(groups, merge_ids)
+    where = {id(r): key for key, rs in groups.items() for r in rs}
     merged: dict[tuple[str, str, str], Run | None] = {}
     bad: list[RunFileError] = []
     for key, shards in groups.items():
+        if key in errors:  # shards under different run ids: said once for them all
+            merged[key] = None
+            if errors[key] not in bad:
+                bad.append(errors[key])
+            continue
         if len(shards) == 1 and shards[0].data["shard"]["count"] == 1:
             merged[key] = shards[0]
             continue
@@ -177,9 +263,13 @@ def merge_some(runs: list[Run]) -> tuple[list[Run], list[RunFileError]]:
         except RunFileError as exc:
             merged[key] = None
             bad.append(exc)
+            continue
+        if key not in errors and "+" in key[0]:  # run ids never hold '+': joined by --merge-shards
+            merged[key].warnings.append(f"{_what(key)}: shard files of different run ids merged as one run on "
+                                        f"request ({MERGE_OPTION})")
     out, done = [], set()
     for r in runs:
-        key = shard_key(r)
+        key = where.get(id(r))
         if key is None:
             out.append(r)
         elif key not in done:

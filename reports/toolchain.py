@@ -11,7 +11,7 @@ from typing import Any
 
 from reports.loading import Run
 
-TOOLCHAIN = ("triton", "torch", "numpy", "python", "runtime", "driver")
+TOOLCHAIN = ("triton", "torch", "numpy", "python", "runtime", "driver", "suite")  # "suite": the suite's own version
 NOT_RECORDED = "(not recorded)"
 # Registers that moved by less than this many, or this share of the base's, are not listed.
 REGISTERS_MIN = 4

@@ -185,8 +185,10 @@ def _known_issues(runs: list[Run]) -> tuple[int, int, list[str], list[dict[str, 
     return xfailed_tests, xfailed_cases, phrases, records
 
 
-def verdict_section(runs: list[Run], bad: list[RunFileError],
-                    with_plots: bool = True) -> tuple[Section, dict[str, Any]]:
+def verdict_section(runs: list[Run], bad: list[RunFileError], with_plots: bool = True,
+                    superseded: list[Any] | None = None) -> tuple[Section, dict[str, Any]]:
+    """``superseded``: what older code of a changed kernel module ran, left out (reports/current.py)."""
+    superseded = superseded or []
     plats, kernels, table, checks = spots(runs)
     labels = [platform_label(p) for p in plats]
     listed = sorted(table.items())
@@ -202,10 +204,17 @@ def verdict_section(runs: list[Run], bad: list[RunFileError],
         notes.append(f"**Broken: {len({k for k, _, _ in broken})} kernel(s)** - " + _listed(
             [f"{k} on {platform_label(p)} ({', '.join(f'{n} {w}' for w, n in s.problems.most_common())})"
              for k, p, s in broken]))
+    elif not ran:  # nothing of any kernel ran: nothing is known to be correct
+        notes.append(f"**Nothing ran: no kernel's test, case or benchmark ran** on {', '.join(labels) or 'no platform'}"
+                     " (see Not run below): nothing here says a kernel is correct.")
     else:
         ran_kernels = len({k for k, _, _ in ran})
         notes.append(f"**Correct: every case run passed** ({ran_kernels} kernel(s) run on "
                      f"{', '.join(labels) or 'no platform'}; known issues aside).")
+    if superseded:
+        notes.append(f"**Superseded: {len({s.run for s in superseded})} run(s) of older code left out** (a kernel "
+                     "module changed since; the verdict is its newest run's, `--keep-superseded` adds every version "
+                     "up) - " + _listed([s.text() for s in superseded]))
     if checks:
         notes.append(f"**Broken checks of the suite itself: {len(checks)}** - " + _listed(
             [f"{c['check']} on {c['platform']}" for c in checks]))
@@ -273,5 +282,6 @@ def verdict_section(runs: list[Run], bad: list[RunFileError],
                          for k in kernels},
                "states": {k: {platform_label(p): table[(k, p)].record() for p in plats if (k, p) in table}
                           for k in kernels},
-               "unreadable_files": [str(e) for e in bad]}
+               "unreadable_files": [str(e) for e in bad],
+               "superseded": [s.record() for s in superseded]}
     return section, summary

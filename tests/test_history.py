@@ -144,7 +144,7 @@ def test_the_command_line(tmp_path, capsys):
     assert main(["history", str(d), "--out", str(tmp_path / "h")]) == 0
     md = capsys.readouterr().out
     assert "| softmax  | fp16    | failed  | #6 2026-11-16 02:17" in md
-    assert "first bad #3 2026-11-13 02:17 (2 nights; toolchain vs the night before: triton 3.6.0 -> 3.7.0)" in md
+    assert "first bad #3 2026-11-13 02:17 (2 nights; changed since it last ran (2026-11-12 02:17): triton 3.6.0 -> 3.7.0)" in md
     assert {p.name for p in (tmp_path / "h").iterdir()} == {"history.md", "history.html", "history.json"}
     html = (tmp_path / "h" / "history.html").read_text()
     assert '<section id="nightly-history">' in html and "PPFFPF" in html
@@ -216,3 +216,48 @@ def test_the_worked_example_names_the_planted_regression_and_the_toolchain_chang
         "evidence/history/history.json is stale: python evidence/history/make.py"
     md = (EXAMPLE / "history.md").read_text()
     assert "first bad #4" in md and "triton 3.6.0 -> 3.7.0" in md
+
+
+def _blame(tmp_path, nights: list[dict]) -> dict:
+    d = tmp_path / "blame"
+    d.mkdir()
+    for data in nights:
+        write(d / f"run-{data['run_id']}.json", data)
+    [p] = history.history([d]).as_json()["platforms"]
+    return by_kernel(p)[("softmax", "fp16")]
+
+
+def test_a_streak_is_blamed_on_what_changed_since_the_kernel_last_ran(tmp_path):
+    """Triton moved on a night softmax did not run: the history said 'toolchain: none' for its first bad night."""
+    nights = [night(1, "P", "P"), night(2, "P", "P", triton="3.7.0"), night(3, "F", "P", triton="3.7.0")]
+    nights[1]["tests"] = [t for t in nights[1]["tests"] if "softmax" not in t["nodeid"]]  # not run on night 2
+    nights[1]["cases"] = [c for c in nights[1]["cases"] if c["kernel"] != "softmax"]
+    row = _blame(tmp_path, nights)
+    assert row["timeline"] == "P-F"
+    (streak,) = row["streaks"]
+    assert streak["night_before"]["run_id"] == "night-1"
+    assert streak["toolchain_changes"] == [{"name": "triton", "base": "3.6.0", "candidate": "3.7.0"}]
+
+
+def test_a_streak_names_the_kernel_module_and_suite_that_changed(tmp_path):
+    nights = [night(1, "P", "P"), night(2, "F", "P")]
+    for data, sha, suite in ((nights[0], "a" * 64, "0.1.0"), (nights[1], "b" * 64, "0.2.0")):
+        data["kernel_modules"] = [{"module": "rope/softmax_mine.py", "file": None, "sha256": sha, "libraries": [],
+                                   "kernels": ["softmax"]},
+                                  {"module": "other.py", "file": None, "sha256": sha, "libraries": [],
+                                   "kernels": ["matmul"]}]  # another kernel's module: not this streak's cause
+        data["environment"]["suite"] = suite
+    (streak,) = _blame(tmp_path, nights)["streaks"]
+    assert streak["code_changes"] == ["kernel module softmax_mine.py changed: sha256 aaaaaaaaaaaa -> bbbbbbbbbbbb"]
+    assert streak["toolchain_changes"] == [{"name": "suite", "base": "0.1.0", "candidate": "0.2.0"}]
+    text = history._streak_text(streak)
+    assert "suite 0.1.0 -> 0.2.0, kernel module softmax_mine.py changed" in text, text
+
+
+def test_the_run_file_records_the_suite_s_version():
+    import re
+
+    from suite.session.results import suite_version
+
+    pyproject = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
+    assert suite_version() == re.search(r'^version\s*=\s*"([^"]+)"', pyproject, re.MULTILINE).group(1)

@@ -164,3 +164,22 @@ def test_the_history_section_renders_in_a_browser(history_report):
         assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH
         assert page.evaluate("document.scripts.length") == 0
     assert not errors and not dialogs, errors + dialogs
+
+
+def test_a_long_reproduction_line_wraps_in_its_cell(tmp_path):
+    """The 'reproduce with' column overflowed: a failing case's reproduction line (a long command with no place to
+    break in its test id) made its table wider than the screen. Its cell wraps it now
+    (render.CSS: td max-width, overflow-wrap)."""
+    chromium_or_skip()
+    run = make_run(kernels=(("my_rope_" + "x" * 60, "fp16"),))
+    bad = case("my_rope_" + "x" * 60, "fp16", 9, outcome="failed", ratio=40.0)
+    bad["repro"] = bad["repro"] + " --kernel-module=" + "/home/someone/" + "deep/" * 30 + "my_rope.py"
+    run["cases"].append(bad)
+    out = tmp_path / "report"
+    assert main(["build", str(write(tmp_path / "run.json", run)), "--out", str(out)]) == 0
+    with opened(out / "report.html") as (page, errors, _):
+        widths = page.evaluate("Array.from(document.querySelectorAll('table')).filter(t => t.querySelector('th') && "
+                               "t.innerText.includes('reproduce with')).map(t => [t.scrollWidth, t.clientWidth])")
+        assert widths and all(scroll <= client + 1 for scroll, client in widths), widths
+        assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH
+    assert not errors, errors

@@ -508,15 +508,16 @@ def test_a_kernel_unsupported_on_a_platform_makes_pp_zero_and_says_so(tmp_path, 
 
 
 def test_build_warns_where_one_platforms_runs_tested_different_code_of_a_kernel_module(tmp_path, capsys):
-    """Runs of a planted copy and of the fixed module, built together: their results are added up, and the report
-    says the module's code differed between them (compare says it per pair; build said nothing)."""
+    """Runs of a planted copy and of the fixed module, built together with --keep-superseded: their results are added
+    up, and the report says the module's code differed between them (compare says it per pair; build said nothing).
+    Without it the older code's run is superseded (tests/test_report_superseded.py)."""
     runs = []
     for i, sha in enumerate(("a" * 64, "b" * 64, "b" * 64)):
         run = make_run(run_id=f"20261121T00000{i}Z-cuda-sm_90-aaaaa{i}", started=f"2026-11-21T00:00:0{i}+00:00")
         run["kernel_modules"] = [{"module": f"/tmp/copy{i}/x.py", "file": f"/tmp/copy{i}/x.py", "sha256": sha,
                                   "libraries": []}]
         runs.append(write(tmp_path / f"r{i}.json", run))
-    code, _, err = cli(capsys, "build", *runs, "--out", tmp_path / "r")
+    code, _, err = cli(capsys, "build", *runs, "--out", tmp_path / "r", "--keep-superseded")
     assert code == 0, err
     md = (tmp_path / "r" / "report.md").read_text()
     assert code == 0 and "kernel module x.py differs between its runs (2 versions, sha256 aaaaaaaaaaaa, bbbbbbbbbbbb)" \

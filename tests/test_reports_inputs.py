@@ -101,7 +101,8 @@ def _links_or_headings(md: str) -> list[str]:
     """What in report.md would render as a link, an image, an autolink or a heading that the report did not make:
     an unescaped "](", a URL scheme or www. not escaped, a line that is a heading about the injected text."""
     own = r"(?!\(#)"  # the report's own links go to its sections: "](#verdict)"
-    found = re.findall(r"(?<!\\)\]" + own + r"[(\[:]", md) + re.findall(r"https?://|(?<![\\/])www\.evil", md)
+    found = re.findall(r"(?<!\\)\]" + own + r"[(\[]", md) + re.findall(r"https?://|(?<![\\/])www\.evil", md)
+    found += [line for line in md.splitlines() if re.match(r" {0,3}\[[^\]]*\]:", line)]  # a reference definition
     return found + [line for line in md.splitlines() if re.match(r"\s*#+ Injected", line)]
 
 
@@ -130,7 +131,7 @@ def test_compare_markdown_escapes_run_file_strings(tmp_path, capsys):
 @pytest.mark.parametrize(("text", "shown"), [
     ("# heading", "\\# heading"), ("> quote", "\\> quote"), ("- item", "\\- item"), ("1. item", "1\\. item"),
     ("```", "\\```"), ("**bold** stays", "**bold** stays"), ("p < 0.01 -> ok", "p < 0.01 -> ok"),
-    ("a\nb", "a b"), ("x[softmax-fp16] stays", "x[softmax-fp16] stays"), ("[a]: http://x", "[a\\]: http\\://x"),
+    ("a\nb", "a b"), ("x[softmax-fp16] stays", "x[softmax-fp16] stays"), ("[a]: http://x", "\\[a]: http\\://x"),
     ("back\\slash", "back\\\\slash"), ("mail me@evil.example", "mail me\\@evil.example"),
     ("ftp://host/x", "ftp\\://host/x"), ("www.evil.example", "www\\.evil.example"),
 ])
@@ -159,3 +160,31 @@ def test_a_report_without_matplotlib_is_written_without_plots_and_says_so(tmp_pa
     html = (tmp_path / "out" / "report.html").read_text()
     assert "plots left out: matplotlib is not installed" in html and "<img" not in html
     assert "install the suite with its reports extra" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_a_small_gzip_of_many_values_is_refused_before_it_is_parsed(tmp_path, capsys, monkeypatch):
+    """A 478 KB gzip parsed to 12.4 GB of RAM before it was refused: the bytes read were capped, not what parsing
+    them makes. Here the same shape at a smaller scale (the cost cap lowered to match): refused by its estimated
+    cost, json never called."""
+    monkeypatch.setattr(loading, "MAX_PARSED_BYTES", 16 * 2**20, raising=False)
+    bomb = tmp_path / "values.json.gz"
+    bomb.write_bytes(gzip.compress(b"[" + b"{}," * 2**20 + b"{}]", 9))  # 9 KiB on disk, 3 MiB of JSON, 1M dicts
+    assert bomb.stat().st_size < 20_000
+    loads = json.loads
+    monkeypatch.setattr(loading.json, "loads", lambda text, **k: pytest.fail("parsed") if len(text) > 2**20
+                        else loads(text, **k))  # the good file is parsed as ever
+    good = write(tmp_path / "good.json", make_run(run_id=GOOD))
+    code, out, err = cli(capsys, "build", good, bomb, "--out", tmp_path / "r")
+    assert code == 2 and f"error: {bomb}: not a run file: its 3 MiB of JSON hold so many values that parsing them " \
+        "would take about 0.1 GiB of memory" in err, err
+    assert (tmp_path / "r" / "report.md").exists()
+    # a run file of ordinary size is far below the default cap
+    text = (tmp_path / "good.json").read_text()
+    assert 1000 * loading.parse_cost(text) < 2**30
+
+
+def test_an_integer_too_long_to_convert_is_one_clear_line(tmp_path, capsys):
+    path = tmp_path / "digits.json"
+    path.write_text('{"schema_version": ' + "1" * 5000 + "}")
+    code, _, err = cli(capsys, "compare", write(tmp_path / "good.json", make_run(run_id=GOOD)), path)
+    assert code == 2 and f"error: {path}: not a run file: Exceeds the limit (4300 digits)" in err, err

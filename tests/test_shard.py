@@ -165,8 +165,13 @@ def _data(path: Path) -> dict:
 def test_shard_run_files_name_their_shard_and_together_hold_the_whole_run(runs):
     whole, s1, s2 = (_data(runs[k][0]) for k in ("whole", "s1", "s2"))
     assert "shard" not in whole
-    assert s1["shard"] == {"index": 1, "count": 2, "run_id": "fleet-test"}
-    assert s2["shard"] == {"index": 2, "count": 2, "run_id": "fleet-test"}
+    assert {k: s1["shard"][k] for k in ("index", "count", "run_id")} == {"index": 1, "count": 2, "run_id": "fleet-test"}
+    assert {k: s2["shard"][k] for k in ("index", "count", "run_id")} == {"index": 2, "count": 2, "run_id": "fleet-test"}
+    # what they selected and what split them, alike on both (the reports refuse shards that differ)
+    assert s1["shard"]["selection"] == s2["shard"]["selection"] == {
+        "kernels": "vector_add,softmax", "keyword": None, "markexpr": "not perf",
+        "hypothesis_profile": "ci", "kernel_modules": []}
+    assert s1["shard"]["split_by"] == s2["shard"]["split_by"] and s1["shard"]["split_by"]["tests_listed"] > 100
     one, two = ({t["nodeid"] for t in d["tests"]} for d in (s1, s2))
     assert one and two and not one & two
     assert one | two == {t["nodeid"] for t in whole["tests"]}
@@ -241,6 +246,52 @@ def test_a_shard_missing_or_repeated_is_refused_naming_it(tmp_path, capsys, comm
     assert not (tmp_path / "report").exists()
 
 
+SELECTION = {"kernels": None, "keyword": None, "markexpr": "not perf", "hypothesis_profile": "ci",
+             "kernel_modules": []}
+SPLIT_BY = {"durations": "sha256:0123456789abcdef", "tests_listed": 250}
+
+
+@pytest.mark.parametrize("command", ["build", "compare"])
+@pytest.mark.parametrize(("part", "field", "other", "said"), [
+    ("selection", "kernels", "softmax", "--kernels differs: a.json (shard 1/2): none; b.json (shard 2/2): softmax"),
+    ("split_by", "durations", None, "split by other test durations (a runner without the durations file, or another "
+                                    "one, splits otherwise), so their parts are not one run (a test may have run on "
+                                    "two shards or on none): test durations differs: a.json (shard 1/2): "
+                                    "sha256:0123456789abcdef; b.json (shard 2/2): none")])
+def test_shards_that_selected_or_split_otherwise_are_refused_naming_the_difference(tmp_path, capsys, command, part,
+                                                                                  field, other, said):
+    """Two shards of one --run-id with different --kernels, or one runner without the durations file: their parts
+    are not one run's, and merged they made a complete, all-green report of tests that ran on no shard."""
+    a, b = _shard(tmp_path, "a", 1, 2), _shard(tmp_path, "b", 2, 2)
+    for path, changed in ((a, False), (b, True)):
+        data = json.loads(path.read_text())
+        data["shard"].update(selection=dict(SELECTION), split_by=dict(SPLIT_BY))
+        if changed:
+            data["shard"][part][field] = other
+        write(path, data)
+    out = ["--out", str(tmp_path / "report")] if command == "build" else []
+    others = [str(write(tmp_path / "other.json", make_run(run_id="other")))] if command == "compare" else []
+    assert main([command, str(a), str(b), *others, *out]) == 2
+    err = capsys.readouterr().err
+    assert "run night-7 (cuda sm_90): its shards " in err and said in err, err
+    assert "rerun the shards with one selection and the same durations file" in err
+
+
+def test_a_shard_records_its_selection_and_what_split_it():
+    opts = options.Options(backend="interpret", results_dir=Path("runs"), write_results=True, repro=None, config=None,
+                           kernel_modules=("my_rope.py",), kernels=("my_rope", "softmax"), known_issues=Path("k"),
+                           retune=None, autotune_dir=None, case_timeout=1.0, case_timeout_given=False,
+                           hypothesis_db=None)
+    modules = [{"module": "/home/me/my_rope.py", "sha256": "ab" * 32, "file": None, "libraries": []}]
+    assert shard.selection(opts, "fp16", "", "ci", modules) == {
+        "kernels": "my_rope,softmax", "keyword": "fp16", "markexpr": None, "hypothesis_profile": "ci",
+        "kernel_modules": [f"my_rope.py {'ab' * 32}"]}
+    costs = {"t1": 1.0, "t2": 2.0}
+    assert shard.split_by(costs) == shard.split_by(dict(reversed(costs.items())))
+    assert shard.split_by(costs)["tests_listed"] == 2 and shard.split_by(costs)["durations"].startswith("sha256:")
+    assert shard.split_by({}) == {"durations": None, "tests_listed": 0}
+
+
 def test_build_leaves_a_run_a_shard_short_out_and_reports_the_others(tmp_path, capsys):
     """A runner that died before uploading must not cost the night its report: the incomplete run is left out and
     named (exit 2, as for an unreadable file), the other runs are reported."""
@@ -288,8 +339,12 @@ def test_a_shard_dealt_no_test_leaves_an_empty_run_file_and_exits_0(run_suite, t
     assert res.returncode == 0, res.output[-3000:]
     data = res.run_data()
     assert data["tests"] == [] and data["status"] == "complete"
-    assert data["shard"] == {"index": 4, "count": 4, "run_id": "r4"}
+    assert {k: data["shard"][k] for k in ("index", "count", "run_id")} == {"index": 4, "count": 4, "run_id": "r4"}
     others = [_shard(tmp_path, f"o{i}", i, 4, run_id="r4", backend="interpret", arch="interpreter") for i in (1, 2, 3)]
+    for path in others:  # the other runners selected alike and split by the same durations
+        other = json.loads(path.read_text())
+        other["shard"].update(selection=data["shard"]["selection"], split_by=data["shard"]["split_by"])
+        write(path, other)
     assert main(["build", *map(str, others), str(res.run_files()[0]), "--out", str(tmp_path / "r")]) == 0
     capsys.readouterr()
     res = run_suite("suite/test_kernels.py", "--kernels=vector_add", "-k", "nothing_matches", "--run-id=r5",
@@ -319,3 +374,48 @@ def test_the_merged_run_sums_the_shards_counts(tmp_path):
                                                "k2": {"launches": 2, "memory_ops": 5},
                                                "both": {"launches": 2, "memory_ops": 6}}
     assert run.data["autotune"]["hits"] == 10 and len(run.data["autotune"]["entries"]) == 2
+
+
+# ---- shards outside CI: run by hand, without --run-id -------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["build", "compare"])
+def test_shards_under_different_run_ids_say_so_and_merge_on_request(tmp_path, capsys, command):
+    """--shard=1/2 and --shard=2/2 without --run-id each get a random run id: both files named, the reports said
+    'shard 2/2 missing ... name every shard's run file'. They say what is wrong and how to fix it, and
+    --merge-shards merges them."""
+    a, b = _shard(tmp_path, "a", 1, 2, run_id="5f0c"), _shard(tmp_path, "b", 2, 2, run_id="9e1d")
+    out = ["--out", str(tmp_path / "report")] if command == "build" else []
+    other = [str(write(tmp_path / "other.json", make_run(run_id="other")))] if command == "compare" else []
+    assert main([command, str(a), str(b), *other, *out]) == 2
+    err = capsys.readouterr().err
+    assert ("cuda sm_90: the shard files given have 2 different run ids (1/2 (a.json) run id 5f0c, 2/2 (b.json) run "
+            "id 9e1d): shards run without --run-id each get a random one, so they are not one run; rerun every shard "
+            "with the same --run-id=ID (or SUITE_RUN_ID), or merge these files as one run with --merge-shards") in err
+    assert "missing" not in err and err.count("different run ids") == 1, err
+    code = main([command, str(a), str(b), *other, *out, "--merge-shards"])
+    captured = capsys.readouterr()
+    if command == "build":
+        assert code == 0, captured.err
+        summary = json.loads((tmp_path / "report" / "summary.json").read_text())
+        assert [r["run_id"] for r in summary["runs"]] == ["5f0c+9e1d"]
+        assert any("merged as one run on request (--merge-shards)" in w for w in summary["warnings"])
+    else:
+        assert code in (0, 1) and "5f0c+9e1d" in captured.out, captured.err
+
+
+def test_a_shard_s_own_verdict_names_the_shard_and_claims_only_what_it_ran():
+    from suite.plugin import glance
+
+    data = make_run(kernels=(("my_rope", "fp16"),))
+    data["shard"] = {"index": 1, "count": 2, "run_id": "5f0c"}
+    text = "\n".join(glance.verdict_lines(data, "runs/run.json", width=120))
+    assert "VERDICT: PASSED: shard 1/2 of run 5f0c: 1 of 1 test passed" in text, text
+    assert "this shard's tests of my_rope[fp16]" in text and "every test of" not in text, text
+    del data["shard"]
+    assert "every test of my_rope[fp16]" in "\n".join(glance.verdict_lines(data, "runs/run.json", width=120))
+
+
+def test_a_shard_with_a_random_run_id_says_how_to_merge_it():
+    assert "give every shard the same --run-id=ID" in shard.run_id_note(None, {})
+    assert shard.run_id_note("night-7", {}) == "" and shard.run_id_note(None, {"GITHUB_RUN_ID": "123"}) == ""

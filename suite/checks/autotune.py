@@ -386,8 +386,9 @@ def tuning_run_record(backend: Any) -> dict[str, Any]:
 def retune(specs: Iterable[KernelSpec], backend: Any, cache: Cache, *,
            time_config: Callable[[KernelSpec, str, Mapping[str, int], dict], list[float]],
            compile_record: Callable[[KernelSpec, str, dict], Mapping[str, Any]] | None = None,
-           progress: Callable[[str], None] = print) -> list[dict[str, Any]]:
-    """Time every valid config of each kernel x supported dtype x benchmark shape and store the fastest.
+           progress: Callable[[str], None] = print, failed: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Time every valid config of each kernel x supported dtype x benchmark shape and store the fastest. ``failed``
+    collects each kernel x dtype x shape of which no config ran (the gate flags its cached winner).
 
     ``time_config(spec, dtype, shape, config)`` returns timing samples in ms (raises on a launch
     failure); ``compile_record(spec, dtype, config)`` is the compile matrix's record for this arch
@@ -410,9 +411,15 @@ def retune(specs: Iterable[KernelSpec], backend: Any, cache: Cache, *,
         if entry is not None:
             cache.entries[entry_key(spec.name, dtype, entry["bucket"])] = entry
             new.append(entry)
+        elif failed is not None:
+            failed.append({"kernel": spec.name, "dtype": dtype, "bucket": bucket_of(spec, shape), "shape": shape})
         if i == len(work) or work[i][0] is not spec:  # the kernel's last item: save, whatever happened
             write(cache)
     return new
+
+
+def _positive_finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
 
 
 def timing_of(samples: list[float]) -> dict[str, Any]:
@@ -462,7 +469,14 @@ def _tune_one(spec: KernelSpec, dtype: str, shape: dict[str, int], backend: Any,
             tried.append({"config": cfg, "status": "error", "reason": reason})
             progress(f"autotune {label}: config {j}/{len(configs)} failed: {reason[:160]}")
             continue
-        tried.append({"config": cfg, "status": "ok", **timing_of(samples)})
+        timed_now = timing_of(samples)
+        if not _positive_finite(timed_now["median_ms"]):  # a timer that measured nothing: never a winner
+            reason = (f"timed {timed_now['median_ms']} ms: not a positive, finite time (the timer measured nothing; "
+                      f"check the GPU's event timer)")
+            tried.append({"config": cfg, "status": "invalid", "reason": reason, **timed_now})
+            progress(f"autotune {label}: config {j}/{len(configs)} {reason}")
+            continue
+        tried.append({"config": cfg, "status": "ok", **timed_now})
         progress(f"autotune {label}: config {j}/{len(configs)} {tried[-1]['median_ms']:.4f} ms")
     timed = [t for t in tried if t["status"] == "ok"]
     for t in disturbed(timed):  # measured while something else ran: once more, keeping the steadier measurement
@@ -505,23 +519,38 @@ RETUNE_HEADERS = ["kernel", "dtype", "shape", "default ms", "tuned ms", "tuned v
 
 
 
-def gate_records(shipped: Cache, timed: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def gate_records(shipped: Cache, timed: Iterable[Mapping[str, Any]],
+                 failed: Iterable[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
     """For each freshly timed entry (``retune`` into a copy) whose key the shipped cache holds: the cached config's
     time and the fastest config's, the loss (cached / fastest) and whether it loses (reports/gate.py). A cached
-    config that no longer runs (it fails or is pruned now) loses."""
+    config that no longer runs (it fails or is pruned now) loses; so does one timed as no positive, finite time, and
+    the cached winner of each kernel x dtype x shape in ``failed`` (no config of it ran: not dropped)."""
     from reports import gate  # the rule (standard library only; imported here: a copy of the suite may lack reports/)
     out = []
+    for f in failed:
+        cached = shipped.entries.get(entry_key(f["kernel"], f["dtype"], f["bucket"]))
+        if cached is not None:
+            out.append({"kernel": f["kernel"], "dtype": f["dtype"], "shape": dict(f["shape"]),
+                        "cached_config": cached["config"], "cached_triton": cached.get("triton"), "best_config": None,
+                        "best_ms": None, "best_iqr_ms": None, "cached_ms": None, "cached_iqr_ms": None, "loss": None,
+                        "loses": True, "why": "no config ran on this toolchain (every one failed, was pruned or "
+                                              "timed no valid time): the kernel cannot run this shape"})
     for e in timed:
         key = entry_key(e["kernel"], e["dtype"], e["bucket"])
         cached = shipped.entries.get(key)
         if cached is None:
             continue
-        ok = [t for t in e["tried"] if t["status"] == "ok"]
+        ok = [t for t in e["tried"] if t["status"] == "ok" and gate.valid_ms(t["median_ms"])]
+        if not ok:
+            out.extend(gate_records(shipped, [], [e]))
+            continue
         best = min(ok, key=lambda t: t["median_ms"])
         mine = next((t for t in e["tried"] if t["config"] == cached["config"]), None)
         rec = {"kernel": e["kernel"], "dtype": e["dtype"], "shape": dict(e["shape"]),
                "cached_config": cached["config"], "cached_triton": cached.get("triton"),
                "best_config": best["config"], "best_ms": best["median_ms"], "best_iqr_ms": best["iqr_ms"]}
+        if mine is not None and mine["status"] == "ok" and not gate.valid_ms(mine["median_ms"]):
+            mine = {**mine, "status": "invalid", "reason": f"timed {mine['median_ms']} ms: not a positive, finite time"}
         if mine is None or mine["status"] != "ok":
             why = "not among the configs now" if mine is None else f"{mine['status']}: {mine.get('reason', '')}"[:300]
             rec.update(cached_ms=None, cached_iqr_ms=None, loss=None, loses=True, why=f"the cached config {why}")

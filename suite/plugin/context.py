@@ -144,7 +144,10 @@ def _load_kernels(opts: options.Options, config: pytest.Config) -> tuple[list, l
         for target in opts.kernel_modules:
             kernel_names.locate(target, start)  # not there: where it looked, and the nearest names
             load = lambda target=target: registry.load_module(target, start)  # noqa: E731
+            names = {s.name for s in registry.all_specs()}
             modules.append(provenance.record_import(target, load, start))
+            # The kernels it registered: a report supersedes them in older runs of other code (reports/current.py).
+            modules[-1]["kernels"] = sorted({s.name for s in registry.all_specs()} - names)
             _refuse_tampering(before, f"--kernel-module={target}")
     except registry.KernelModuleError as exc:
         raise pytest.UsageError(str(exc)) from None

@@ -366,7 +366,10 @@ def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH, unwritte
     if data.get("status") not in (None, "complete"):
         counts.append(f"the run did not finish ({data.get('status')})")
     state = "FAILED" if failed else "PASSED" if passed or known else "NOTHING RAN"
-    head = textwrap.wrap(f"VERDICT: {state}: " + "; ".join(counts), width, subsequent_indent="  ")
+    sh = data.get("shard") if isinstance(data.get("shard"), dict) else {}
+    shard = f"shard {sh['index']}/{sh['count']} of run {sh['run_id']}: " if sh.get("count", 1) > 1 else ""
+    head = textwrap.wrap(f"VERDICT: {state}: {shard}" + "; ".join(counts), width, subsequent_indent="  ")
+    every = "this shard's tests of" if shard else "every test of"  # a shard ran only its part of each pair
     # One line, never wrapped: a path to copy (the terminal folds it where it is longer).
     tail = [unwritten or f"result file ({data.get('status', '?')}): {path}"]
 
@@ -379,7 +382,7 @@ def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH, unwritte
                for f, k, r in [_split(t["nodeid"])] if f in KERNEL_DTYPE_TESTS}
         clean = [t for t in passed if _split(t["nodeid"])[0] in KERNEL_DTYPE_TESTS
                  and _split(t["nodeid"])[1:] not in bad]
-        text = _tests(len(passed)) + (f": every test of {subjects(clean, kernels)}" if clean else "")
+        text = _tests(len(passed)) + (f": {every} {subjects(clean, kernels)}" if clean else "")
         modules: dict[str, int] = defaultdict(int)  # the other passed tests, how many per test file
         rest = [t for t in passed if t not in clean]
         for t in rest:
@@ -392,7 +395,7 @@ def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH, unwritte
             text += (f"; {len(rest)} more: " if clean else ": ") + named
         pairs = {_split(t["nodeid"])[1:] for t in clean}
         # The count alone, where room is short: still says which passed tests are not the kernel x dtype pairs'.
-        compact = _tests(len(passed)) + (f": every test of {len(pairs)} kernel x dtype pairs of "
+        compact = _tests(len(passed)) + (f": {every} {len(pairs)} kernel x dtype pairs of "
                                           f"{len({k for k, _ in pairs})} kernels" if clean else "")
         if rest:
             compact += (f"; {len(rest)} more: " if clean else ": ") + per_module

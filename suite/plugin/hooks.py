@@ -105,7 +105,11 @@ def install(config: pytest.Config, ctx: context.SuiteContext) -> None:
         if ctx.options.shard is not None or ctx.options.run_id is not None:  # one of N runners' files (shard.py)
             index, count = ctx.options.shard or (1, 1)
             ctx.run_file.data["shard"] = {"index": index, "count": count,
-                                          "run_id": options.shared_run_id(ctx.options.run_id)}
+                                          "run_id": options.shared_run_id(ctx.options.run_id),
+                                          "selection": shard.selection(ctx.options, config.option.keyword,
+                                                                       config.option.markexpr, ctx.profile,
+                                                                       ctx.run_file.data.get("kernel_modules") or []),
+                                          "split_by": shard.split_by(schedule.load(profile=ctx.profile))}
         ctx.run_file.data["gpu_share"] = {"workers": _workers(config), "oom_retried": 0, "oom_retried_passed": 0,
                                             "oom_held": 0, "too_large": 0, "too_large_cases": []}
         recorder = RunRecorder(ctx.run_file, ctx)
@@ -280,11 +284,12 @@ def _retune(config: pytest.Config, ctx: context.SuiteContext) -> None:
           f"{backend.arch} ({backend.sm_count} SMs/CUs) " + (f"against {ctx.cache.path} (timings in {into.path}; "
                                                               f"nothing written into the cache)" if check
                                                               else f"into {ctx.cache.path}"))
+    failed: list[dict] = []  # kernel x dtype x shapes of which no config ran: the gate flags their cached winners
     ctx.retuned = autotune.retune(specs, backend, into, time_config=bench.ConfigTimer(backend),
-                                  compile_record=compile_record, progress=write)
+                                  compile_record=compile_record, progress=write, failed=failed)
     write(tabulate(autotune.retune_rows(ctx.retuned), headers=autotune.RETUNE_HEADERS, tablefmt="github"))
     if check:
-        records = autotune.gate_records(ctx.cache, ctx.retuned)
+        records = autotune.gate_records(ctx.cache, ctx.retuned, failed)
         losing = [g for g in records if g["loses"]]
         write(f"autotune check: {len(records)} cached winner(s) timed against every config; {len(losing)} now lose"
               + "".join(f"\n  {gate.text(g)}" for g in losing))
@@ -403,8 +408,8 @@ def header_lines(config: pytest.Config, ctx: context.SuiteContext) -> list[str]:
                      f"{len(pin.gpus)} visible GPU(s): {', '.join(pin.gpus)}")
     lines += [f"portability: {n}" for n in ctx.notes]
     if ctx.run_file and (sh := ctx.run_file.data.get("shard")):
-        lines.append(f"portability: shard {sh['index']}/{sh['count']} of run {sh['run_id']} (the others deselected)"
-                     if sh["count"] > 1 else f"portability: run id {sh['run_id']}")
+        lines.append(f"portability: shard {sh['index']}/{sh['count']} of run {sh['run_id']} (the others deselected"
+                     f"{shard.run_id_note(ctx.options.run_id)})" if sh["count"] > 1 else f"portability: run id {sh['run_id']}")
     if ctx.run_file:
         # Written when the first of the suite's own tests reports: a run of none (the harness's tests) writes none.
         lines.append(f"portability: results -> {ctx.run_file.path} (written once a suite test reports)")

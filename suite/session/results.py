@@ -78,7 +78,24 @@ def environment_fingerprint(backend: Any, hypothesis_profile: str, hypothesis_se
         "hostname": socket.gethostname(),
         "hypothesis_profile": hypothesis_profile,
         "hypothesis_seed": hypothesis_seed,
+        "suite": suite_version(),  # a change of the suite itself is one more thing history blames a streak on
     }
+
+
+def suite_version() -> str | None:
+    """The suite's version: the installed distribution's, else the checkout's pyproject.toml's."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("triton-portability-suite")
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    try:
+        found = re.search(r'^version\s*=\s*"([^"]+)"', pyproject.read_text(encoding="utf-8"), re.MULTILINE)
+    except OSError:
+        return None
+    return found.group(1) if found else None
 
 
 # Where the GPU driver's kernel module says its version, for a host without nvidia-smi or rocm-smi (a container).

@@ -9,13 +9,19 @@ collected in. What is not in this shard is deselected (pytest's ``pytest_deselec
 ``--kernels``: the shards of a run together hold exactly the tests the unsharded run would, each once.
 
 Each shard's run file says which shard it is and the run it belongs to (``"shard": {"index": I, "count": N,
-"run_id": ...}``); ``python -m reports build`` and ``compare`` merge the N files of one run back into one run.
+"run_id": ...}``), what it selected before the split (``selection``: --kernels, -k, -m, the kernel modules by name
+and sha256, the Hypothesis profile) and what decided the split (``split_by``: the digest of the test durations it
+used, or none); ``python -m reports build`` and ``compare`` merge the N files of one run back into one run, and refuse
+a set whose shards disagree on either (their splits then hold other tests: some ran twice, some on no shard).
 """
 
 from __future__ import annotations
 
+import hashlib
 import heapq
+import json
 from collections.abc import Iterable
+from typing import Any
 
 from suite.workers import schedule
 
@@ -54,3 +60,34 @@ def split(items: list, index: int, count: int, costs: dict[str, float]) -> tuple
     kept = [item for item in items if where[item.nodeid] == index - 1]
     dropped = [item for item in items if where[item.nodeid] != index - 1]
     return kept, dropped
+
+
+def selection(options: Any, keyword: str, markexpr: str, profile: str,
+              kernel_modules: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a shard selected before the split: every shard of a run must select alike, or their parts do not add up
+    to one run (the reports refuse such a set, naming the difference)."""
+    return {"kernels": ",".join(options.kernels) if options.kernels else None, "keyword": keyword or None,
+            "markexpr": markexpr or None, "hypothesis_profile": profile,
+            "kernel_modules": sorted(f"{m['module'].replace(chr(92), '/').rsplit('/', 1)[-1]} {m.get('sha256')}"
+                                     for m in kernel_modules)}
+
+
+def split_by(costs: dict[str, float]) -> dict[str, Any]:
+    """What decided the split: the test durations it weighed (their digest, so that runners with the same file
+    anywhere agree), or none (collection order: a runner without the file splits otherwise)."""
+    if not costs:
+        return {"durations": None, "tests_listed": 0}
+    digest = hashlib.sha256(json.dumps(sorted(costs.items())).encode()).hexdigest()
+    return {"durations": f"sha256:{digest[:16]}", "tests_listed": len(costs)}
+
+
+def run_id_note(given: str | None, environ: dict[str, str] | None = None) -> str:
+    """What the session header adds to a shard's line where its run id is random (no --run-id, SUITE_RUN_ID or
+    GitHub Actions run): shards run by hand so get one each, and the reports cannot tell they are one run."""
+    import os
+
+    env = os.environ if environ is None else environ
+    if given or env.get("GITHUB_RUN_ID", "").strip().isdigit():
+        return ""
+    return ("; the run id is random (no --run-id): give every shard the same --run-id=ID, or merge their files "
+            "with `reports build --merge-shards`")

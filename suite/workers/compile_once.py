@@ -19,8 +19,9 @@ What is locked, in this process once ``install`` ran (``suite/compat.py`` regist
 The lock is an ``flock`` on a file named for the key, under ``suite-compile-locks/`` of Triton's cache directory;
 the operating system lets it go when its process ends, so a worker that crashes mid-compile blocks no one. A key is
 only an identity for the lock: a different compile that got the same key would wait, then compile (Triton's lookup
-decides what is a hit), and one compile that got two keys would be compiled twice, as without the lock. A process
-waits at most ``WAIT_SECONDS``, then compiles itself. A worker's start-up (``suite/workers/warmup.py``: Triton's
+decides what is a hit), and one compile that got two keys would be compiled twice, as without the lock. A waiter
+holds nothing once the key is let go: every waiter goes on to Triton's lookup at once. A process waits at most
+``WAIT_SECONDS``, then compiles itself. A worker's start-up (``suite/workers/warmup.py``: Triton's
 driver module and the input generator's two kernels, while the worker collects) compiles unlocked (``_starting_up``):
 with the lock, the 16 workers of README's GPU command on an H100 ended their start-up unevenly, 2.3-8.6 s into their
 first test against 3.1-3.4 s without it (evidence/gpu-speed/readme-command-ab/call4-compile-once/).
@@ -51,7 +52,7 @@ from suite.workers import timing
 ENV = "SUITE_COMPILE_ONCE"
 LOCKS = "suite-compile-locks"
 WAIT_SECONDS = 600.0  # longer than any one compile seen under a full GPU run's load (about 20 s)
-POLL_SECONDS = (0.005, 0.05)  # first and longest sleep between two tries of a held lock
+POLL_SECONDS = (0.005, 0.02)  # first and longest sleep between two tries of a held lock
 
 KERNELS = "compile-once-kernels"
 MODULES_36 = "compile-once-c-modules-3.6"
@@ -70,8 +71,8 @@ def lock_dir() -> str | None:
 
 
 class held:
-    """``with held(key):`` the block runs while no other process holding ``key`` runs its own; ``waited`` says
-    whether another process held it first."""
+    """``with held(key):`` the first process to ask runs the block holding ``key``; one that finds it held waits
+    until it is let go, then runs the block holding nothing (``waited``), at the same time as any other waiter."""
 
     def __init__(self, key: str, directory: str | None = None) -> None:
         self.key, self.directory = key, directory
@@ -87,18 +88,25 @@ class held:
             fd = os.open(os.path.join(directory, f"{self.key}.lock"), os.O_RDWR | os.O_CREAT, 0o666)
         except OSError:  # a cache directory this process cannot write: compile unlocked
             return self
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the first to ask compiles, holding the key
+            self.fd = fd
+            return self
+        except BlockingIOError:
+            pass
+        except OSError:  # a file system without flock
+            os.close(fd)
+            return self
+        # Another process holds it: wait until it lets go (a shared lock is granted only then), and hold nothing
+        # after. Every waiter goes on at once to Triton's lookup; waiters that held the key in turn took 2.3-8.6 s
+        # to get through the 16 workers' start-up (evidence/gpu-speed/readme-command-ab/call4-compile-once/).
         started, pause = time.monotonic(), POLL_SECONDS[0]
-        while True:
+        while time.monotonic() - started < WAIT_SECONDS:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                self.fd = fd
-                return self
-            except BlockingIOError:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                break
+            except OSError:
                 self.waited = True
-            except OSError:  # a file system without flock
-                break
-            if time.monotonic() - started > WAIT_SECONDS:
-                break
             time.sleep(pause)
             pause = min(POLL_SECONDS[1], pause * 2)
         os.close(fd)

@@ -188,19 +188,3 @@ def test_the_patches_are_registered_for_the_versions_they_were_read_on():
     assert not any(compat.BY_NAME[n].applies("3.8.0", "cuda") for n in (compile_once.MODULES_36,
                                                                          compile_once.MODULES_39))
     assert os.path.basename(compat.BY_NAME[compile_once.KERNELS].where) == "compile_once.py"
-
-
-def test_a_start_up_compiles_unlocked_and_a_test_locked(tmp_path, monkeypatch):
-    """The start-up thread's compiles (suite/workers/warmup.py) take no lock; once it is joined, compiles do."""
-    import threading
-
-    from suite.session import stash
-
-    monkeypatch.setattr(compile_once, "lock_dir", lambda: str(tmp_path))
-    seen = []
-    once = compile_once._once(lambda: seen.append(len(list(tmp_path.iterdir()))), lambda a, k: "key")
-    monkeypatch.setattr(stash.session(), "warmup", threading.current_thread())
-    once()
-    monkeypatch.setattr(stash.session(), "warmup", None)
-    once()
-    assert seen == [0, 1]  # no lock file made by the start-up thread, one after it

@@ -21,12 +21,10 @@ the operating system lets it go when its process ends, so a worker that crashes 
 only an identity for the lock: a different compile that got the same key would wait, then compile (Triton's lookup
 decides what is a hit), and one compile that got two keys would be compiled twice, as without the lock. A waiter
 holds nothing once the key is let go: every waiter goes on to Triton's lookup at once. A process waits at most
-``WAIT_SECONDS``, then compiles itself. A worker's start-up (``suite/workers/warmup.py``: Triton's
-driver module and the input generator's two kernels, while the worker collects) compiles unlocked (``_starting_up``):
-with the lock, the 16 workers of README's GPU command on an H100 ended their start-up unevenly, 2.3-8.6 s into their
-first test against 3.1-3.4 s without it (evidence/gpu-speed/readme-command-ab/call4-compile-once/).
-No lock where ``fcntl`` is missing (Windows) or the directory
-cannot be written. ``SUITE_COMPILE_ONCE=0`` turns it off (each process compiles what it misses, as Triton does).
+``WAIT_SECONDS``, then compiles itself. A worker's start-up (``suite/workers/warmup.py``: Triton's driver module
+and the input generator's two kernels, which all 16 workers need at the same instant) is locked the same way. No lock
+where ``fcntl`` is missing (Windows) or the directory cannot be written. ``SUITE_COMPILE_ONCE=0`` turns it off (each
+process compiles what it misses, as Triton does).
 """
 
 from __future__ import annotations
@@ -36,7 +34,6 @@ import hashlib
 import importlib
 import inspect
 import os
-import threading
 import time
 from typing import Any
 
@@ -46,7 +43,6 @@ except ImportError:  # not POSIX: no flock, each process compiles what it misses
     fcntl = None  # type: ignore[assignment]
 
 from suite import compat
-from suite.session import stash
 from suite.workers import timing
 
 ENV = "SUITE_COMPILE_ONCE"
@@ -140,18 +136,13 @@ def module_key(fn: Any, args: tuple, kwargs: dict) -> str:
     return _digest("module", getattr(fn, "__name__", ""), sorted((k, v) for k, v in bound.items() if k != "src_path"))
 
 
-def _starting_up() -> bool:
-    """Whether this is the worker's start-up thread (suite/workers/warmup.py), whose compiles take no lock."""
-    return threading.current_thread() is stash.session().warmup
-
-
 def _once(fn: Any, key_of: Any, counted: bool = False) -> Any:
     """``fn`` run under the lock of its key; ``counted``: a wait is noted in the test's timing (``triton_shared``:
     a kernel another worker compiled while this one waited, then found in the cache)."""
 
     @functools.wraps(fn)
     def once(*args: Any, **kwargs: Any) -> Any:
-        key = None if _starting_up() else key_of(args, kwargs)
+        key = key_of(args, kwargs)
         if key is None:
             return fn(*args, **kwargs)
         with held(key) as lock:

@@ -38,7 +38,7 @@ def _warm(device: str) -> None:
 
         dev = torch.device(device)
         torch.empty(1, device=dev)
-        for kind in (inputs._NORMAL, inputs._BITS):  # the two draws the inputs use (compiled unlocked: compile_once.py)
+        for kind in (inputs._NORMAL, inputs._BITS):  # the two draws the inputs use
             inputs._draw(0, 0, kind, (1024,), dev)
         torch.cuda.synchronize(dev)
     except Exception:  # noqa: BLE001 - the first test meets the same error in its own phase and reports it

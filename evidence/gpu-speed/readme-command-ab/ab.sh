@@ -37,7 +37,7 @@ for step in $seq; do
   grep -E "^timeline|^  [0-9]+ worker|ready" "$w/$name.log" | head -3
   # what the cache holds after the run: distinct kernels (a .cubin each) and C modules (a .so each, Triton's driver
   # module and launchers); a run's "kernels compiled" over the distinct kernels is what several workers compiled twice
-  echo "$name: cache: $(find "$cache" -name '*.cubin' | wc -l) kernels, $(find "$cache" -name '*.so' | wc -l) C modules; $(grep -oE '[0-9]+ kernels compiled, [0-9]+ from the cache[^;]*' "$w/$name.log" | head -1)" \
+  echo "$name: cache: $(find "$cache" -name '*.cubin' | wc -l) kernels, $(find "$cache" -name '*.so' | wc -l) C modules; $(tr -s '\n ' '  ' < "$w/$name.log" | grep -oE '[0-9]+ kernels compiled, [0-9]+ from the cache[^;]*' | head -1)" \
     | tee -a "$w/summary.txt"
   cd "$root"
 done

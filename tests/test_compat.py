@@ -56,7 +56,9 @@ def _plant_missing(monkeypatch, target: compat.Target) -> None:
         monkeypatch.setattr(parent, parts[-2], stand_in)
 
 
-TARGETS = [(p, t) for p in compat.PATCHES for t in p.targets if not t.optional]
+# A patch for other Triton versions only may name a target this one lacks (compile-once-c-modules-3.9's _compile_so):
+# its missing target is planted where that Triton is installed.
+TARGETS = [(p, t) for p in compat.PATCHES for t in p.targets if not t.optional and (p.applies() or not t.problem())]
 
 
 @pytest.mark.parametrize(("patch", "target"), TARGETS, ids=[f"{p.name}:{t.attribute}" for p, t in TARGETS])

@@ -31,7 +31,7 @@ from suite.plugin import context, glance, summary
 from suite.plugin.context import BACKEND, CONTEXT
 from suite.plugin.recorder import AUTOTUNE_PROPERTY, KNOWN_PROPERTY, MEMCHECK_PROPERTY, RunRecorder
 from suite.session import options
-from suite.workers import bytecode, crash, gpu_share, parts, schedule, shard, timing, warmup
+from suite.workers import bytecode, compile_once, crash, gpu_share, parts, schedule, shard, timing, warmup
 
 __all__ = ["BACKEND", "CONTEXT", "KNOWN_PROPERTY", "repro_prefix"]
 
@@ -95,6 +95,7 @@ def install(config: pytest.Config, ctx: context.SuiteContext) -> None:
     timing.install()
     if context.is_worker(config) or not context.xdist_on(config):  # the processes that run cases
         gpu_share.share().setup(ctx.backend.device)
+        compile_once.install(ctx.backend.name)  # one compile of a kernel variant per run, not one per worker
     if context.is_worker(config):
         share_cpu_threads(int(config.workerinput.get("workercount", 1)))
         warmup.start(ctx.backend.device)  # the GPU's one-time start-up, while this worker collects and waits

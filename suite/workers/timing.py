@@ -31,6 +31,7 @@ class Clock:
         self.totals: dict[str, float] = dict.fromkeys(PHASES, 0.0)
         self.compiled = 0  # kernels Triton compiled from source (its cache missed)
         self.cached = 0  # kernels Triton loaded from its on-disk cache
+        self.shared = 0  # compiles that waited for another process compiling the same (suite/workers/compile_once.py)
         self._stack: list[list[Any]] = []  # [phase, started]
 
     def enter(self, name: str) -> int:
@@ -55,8 +56,10 @@ class Clock:
         record: dict[str, Any] = {f"{k}_s": round(v, 4) for k, v in self.totals.items() if v > 0}
         if self.compiled or self.cached:
             record["triton_compiled"], record["triton_cached"] = self.compiled, self.cached
+        if self.shared:
+            record["triton_shared"] = self.shared
         self.totals = dict.fromkeys(PHASES, 0.0)
-        self.compiled = self.cached = 0
+        self.compiled = self.cached = self.shared = 0
         return record
 
 
@@ -195,6 +198,8 @@ def breakdown_line(total: dict[str, Any]) -> str:
              if total.get(f"{p}_s", 0) >= 0.05]  # a phase that shows as 0.0 s says nothing
     parts.append(f"other (Hypothesis, pytest, harness) {total['other_s']:.1f} s")
     cache = {"cold": "Triton cache started cold", "warm": "Triton cache warm", "none": ""}[total["triton_cache"]]
-    compiles = (f" ({total['triton_compiled']} kernels compiled, {total['triton_cached']} from the cache; {cache})"
+    shared = (f", {total['triton_shared']} of them after waiting for another worker's compile"
+              if total.get("triton_shared") else "")
+    compiles = (f" ({total['triton_compiled']} kernels compiled, {total['triton_cached']} from the cache{shared}; {cache})"
                 if total["triton_cache"] != "none" else "")
     return f"time in tests: {total['tests_s']:.1f} s summed over workers: " + ", ".join(parts) + compiles

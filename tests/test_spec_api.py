@@ -149,7 +149,7 @@ def test_byo_kernels_pass_and_each_mistake_is_named(run_suite):
         assert tests[name]["outcome"] == "passed", (name, tests[name].get("message"))
         assert tests[name + "/props"]["outcome"] == "passed", (name, tests[name + "/props"].get("message"))
     assert tests["byo_known_issue-fp32"]["outcome"] == "xfailed"
-    assert tests["byo_fixed_known_issue-fp32"]["outcome"] == "xpassed-strict"
+    assert tests["byo_fixed_known_issue-fp32"]["outcome"] == "xpassed"  # not met: said, not failed
     assert {k["id"]: k["source"] for k in data["known_issues"]}["byo-off-by-one"] == "tests/fixtures/bring_your_own.py"
     coverage = {c["kernel"]: c for c in data["coverage"]}
     assert len(coverage["byo_autotuned"]["configs"]) == 3, coverage["byo_autotuned"]  # each @triton.autotune config

@@ -2,9 +2,9 @@
 
 Entries come from the known-issue file (``--known-issues``, JSON) and from kernel modules
 (``KernelSpec.known_issues``, shipped with the kernel they describe); both are checked the same
-way and their ids must be unique across the two. Entries are strict: a case that is expected to
-fail and passes shows as XPASS and fails the run until its entry is removed, so a fixed bug never
-hides.
+way and their ids must be unique across the two. A test its entry expects to fail that passes (no case of
+the run met the issue) is "not met in this run", named in the verdict; with --strict-known-issues it fails the run
+as XPASS(strict), to be told when a bug is fixed.
 """
 
 from __future__ import annotations

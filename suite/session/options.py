@@ -63,6 +63,9 @@ def add_options(parser: pytest.Parser) -> None:
                          "(e.g. 'softmax,liger_*'); filters every test")
     group.addoption("--known-issues", default=str(known_mod.DEFAULT_PATH), metavar="FILE",
                     help="known-issue registry (JSON)")
+    group.addoption("--strict-known-issues", action="store_true",
+                    help="a known issue no case of the run meets fails its test (XPASS(strict)): to be told when a "
+                         "bug is fixed. Default: the verdict names it 'not met in this run', and the run passes")
     group.addoption("--retune", nargs="?", const="*", default=None, metavar="KERNELS",
                     help="before the tests, time every valid config of these kernels (comma-separated; all when "
                          "no value is given) on the benchmark shapes and rewrite this arch's autotune cache")

@@ -9,7 +9,8 @@ import pytest
 from suite.session import known_issues
 
 ENTRY = {"id": "x", "backend": "interpret", "arch": "*", "triton": ">=3.0,<4", "kernel": "matmul", "dtype": "bf16",
-         "reason": "r", "link": "https://example.invalid/1"}
+         "reason": "r", "link": "https://example.invalid/1",
+         "failure_pattern": "NaN where the reference is not"}
 
 
 def write(tmp_path, entries):

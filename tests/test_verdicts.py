@@ -213,7 +213,8 @@ def test_unwritable_results_and_bad_database_paths_are_found_at_the_start(monkey
 # --- known issues -----------------------------------------------------------------------------------------------
 
 ENTRY = {"id": "x", "backend": "interpret", "arch": "*", "triton": ">=3.0", "kernel": "matmul", "dtype": "bf16",
-         "reason": "r", "link": "https://example.invalid/1"}
+         "reason": "r", "link": "https://example.invalid/1",
+         "failure_pattern": "NaN where the reference is not"}
 
 
 @pytest.mark.parametrize("change, words", [

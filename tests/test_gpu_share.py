@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -86,6 +87,9 @@ def test_an_oom_alone_is_too_large_not_run_never_a_failure_and_the_other_cases_s
     run = run_suite("suite/test_kernels.py", HUNGRY, "--kernels=zz_oom_alone", *GPU_80GIB)
     assert run.returncode == 0, run.output[-3000:]
     assert "not run, too large for this GPU" in run.output and "too large: zz_oom_alone[" in run.output
+    verdict = " ".join(run.output[run.output.index("VERDICT:"):].split())
+    assert re.match(r"VERDICT: PASSED: 1 of 1 test passed; \d+ cases? not run", verdict), verdict
+    assert "too large for this GPU (out of memory with the GPU to itself" in verdict, verdict  # named there
     data = run.run_data()
     assert all(t["outcome"] == "passed" for t in data["tests"]), data["tests"]
     cases = [c for c in data["cases"] if c["kernel"] == "zz_oom_alone"]

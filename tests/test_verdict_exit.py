@@ -167,3 +167,20 @@ def test_a_known_issue_the_run_did_not_meet_is_named_not_failed():
     assert lines[0] == "VERDICT: PASSED: 1 of 2 tests passed", lines
     text = " ".join(" ".join(lines).split())
     assert "known torchao-even-k: k1_xpassed[fp32] (test_matches_reference): not met in this run" in text, lines
+
+
+def test_cases_the_suite_left_unrun_are_named_in_the_verdict():
+    """A nightly on four H100s read 'PASSED: 212 of 220 tests passed; 8 not run' while 4 cases had not run: 2 out of
+    memory although they fit the GPU, 2 too large (the suite's own float64 reference). The verdict counts them in its
+    first line and names them."""
+    data = {"tests": [_record("passed", 0)], "status": "complete", "cases": [{"kernel": "attention"}],
+            "gpu_share": {"too_large": 2, "oom_held": 2, "too_large_cases": [
+                {"kernel": "attention", "dtype": "fp32", "case": 'attention[fp32] {"B": 8, "H": 23, "S": 4500} '
+                                                                 'contiguous normal seed=3', "footprint_gib": 27.8}]}}
+    lines = glance.verdict_lines(data, "r.json", 80, exitstatus=0)
+    assert lines[0] == "VERDICT: PASSED: 1 of 1 test passed; 4 cases not run", lines
+    text = " ".join(" ".join(lines).split())
+    assert 'not run 2 cases, too large for this GPU' in text and \
+           'attention[fp32] {"B": 8, "H": 23, "S": 4500} needs 27.8 GiB' in text, lines
+    assert "2 cases, out of memory although they fit the GPU: other processes held its memory" in text, lines
+    assert len(lines) <= glance.MAX_TOTAL and all(len(line) <= 80 for line in lines), lines

@@ -371,6 +371,32 @@ def exit_status(data: dict, exitstatus: int) -> int:
     return exitstatus
 
 
+def unrun_case_entries(data: dict) -> list[str]:
+    """The cases the suite left unrun in tests that ran (suite/workers/gpu_share.py): too large for the GPU, each
+    named by kernel and dtype with its shape where the run file lists it; out of memory although they fit (other
+    processes held the GPU's memory). Each entry starts with its count."""
+    share = data.get("gpu_share") or {}
+    out = []
+    if too_large := int(share.get("too_large") or 0):
+        listed = [c for c in share.get("too_large_cases") or [] if isinstance(c, dict)]
+        named = "; ".join(f"{c.get('kernel')}[{c.get('dtype')}] {_shape_of(c.get('case', ''))}".rstrip()
+                          + (f" needs {c['footprint_gib']} GiB" if c.get("footprint_gib") else "") for c in listed[:3])
+        more = f"; {len(listed) - 3} more listed in the result file" if len(listed) > 3 else ""
+        out.append(f"{too_large} case{'s' if too_large > 1 else ''}, too large for this GPU (out of memory with the "
+                   f"GPU to itself; each with a reproduction line in the result file): {named}{more}")
+    if held := int(share.get("oom_held") or 0):
+        out.append(f"{held} case{'s' if held > 1 else ''}, out of memory although {'they fit' if held > 1 else 'it fits'}"
+                   f" the GPU: other processes held its memory (rerun them on a GPU to themselves; the summary's GPU "
+                   f"sharing line counts them)")
+    return out
+
+
+def _shape_of(case: str) -> str:
+    """The shape in a case's text ('attention[fp32] {"B": 8, ...} contiguous normal seed=3': '{"B": 8, ...}')."""
+    found = re.search(r"\{[^{}]*\}", case)
+    return found.group(0) if found else ""
+
+
 def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH, unwritten: str | None = None,
                   exitstatus: int | None = None, not_started: int = 0) -> list[str]:
     """The verdict: one line that says it, then what failed and where to look, what passed, the known issues by
@@ -409,6 +435,10 @@ def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH, unwritte
         counts.append(f"{len(ids)} known issue{'s' if len(ids) > 1 else ''}")
     if skipped:
         counts.append(f"{len(skipped)} not run")
+    unrun = unrun_case_entries(data)
+    if unrun:
+        n = sum(int(e.split(" ", 1)[0]) for e in unrun)
+        counts.append(f"{n} case{'s' if n > 1 else ''} not run")
     if data.get("status") not in (None, "complete") and state != "INTERRUPTED":
         counts.append(f"the run did not finish ({data.get('status')})")
     head = textwrap.wrap(f"VERDICT: {state}: " + "; ".join(counts), width, subsequent_indent="  ")
@@ -461,12 +491,12 @@ def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH, unwritte
         parts_.append(("known", entries))
     if others:
         parts_.append(("xfailed", [f"{_tests(len(others))}: {subjects(others, kernels)}"]))
-    if skipped:
+    if skipped or unrun:
         by_reason: dict[str, list[dict]] = defaultdict(list)
         for t in skipped:
             by_reason[skip_reason(t)].append(t)
-        parts_.append(("not run", [f"{_tests(len(ts))}, {reason}: {subjects(ts, kernels)}"
-                                   for reason, ts in sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0]))]))
+        parts_.append(("not run", unrun + [f"{_tests(len(ts))}, {reason}: {subjects(ts, kernels)}" for reason, ts in
+                                           sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0]))]))
     if unchecked := unchecked_entries(data):
         parts_.append(("unchecked", unchecked))
     # The labels' column: wider only where a label needs it ("unchecked").

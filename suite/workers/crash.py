@@ -143,6 +143,9 @@ class Process:
         self.timeout_s: float = 0.0
         self.on_timeout: Callable[[str], None] | None = None
         self.announce: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)
+        # Controller: tests whose worker ended itself after recording them (a fault): xdist's report that the worker
+        # "crashed while running" them is the same failure, not a second one.
+        self.replaced_after: set[str] = set()
 
 
 def process() -> Process:
@@ -360,7 +363,10 @@ def startup_death(worker: str, error: Any) -> str:
 
 
 def pytest_runtest_logreport(report: Any) -> None:
-    """Controller: a worker a report came from got past its start-up."""
+    """Controller: a worker a report came from got past its start-up; a test after which its worker ends itself
+    (a poisoned GPU context) is noted, so that xdist's crash report of it counts as no second failure."""
+    if report.when == "call" and dict(getattr(report, "user_properties", ()) or ()).get(POISONED_PROPERTY):
+        process().replaced_after.add(report.nodeid)
     node = getattr(report, "node", None)
     pin = _pinning(node.config) if node is not None and hasattr(node, "gateway") else None
     if pin is not None:
@@ -377,10 +383,25 @@ def pytest_runtest_setup(item: Any) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: Any, call: Any):
-    """Worker side: a poisoned GPU context goes to the controller with the test's report."""
+    """Worker side: a poisoned GPU context goes to the controller with the test's report. A case that ended its test
+    (CaseAborted: a fault, out of memory, a broken spec) is one short message, the case, what broke and its
+    reproduction line, never the traceback through the suite's own test source (about 150 lines of it)."""
     if call.when == "call" and process().poisoned:
         item.user_properties.append((POISONED_PROPERTY, process().poisoned))
-    return (yield)
+    report = yield
+    if call.when == "call" and call.excinfo is not None and isinstance(call.excinfo.value, CaseAborted) \
+            and report.failed:
+        report.longrepr = str(call.excinfo.value)
+    return report
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_report_teststatus(report: Any) -> tuple[str, str, str] | None:
+    """Controller: xdist's report that a worker "crashed while running" a test the worker recorded (as failed) before
+    ending itself on purpose counts as nothing more: one failure, counted once."""
+    if getattr(report, "when", None) == "???" and report.nodeid in process().replaced_after:
+        return "", "", ""
+    return None
 
 
 def pytest_runtest_logfinish(nodeid: str, location: Any) -> None:

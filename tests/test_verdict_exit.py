@@ -184,3 +184,21 @@ def test_cases_the_suite_left_unrun_are_named_in_the_verdict():
            'attention[fp32] {"B": 8, "H": 23, "S": 4500} needs 27.8 GiB' in text, lines
     assert "2 cases, out of memory although they fit the GPU: other processes held its memory" in text, lines
     assert len(lines) <= glance.MAX_TOTAL and all(len(line) <= 80 for line in lines), lines
+
+
+def test_a_skip_with_a_case_names_its_reason_and_never_mangles_a_reproduction_line():
+    """A test whose every case was too large was skipped with the case and its reproduction line; the verdict, which
+    takes each test's dtype out of its reason to group alike ones, printed '[attention-the dtype]'."""
+    message = ("Skipped: not run: all 1 case(s) too large for this GPU (out of memory with the GPU to themselves; not "
+               "a wrong result): lower the dims' gpu_max for this GPU or run on a larger one.\n"
+               'attention[fp32] {"B": 8} contiguous normal seed=3: not run: too large for this GPU (80 GiB)\n'
+               "reproduce with: pytest 'suite/test_kernels.py::test_matches_reference[attention-fp32]' "
+               "'--repro=B=8;layout=contiguous;values=normal;seed=3'")
+    test = {"nodeid": "suite/test_kernels.py::test_matches_reference[attention-fp32]", "outcome": "skipped",
+            "message": message, "known_issue": None}
+    lines = glance.verdict_lines({"tests": [test], "status": "complete"}, "r.json", 120, exitstatus=0)
+    text = " ".join(" ".join(lines).split())
+    assert "the dtype]" not in text and "attention[the dtype]" not in text, lines
+    assert ("not run 1 test, not run: all 1 case(s) too large for this GPU (out of memory with the GPU to "
+            "themselves; not a wrong result): lower the dims' gpu_max for this GPU or run on a larger one.: "
+            "attention[fp32]") in text, lines

@@ -239,13 +239,15 @@ def skip_message(test: dict) -> str:
 
 
 def skip_reason(test: dict) -> str:
-    """A skip's reason with the test's own kernel, dtype or target taken out, so that alike reasons group."""
-    reason = skip_message(test)
+    """A skip's reason with the test's own kernel, dtype or target taken out, so that alike reasons group: its first
+    line (what follows, a case and its reproduction line, is the result file's), never inside a test id or a case's
+    name ('[attention-fp32]' stays whole)."""
+    reason = skip_message(test).strip().splitlines()[0] if skip_message(test).strip() else skip_message(test)
     _, kernel, rest = _split(test["nodeid"])
     if kernel:
         reason = re.sub(rf"^{re.escape(kernel)}: ", "", reason)
     if rest:
-        reason = re.sub(rf"(?<![\w.]){re.escape(rest)}(?![\w.])", "the dtype" if _is_dtype(rest) else "the target",
+        reason = re.sub(rf"(?<![\w.\[-]){re.escape(rest)}(?![\w.\]])", "the dtype" if _is_dtype(rest) else "the target",
                         reason)
     reason = re.sub(r" \([^()]*,[^()]*\)", "", reason)  # a list that differs per kernel: (fp8e4nv, fp8e5)
     return reason[0].lower() + reason[1:] if reason else reason

@@ -495,6 +495,27 @@ def note_launcher() -> None:
         os.environ[LAUNCHER_ENV] = detected_launcher()
 
 
+# The checkout's root, which the suite's test ids are relative to (suite/test_kernels.py::...).
+CHECKOUT_ROOT = Path(__file__).resolve().parents[2]
+# Launchers that find the suite's own test file from a test id as printed, from any directory (suite/__main__.py).
+ID_FINDING_LAUNCHERS = ("triton-portability", "triton_portability", "suite")
+
+
+def runnable_id(nodeid: str, launcher: list[str], started_in: str | None) -> str:
+    """A test id a reproduction line can run where the run started: pytest finds a test file from the directory it
+    runs in, so a run started in a subdirectory of the checkout prints the file's path from there
+    ('../suite/test_kernels.py::...'); triton-portability and python -m suite find it from the id as printed."""
+    path, sep, rest = nodeid.partition("::")
+    if (not sep or started_in is None or not path.startswith("suite/") or not (CHECKOUT_ROOT / path).is_file()
+            or any(Path(word).name in ID_FINDING_LAUNCHERS for word in launcher[-1:] + launcher[:1])):
+        return nodeid
+    try:
+        relative = os.path.relpath(CHECKOUT_ROOT / path, started_in)
+    except ValueError:  # another drive
+        relative = str(CHECKOUT_ROOT / path)
+    return nodeid if relative == path else f"{relative}{sep}{rest}"
+
+
 def repro_prefix(ctx: Any, nodeid: str) -> list[str]:
     """The command that reruns one test alone, with every option that changes what a case does; ``--repro=CASE``
     (and ``--config`` where the case ran a config other than the default) completes it."""
@@ -503,7 +524,7 @@ def repro_prefix(ctx: Any, nodeid: str) -> list[str]:
     # triton-portability (or python -m triton_portability, python -m suite) from any directory, which finds the suite's
     # own test file from a test id as printed (suite/__main__.py).
     launcher = shlex.split(os.environ.get(LAUNCHER_ENV, "")) or ["pytest"]
-    parts = [*launcher, nodeid, f"--backend={ctx.backend.name}"]
+    parts = [*launcher, runnable_id(nodeid, launcher, opts.started_in), f"--backend={ctx.backend.name}"]
     parts += [f"--kernel-module={m}" for m in opts.kernel_modules]
     if opts.autotune_dir is not None:
         parts.append(f"--autotune-dir={opts.autotune_dir}")

@@ -153,7 +153,7 @@ class WorkerExit:
     allocator and the GPU context took 1.7-1.9 s per worker on an H100, and the controller waits for the slowest
     worker before the run can end. Registered last, so its ``pytest_unconfigure`` runs after the suite's own."""
 
-    exit = staticmethod(os._exit)
+    exit = staticmethod(crash.REAL_EXIT)
     session_over = False
 
     def pytest_sessionfinish(self) -> None:

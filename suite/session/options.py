@@ -400,6 +400,7 @@ def read(config: pytest.Config, controller: bool) -> Options:
         if not ok:
             raise usage("SUITE_SHRINK_SECONDS", shrink, "must be a finite number of seconds >= 0 (how long Hypothesis may "
                                                         "shrink a failing case)")
+    f32_default()
     if get("--memcheck") and get("--no-memcheck"):
         raise pytest.UsageError("--memcheck and --no-memcheck: give one (--memcheck checks a GPU run under the vendor's "
                                 "checker; --no-memcheck turns the interpreter's check off)")
@@ -415,6 +416,23 @@ def read(config: pytest.Config, controller: bool) -> Options:
         memcheck=bool(get("--memcheck")), no_memcheck=bool(get("--no-memcheck")), compile_targets=targets,
         shard=parse_shard(get("--shard")), run_id=parse_run_id(get("--run-id")), started_in=os.getcwd(),
         retune_check=retune_check)
+
+
+# TRITON_F32_DEFAULT: the input precision of an fp32 tl.dot that names none (Triton's allowed_dot_input_precisions,
+# NVIDIA's and AMD's together; a backend that lacks one, tf32 on gfx90a, says so when it compiles).
+F32_DEFAULTS = ("ieee", "tf32", "tf32x3", "bf16x3", "bf16x6")
+
+
+def f32_default() -> str | None:
+    """TRITON_F32_DEFAULT as set (lowercase), or None: a value Triton does not know would fail every fp32 tl.dot of
+    the run, each blamed on its kernel, and the reproduction lines do not carry it: a usage error."""
+    raw = os.environ.get("TRITON_F32_DEFAULT")
+    if raw is None or not raw.strip():
+        return None
+    if raw.strip().lower() not in F32_DEFAULTS:
+        raise usage("TRITON_F32_DEFAULT", raw, f"not an input precision Triton knows: give one of "
+                                               f"{', '.join(F32_DEFAULTS)}, or unset it (the backend's own default)")
+    return raw.strip().lower()
 
 
 def _absolute(path: str) -> Path:

@@ -222,7 +222,32 @@ class watchdog:
             process().announce(f"\nsuite: {message} (exit code {EXIT_TIMEOUT})")
         except Exception:  # noqa: BLE001
             pass
-        os._exit(EXIT_TIMEOUT)
+        REAL_EXIT(EXIT_TIMEOUT)
+
+
+# os._exit as the process started with it: the suite's own ends of a process (a hung case, a poisoned context, a
+# worker done) call it; os._exit itself is guarded while a test runs (guard_exit).
+REAL_EXIT = os._exit
+
+
+class KernelExited(Exception):  # noqa: N818 - it names the finding
+    """os._exit called while a test ran (by a launcher, a reference or a spec's own code): the case's failure."""
+
+
+def _guarded_exit(status: int) -> None:
+    """os._exit while the suite's test runs, on its main thread: raised instead of ending the process (which would
+    end the run at once with the status given, 0 included: a run that 'passed'), so the case fails naming it.
+    Elsewhere (another thread, between tests) the process ends as asked."""
+    if threading.current_thread() is threading.main_thread() and process().journal.nodeid:
+        raise KernelExited(f"os._exit({status!r}) was called while the case ran (by the kernel's launcher, its "
+                           f"reference or the spec's own code): it would have ended the whole run at once with exit "
+                           f"status {status!r}; a kernel module must not end the process")
+    REAL_EXIT(status)
+
+
+def guard_exit() -> None:
+    """os._exit guarded for the rest of the process (see _guarded_exit)."""
+    os._exit = _guarded_exit
 
 
 @contextmanager
@@ -307,6 +332,7 @@ def _pinning(config: Any) -> Any:
 def pytest_configure(config: Any) -> None:
     config.stash[stash.SESSION] = stash.session()  # the session's state, in the stash from here on
     process().config = config  # for the hooks below that pytest calls without it
+    guard_exit()
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -414,7 +440,7 @@ def pytest_runtest_logfinish(nodeid: str, location: Any) -> None:
     if config is not None and hasattr(config, "workerinput"):
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(EXIT_POISONED)
+        REAL_EXIT(EXIT_POISONED)
     ctx = _context(config) if config is not None else None
     if ctx is not None and ctx.session is not None:
         ctx.session.shouldstop = (f"GPU context poisoned by {process().poisoned}; every later test would fail: run "

@@ -28,3 +28,19 @@ def test_os_exit_in_a_launcher_fails_its_case_never_the_run_with_its_status(run_
         assert f"os._exit({status}) was called while the case ran (by the kernel's launcher" in \
             outcomes[kernel]["message"], outcomes[kernel]["message"]
     assert "VERDICT: FAILED: 2 of 3 tests failed" in run.output, run.output[-2000:]
+
+
+def test_an_error_in_the_specs_own_code_is_a_short_message_naming_its_function(run_suite):
+    run = run_suite("suite/test_kernels.py", "--kernel-module=tests/fixtures/broken_spec_code.py",
+                    "--kernels=zz_broken_reduction", "-n", "0")
+    assert run.returncode == 1, run.output[-3000:]
+    lines = run.output.splitlines()
+    start = next(i for i, line in enumerate(lines) if "= FAILURES =" in line)
+    end = next(i for i, line in enumerate(lines) if "portability summary" in line)
+    failure = "\n".join(lines[start:end])
+    assert end - start < 10 and "def test_matches_reference" not in run.output, failure
+    said = ("broken spec: _reduction_length() (tests/fixtures/broken_spec_code.py:15), the spec's own code, raised "
+            "KeyError: 'K'")
+    assert said in failure, failure
+    [test] = run.run_data()["tests"]
+    assert test["message"].startswith(said), test["message"]

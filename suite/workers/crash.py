@@ -418,7 +418,50 @@ def pytest_runtest_makereport(item: Any, call: Any):
     if call.when == "call" and call.excinfo is not None and isinstance(call.excinfo.value, CaseAborted) \
             and report.failed:
         report.longrepr = str(call.excinfo.value)
+    elif call.when == "call" and call.excinfo is not None and report.failed and \
+            (short := spec_code_failure(call.excinfo.value, call.excinfo.tb)) is not None:
+        report.longrepr = short
     return report
+
+
+SUITE_DIR = Path(__file__).resolve().parents[1]
+
+
+def _library(filename: str) -> bool:
+    """A file of Python itself or of an installed package (torch, triton, Hypothesis, pytest), not a kernel module."""
+    path = os.path.abspath(filename)
+    roots = {os.path.abspath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    return "site-packages" in path or "dist-packages" in path or filename.startswith("<") or any(
+        path.startswith(os.path.join(r, "lib")) for r in roots)
+
+
+def spec_code_failure(exc: BaseException, tb: Any) -> str | None:
+    """A short message for an error the suite did not catch that a spec's own code raised (a tolerance's reduction, a
+    make_inputs helper): the spec's function, where, and the error, instead of a traceback through the suite's own
+    test source whose tail the run file kept. None where the error is not the spec's (raised in the suite itself,
+    or in a library the suite called)."""
+    if not isinstance(exc, Exception):
+        return None
+    frames = []
+    while tb is not None:
+        frames.append((tb.tb_frame.f_code, tb.tb_lineno))
+        tb = tb.tb_next
+    suite = [i for i, (code, _) in enumerate(frames) if Path(code.co_filename).resolve().is_relative_to(SUITE_DIR)]
+    if not suite or suite[-1] == len(frames) - 1:
+        return None
+    code, line = frames[suite[-1] + 1]  # the function the suite called last: the spec's, unless a library's
+    if _library(code.co_filename):
+        return None
+    try:
+        where = os.path.relpath(code.co_filename)
+    except ValueError:
+        where = code.co_filename
+    where = code.co_filename if where.startswith("..") else where
+    name = getattr(code, "co_qualname", code.co_name)
+    notes = [n for n in getattr(exc, "__notes__", []) or [] if n.startswith("Failing test case")]
+    text = (f"broken spec: {name}() ({where}:{line}), the spec's own code, raised {type(exc).__name__}: {exc}"
+            .strip()[:2000])
+    return "\n".join([text, *notes])
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -349,8 +349,9 @@ class KnownIssue:
     (``--known-issues``) and matches the same way: ``backend``, ``arch``, ``dtype`` and ``test`` are globs,
     ``triton`` a version specifier ('' for every version). ``failure_pattern``: what fails, a regular expression searched for
     in a failing case's message (a test's failure message, for a property or a benchmark); a failure it does not
-    match fails the run, and cases keep running past the ones it covers ('': any failure, discouraged). Strict: a
-    matching test that passes fails the run (XPASS) until the entry is removed, so a fixed bug never hides."""
+    match fails the run, and cases keep running past the ones it covers ('': any failure, discouraged). A matching
+    test that passes (no case met the issue) is named "not met in this run" in the verdict; with
+    --strict-known-issues it fails the run (XPASS(strict)), to be told when a bug is fixed."""
 
     id: str
     reason: str

@@ -377,6 +377,16 @@ def pattern_problem(text: Any) -> str | None:
     return None
 
 
+def pattern_matches_anything(text: str) -> str | None:
+    """Why a known issue's failure pattern would match every failure ('', '.*', 'x|': it matches the empty string,
+    so it is found in any message), or None."""
+    if re.search(text, "") is None:
+        return None
+    return (f"{text!r} matches the empty string, so it matches every failure (a kernel off by 50% would be expected "
+            f"too): give a regular expression of what fails, from the failure's message (e.g. 'NaN where the "
+            f"reference is not', or 'on the interpreter this kernel did bf16 arithmetic')")
+
+
 def _check_known_issues(issues: Any, dtypes: tuple[str, ...], fail: Callable[[str, str], SpecError]) -> None:
     import fnmatch
 
@@ -407,6 +417,8 @@ def _check_known_issues(issues: Any, dtypes: tuple[str, ...], fail: Callable[[st
         if not fnmatch.filter(dtypes, issue.dtype):
             raise fail("known_issues", f"{where}: dtype {issue.dtype!r} matches none of the spec's dtypes "
                                        f"{list(dtypes)}")
+        if problem := pattern_matches_anything(issue.failure_pattern):
+            raise fail("known_issues", f"{where}: failure_pattern {problem}")
         ids.append(issue.id)
     if dup := sorted({i for i in ids if ids.count(i) > 1}):
         raise fail("known_issues", f"ids {dup} appear more than once")

@@ -59,7 +59,8 @@ def draw_inputs(spec: KernelSpec, case: Case, backend) -> dict:
 def alone_on_oom(run, backend, case: Case, what: str = ""):
     """``run()``, shared with the GPU's other workers; out of memory anywhere in it, once more with the GPU to itself;
     out of memory there too, judged by the footprint (suite/workers/gpu_share.py): not run, too large (TooLarge) or
-    the memory held by others (MemoryHeld). Never a failure of the kernel. Any other error goes on as it is."""
+    the memory held by others (MemoryHeld); else (no GPU, or the memory was free) the kernel's own failure
+    (KernelOutOfMemory). Any other error goes on as it is."""
     share = gpu_share.share()
     try:
         with share.case(backend.device):
@@ -85,6 +86,8 @@ def alone_on_oom(run, backend, case: Case, what: str = ""):
         need = max(need, gpu_share.footprint(exc, backend.device))
         exc.__traceback__ = None
         failure, text = gpu_share.judge_oom_alone(backend.device, f"{what}{type(exc).__name__}: {exc}", need)
+        if failure == "oom":  # the kernel's own: no GPU, or the memory was there
+            raise gpu_share.KernelOutOfMemory(f"{case}: {text}") from None
         if failure == "oom_held":
             share.held += 1
             raise gpu_share.MemoryHeld(f"{case}: {text}") from None

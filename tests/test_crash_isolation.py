@@ -26,7 +26,7 @@ def validate(data: dict) -> None:
 @pytest.mark.slow
 def test_fault_oom_and_hang_under_xdist(run_suite):
     run = run_suite("suite/test_kernels.py", "-n", "1", FIXTURE, "--kernels=zz_fault,zz_oom,zz_hang,vector_add",
-                    "--case-timeout=5", "-p", "xdist", timeout=300)
+                    "--case-timeout=5", "-p", "xdist", "-p", "tests.fixtures.gpu_memory_80gib", timeout=300)
     assert run.returncode == 1, run.output[-3000:]
     data = run.run_data()
     validate(data)
@@ -37,8 +37,8 @@ def test_fault_oom_and_hang_under_xdist(run_suite):
         "vector_add-fp32": "passed", "vector_add-fp16": "passed", "vector_add-bf16": "passed"}
     failed = {c["kernel"]: c for c in data["cases"] if c["outcome"] == "failed"}
     assert set(failed) == {"zz_fault", "zz_hang"}
-    # Out of memory even when run again alone (2^42 bytes): too large for the device, not run, never a wrong
-    # result; every case of the test was, so it is skipped, saying so.
+    # Out of memory even when run again alone (2^42 bytes): too large for the device (a GPU of 80 GiB, played), not
+    # run, never a wrong result; every case of the test was, so it is skipped, saying so.
     oom = next(t for t in data["tests"] if "zz_oom" in t["nodeid"])
     assert oom["outcome"] == "skipped" and "too large for this GPU" in oom["message"], oom
     [large] = {c["kernel"]: c for c in data["gpu_share"]["too_large_cases"]}.values()

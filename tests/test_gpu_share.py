@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -16,6 +17,7 @@ from suite.workers import gpu_share, timing
 from tests.conftest import ROOT
 
 HUNGRY = "--kernel-module=tests/fixtures/memory_hungry.py"
+GPU_80GIB = ("-p", "tests.fixtures.gpu_memory_80gib")  # a GPU's memory to judge by, on the CPU
 
 
 def _role_script(tmp_path, body: str, setup: bool = False) -> str:
@@ -58,16 +60,36 @@ def test_an_oom_caused_by_sharing_is_retried_alone_and_passes(run_suite) -> None
     assert cases and all(c["outcome"] == "passed" for c in cases)
     assert data["gpu_share"]["oom_retried"] >= len(cases) // 2 > 0
     assert data["gpu_share"]["oom_retried_passed"] == data["gpu_share"]["oom_retried"]
-    assert "out-of-memory case(s) ran again alone" in run.output
+    assert "case(s) ran again after an out-of-memory error" in run.output  # the interpreter: no GPU to share
+
+
+def test_out_of_memory_without_a_gpu_is_the_kernels_failure_never_too_large(run_suite) -> None:
+    """On the interpreter a launcher that raised torch's out-of-memory error gave PASSED with "not run, too large",
+    or NOTHING RAN with exit 0 where every case did: there is no GPU memory to share, so nothing is too large for a
+    GPU. The case fails as the kernel's own, and the run with it."""
+    run = run_suite("suite/test_kernels.py", HUNGRY, "--kernels=zz_oom_alone", "-n", "0")
+    assert run.returncode == 1, run.output[-3000:]
+    verdict = run.output[run.output.index("portability summary"):]
+    assert "too large for this GPU" not in verdict and "not run" not in verdict, verdict
+    data = run.run_data()
+    [test] = data["tests"]
+    assert test["outcome"] == "failed", test
+    assert "out of memory on cpu, where no GPU memory is shared with other workers (the CPU interpreter): the " \
+           "kernel's (or its launcher's) own failure" in test["message"], test["message"]
+    assert data["gpu_share"]["too_large"] == 0 and not data["gpu_share"]["too_large_cases"], data["gpu_share"]
+    assert "VERDICT: FAILED: 1 of 1 test failed" in run.output, run.output[-2000:]
 
 
 def test_an_oom_alone_is_too_large_not_run_never_a_failure_and_the_other_cases_still_run(run_suite) -> None:
     """A two-H200 nightly failed 21 tests on out-of-memory errors: a case too large for the GPU is the suite's own
     draw, not the kernel's fault. It is not run (listed with its footprint and a reproduction line), the test
-    passes on its other cases, and the run exits 0."""
-    run = run_suite("suite/test_kernels.py", HUNGRY, "--kernels=zz_oom_alone")
+    passes on its other cases, and the run exits 0. (A GPU of 80 GiB played on the CPU: the case needs 96.)"""
+    run = run_suite("suite/test_kernels.py", HUNGRY, "--kernels=zz_oom_alone", *GPU_80GIB)
     assert run.returncode == 0, run.output[-3000:]
     assert "not run, too large for this GPU" in run.output and "too large: zz_oom_alone[" in run.output
+    verdict = " ".join(run.output[run.output.index("VERDICT:"):].split())
+    assert re.match(r"VERDICT: PASSED: 1 of 1 test passed; \d+ cases? not run", verdict), verdict
+    assert "too large for this GPU (out of memory with the GPU to itself" in verdict, verdict  # named there
     data = run.run_data()
     assert all(t["outcome"] == "passed" for t in data["tests"]), data["tests"]
     cases = [c for c in data["cases"] if c["kernel"] == "zz_oom_alone"]
@@ -83,7 +105,7 @@ def test_every_retry_alone_is_accounted_for_when_two_tests_meet_one_too_large_ca
     """An H100 run counted 98 cases run again alone for 65 passed and 25 too large: the properties test met the
     reference test's too-large cases again and ran them alone, and the count left them out. Each test counts the
     too-large cases it met (the run file lists each case once); a replay within one test is not run alone again."""
-    run = run_suite("suite/test_kernels.py", "suite/test_properties.py", HUNGRY, "--kernels=zz_oom_alone")
+    run = run_suite("suite/test_kernels.py", "suite/test_properties.py", HUNGRY, "--kernels=zz_oom_alone", *GPU_80GIB)
     assert run.returncode == 0, run.output[-3000:]
     share = run.run_data()["gpu_share"]
     assert share["oom_retried"] == share["oom_retried_passed"] + share["too_large"] + share["oom_held"], share
@@ -115,10 +137,14 @@ def _fake(outcomes):
     return run, calls
 
 
-def test_retry_runs_once_more_and_names_a_case_that_does_not_fit() -> None:
+def test_retry_runs_once_more_and_names_a_case_that_does_not_fit(monkeypatch) -> None:
     run, calls = _fake(["oom", "oom"])
-    result = gpu_share.run_with_retry(run, "cpu")
-    assert calls == ["oom", "oom"] and result.failure == "too_large" and "too large for this GPU" in result.error
+    result = gpu_share.run_with_retry(run, "cpu")  # no GPU: out of memory twice is the kernel's failure
+    assert calls == ["oom", "oom"] and result.failure == "oom" and "own failure" in result.error, result.error
+    _gpu(monkeypatch, 80, 1)
+    run, calls = _fake(["oom", "oom"])
+    result = gpu_share.run_with_retry(run, "cuda")
+    assert result.failure == "oom", result.error  # no footprint known: not too large either
     run, calls = _fake([None])
     assert gpu_share.run_with_retry(run, "cpu").passed and calls == [None]
     run, calls = _fake(["memory"])  # any other failure is the kernel's: no retry
@@ -292,7 +318,12 @@ def test_an_oom_alone_is_too_large_only_when_the_footprint_exceeds_the_gpu(monke
     assert failure == "too_large" and "needs at least 200.0 GiB" in message and "130.6 GiB" in message
     # past the GPU less the other workers' contexts (15 x 0.625 GiB): too large for it as shared
     assert gpu_share.judge_oom_alone("cuda", "", int(131 * 2**30))[0] == "too_large"
-    assert gpu_share.judge_oom_alone("cpu", "", 4 * 2**30)[0] == "too_large"  # no GPU to measure: as before
+    # no GPU: the kernel's own failure, never too large; a need the free memory held: the kernel's too
+    assert gpu_share.judge_oom_alone("cpu", "", 4 * 2**30)[0] == "oom"
+    _gpu(monkeypatch, 80, 16, free_gib=79)
+    failure, message = gpu_share.judge_oom_alone("cuda", "Tried to allocate 1.00 MiB", 2**20)
+    assert failure == "oom" and "with the GPU to itself and 79.0 GiB free" in message, message
+    assert gpu_share.judge_oom_alone("cuda", "", 0)[0] == "oom"  # a footprint it cannot tell
 
 
 def test_retry_alone_of_a_case_that_fits_the_gpu_is_not_run_and_counted(monkeypatch) -> None:

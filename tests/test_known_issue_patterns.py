@@ -49,11 +49,56 @@ def test_covers_searches_the_failure_message():
     issue = known_issues.KnownIssue(**ENTRY, failure_pattern=r"bf16 arithmetic \([^)]*\bdot x\d+")
     assert issue.covers("c: error 4e10 ...\nnote: on the interpreter this kernel did bf16 arithmetic (dot x8), ...")
     assert not issue.covers("c: 3 of 9 elements never written (they still hold the poison; first at (0, 1))")
-    assert known_issues.KnownIssue(**ENTRY).covers("anything")  # no pattern: any failure, as before
 
 
-def test_the_shipped_known_issues_say_what_fails():
+@pytest.mark.parametrize("pattern", ["", ".*", "x|", "(NaN)?"])
+def test_a_known_issue_that_would_match_every_failure_is_refused(tmp_path, pattern):
+    """'' (the default), '.*', 'x|': a pattern that matches the empty string is found in any message, and a kernel
+    1.5x wrong passed as '3 known issues'. Refused, in the file (naming it and the entry) and in a module's spec."""
+    path = tmp_path / "known.json"
+    entry = {**ENTRY, "id": "anything"} | ({"failure_pattern": pattern} if pattern else {})
+    path.write_text(json.dumps({"known_issues": [entry]}))
+    with pytest.raises(known_issues.KnownIssueError) as err:
+        known_issues.load(path)
+    assert f"{path}: known_issues[0] ('anything'): field 'failure_pattern' " in str(err.value), str(err.value)
+    assert "it would match every failure; give a regular expression of what fails" in str(err.value), str(err.value)
+    with pytest.raises(SpecError, match=r"known_issues'.*\('k'\): failure_pattern .* matches the empty string, so it "
+                                        r"matches every failure"):
+        VECTOR_ADD.__class__(**{**VECTOR_ADD.__dict__, "known_issues": (
+            KnownIssue(id="k", reason="r", link="", failure_pattern=pattern),)})
+
+
+@pytest.mark.parametrize("kernel", ["*", "?*", "[a-z]*"])
+def test_a_known_issue_of_any_kernel_is_refused(tmp_path, kernel):
+    path = tmp_path / "known.json"
+    path.write_text(json.dumps({"known_issues": [{**ENTRY, "kernel": kernel, "failure_pattern": "NaN"}]}))
+    with pytest.raises(known_issues.KnownIssueError) as err:
+        known_issues.load(path)
+    assert f"{path}: known_issues[0] ('x'): field 'kernel' {kernel!r} matches any kernel" in str(err.value)
+    path.write_text(json.dumps({"known_issues": [{**ENTRY, "kernel": "liger_*", "failure_pattern": "NaN"}]}))
+    assert known_issues.load(path)[0].kernel == "liger_*"  # a pattern of some kernels is a name
+
+
+def test_the_shipped_known_issues_say_what_fails(monkeypatch):
+    """The shipped file, and every known issue the shipped kernels, the examples and the fixtures declare, load: each
+    with a pattern of what fails."""
+    import importlib
+    from pathlib import Path
+
     assert all(issue.failure_pattern for issue in known_issues.load()), known_issues.load()
+    from kernels import registry
+
+    registry.load_builtin()
+    for name in ("_REGISTRY", "_WHERE", "_LOADED"):  # this test's registrations are its own
+        monkeypatch.setattr(registry, name, type(getattr(registry, name))(getattr(registry, name)))
+    root = Path(__file__).resolve().parents[1]
+    for module in ("examples/liger_kernel.py", "tests/fixtures/bring_your_own.py",
+                   "tests/fixtures/known_issue_kernels.py", "tests/fixtures/tinyquant_specs.py"):
+        if module == "examples/liger_kernel.py" and importlib.util.find_spec("liger_kernel") is None:
+            continue
+        registry.load_module(str(root / module))
+    declared = [k for spec in registry.all_specs() for k in spec.known_issues]
+    assert declared and all(k.failure_pattern for k in declared), declared
 
 
 def test_a_failure_pattern_that_is_no_regular_expression_is_refused(tmp_path):

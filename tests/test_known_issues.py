@@ -9,7 +9,8 @@ import pytest
 from suite.session import known_issues
 
 ENTRY = {"id": "x", "backend": "interpret", "arch": "*", "triton": ">=3.0,<4", "kernel": "matmul", "dtype": "bf16",
-         "reason": "r", "link": "https://example.invalid/1"}
+         "reason": "r", "link": "https://example.invalid/1",
+         "failure_pattern": "NaN where the reference is not"}
 
 
 def write(tmp_path, entries):
@@ -59,12 +60,24 @@ def test_invalid_json_names_the_file(tmp_path):
         known_issues.load(path)
 
 
-def test_a_fixed_bug_fails_the_run_as_strict_xpass(run_suite, tmp_path):
-    passing = {**ENTRY, "id": "pretend-broken", "kernel": "vector_add", "dtype": "fp32"}
-    run = run_suite("suite/test_kernels.py", "-k", "vector_add-fp32", f"--known-issues={write(tmp_path, [passing])}")
+def test_a_known_issue_no_case_meets_is_not_met_and_strict_asks_to_be_told(run_suite, tmp_path):
+    """A known issue only some shapes meet used to fail the run (XPASS(strict)) whenever the draw met no such shape,
+    with the verdict "NOTHING RAN" against exit 1. Not met: the verdict says so and the run passes; with
+    --strict-known-issues (to be told when a bug is fixed) the test fails, and the verdict says FAILED."""
+    passing = {**ENTRY, "id": "pretend-broken", "kernel": "vector_add", "dtype": "fp32", "failure_pattern": "NaN"}
+    entries = f"--known-issues={write(tmp_path, [passing])}"
+    run = run_suite("suite/test_kernels.py", "-k", "vector_add-fp32", entries)
+    assert run.returncode == 0, run.output[-2000:]
+    assert run.run_data()["tests"][0]["outcome"] == "xpassed"
+    verdict = " ".join(run.output[run.output.index("VERDICT:"):].split())
+    assert verdict.startswith("VERDICT: PASSED: 0 of 1 test passed"), verdict
+    assert "known pretend-broken: vector_add[fp32] (test_matches_reference): not met in this run" in verdict, verdict
+    run = run_suite("suite/test_kernels.py", "-k", "vector_add-fp32", entries, "--strict-known-issues",
+                    results_dir=tmp_path / "strict")
     assert run.returncode == 1, run.output[-2000:]
     assert "XPASS(strict)" in run.output
     assert run.run_data()["tests"][0]["outcome"] == "xpassed-strict"
+    assert "VERDICT: FAILED: 1 of 1 test failed" in run.output, run.output[-2000:]
 
 
 def test_malformed_registry_is_a_usage_error(run_suite, tmp_path):

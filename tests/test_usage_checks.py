@@ -115,3 +115,4 @@ def test_stopping_at_the_first_failure_is_not_a_crash(run_suite):
     data = res.run_data()
     assert data["status"] == "interrupted", data["status"]
     assert not [i for i in data.get("incidents", []) if i["kind"] == "crash"], data["incidents"]
+    assert "VERDICT: FAILED: 1 of 1 test failed" in res.output, res.output[-2000:]  # the exit code's word

@@ -213,7 +213,8 @@ def test_unwritable_results_and_bad_database_paths_are_found_at_the_start(monkey
 # --- known issues -----------------------------------------------------------------------------------------------
 
 ENTRY = {"id": "x", "backend": "interpret", "arch": "*", "triton": ">=3.0", "kernel": "matmul", "dtype": "bf16",
-         "reason": "r", "link": "https://example.invalid/1"}
+         "reason": "r", "link": "https://example.invalid/1",
+         "failure_pattern": "NaN where the reference is not"}
 
 
 @pytest.mark.parametrize("change, words", [
@@ -355,7 +356,7 @@ def test_ctrl_c_inside_the_controller_loop_ends_as_an_interrupted_run_not_an_int
                           timeout=300)
     output = proc.stdout + proc.stderr
     assert proc.returncode == 2, output[-3000:]
-    assert "INTERNALERROR" not in output and "VERDICT:" in output, output[-3000:]
+    assert "INTERNALERROR" not in output and "VERDICT: INTERRUPTED: the run did not finish" in output, output[-3000:]
     [path] = runs.glob("run-*.json")
     data = json.loads(path.read_text())
     assert data["status"] == "interrupted", data["status"]

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from kernels.spec import Case, KernelSpec, Tolerance
-from suite.checks import autotune, deep_stack, flushes, interpreter, launches, memcheck, returned
+from suite.checks import autotune, deep_stack, flushes, host_reference, interpreter, launches, memcheck, returned
 from suite.checks.tolerance import _MAGNITUDE_HINT as MAGNITUDE_HINT
 from suite.checks.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output, loose_bound
 from suite.session import options
@@ -514,7 +514,12 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
                 state["ref"] = check_reference(spec, case, inputs, outputs, spec.reference(inputs, case))
                 state["mags"] = magnitudes(spec, inputs, state["ref"])
         except torch.OutOfMemoryError as exc:
-            raise _out_of_memory(exc, "computing the float64 reference", backend, state, result) from None
+            exc.__traceback__ = None  # its frames hold what the reference allocated on the GPU
+            host = host_reference.on_host(spec, case, inputs, backend.device, lambda inp, ref: (
+                (checked := check_reference(spec, case, inp, outputs, ref)), magnitudes(spec, inp, checked)))
+            if host is None:
+                raise _out_of_memory(exc, "computing the float64 reference", backend, state, result) from None
+            state["ref"], state["mags"] = host
         except BrokenSpec as exc:
             raise _Stop(result(False, math.inf, error=f"broken spec: {exc}", failure="spec")) from None
         except Exception as exc:  # noqa: BLE001 - the spec's own code failed: a broken spec, recorded as such

@@ -239,13 +239,15 @@ def skip_message(test: dict) -> str:
 
 
 def skip_reason(test: dict) -> str:
-    """A skip's reason with the test's own kernel, dtype or target taken out, so that alike reasons group."""
-    reason = skip_message(test)
+    """A skip's reason with the test's own kernel, dtype or target taken out, so that alike reasons group: its first
+    line (what follows, a case and its reproduction line, is the result file's), never inside a test id or a case's
+    name ('[attention-fp32]' stays whole)."""
+    reason = skip_message(test).strip().splitlines()[0] if skip_message(test).strip() else skip_message(test)
     _, kernel, rest = _split(test["nodeid"])
     if kernel:
         reason = re.sub(rf"^{re.escape(kernel)}: ", "", reason)
     if rest:
-        reason = re.sub(rf"(?<![\w.]){re.escape(rest)}(?![\w.])", "the dtype" if _is_dtype(rest) else "the target",
+        reason = re.sub(rf"(?<![\w.\[-]){re.escape(rest)}(?![\w.\]])", "the dtype" if _is_dtype(rest) else "the target",
                         reason)
     reason = re.sub(r" \([^()]*,[^()]*\)", "", reason)  # a list that differs per kernel: (fp8e4nv, fp8e5)
     return reason[0].lower() + reason[1:] if reason else reason
@@ -339,10 +341,71 @@ def unchecked_entries(data: dict) -> list[str]:
     return out
 
 
-def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH, unwritten: str | None = None) -> list[str]:
+# The outcomes that fail a run (pytest's exit code 1): a strict known issue's test that passed (XPASS(strict)) too. A
+# known issue's test that passed without --strict-known-issues (``xpassed``) is an issue this run did not meet.
+FAILING = ("failed", "error", "xpassed-strict")
+# The verdict's first word, and the exit codes it goes with (pytest.ExitCode: 0 OK, 1 TESTS_FAILED, 2 INTERRUPTED,
+# 5 NO_TESTS_COLLECTED).
+EXIT_CODES = {"PASSED": (0,), "NOTHING RAN": (0, 5), "FAILED": (1,), "INTERRUPTED": (2,)}
+
+
+def verdict_state(data: dict, exitstatus: int | None = None) -> str:
+    """The verdict's first word: INTERRUPTED where the run was stopped (pytest's exit code 2; without one, a run file
+    "interrupted" with no failure), FAILED where a test failed or pytest counted a failure, else PASSED where a test
+    passed or failed as a known issue says, else NOTHING RAN. It agrees with exit_status's code (EXIT_CODES)."""
+    tests = data.get("tests") or []
+    bad = any(t["outcome"] in FAILING for t in tests)
+    if exitstatus == 2 or (exitstatus is None and data.get("status") == "interrupted" and not bad):
+        return "INTERRUPTED"
+    if bad or exitstatus == 1:
+        return "FAILED"
+    if any(t["outcome"] == "passed" or (t["outcome"] in ("xfailed", "xpassed") and t.get("known_issue"))
+           for t in tests):
+        return "PASSED"
+    return "NOTHING RAN"
+
+
+def exit_status(data: dict, exitstatus: int) -> int:
+    """The run's exit code, given pytest's: a test the run file records as failed fails the run (1) whatever pytest
+    counted; an interrupted run stays 2. The verdict's first word (verdict_state) agrees with it."""
+    if exitstatus in (0, 5) and any(t["outcome"] in FAILING for t in data.get("tests") or []):
+        return 1
+    return exitstatus
+
+
+def unrun_case_entries(data: dict) -> list[str]:
+    """The cases the suite left unrun in tests that ran (suite/workers/gpu_share.py): too large for the GPU, each
+    named by kernel and dtype with its shape where the run file lists it; out of memory although they fit (other
+    processes held the GPU's memory). Each entry starts with its count."""
+    share = data.get("gpu_share") or {}
+    out = []
+    if too_large := int(share.get("too_large") or 0):
+        listed = [c for c in share.get("too_large_cases") or [] if isinstance(c, dict)]
+        named = "; ".join(f"{c.get('kernel')}[{c.get('dtype')}] {_shape_of(c.get('case', ''))}".rstrip()
+                          + (f" needs {c['footprint_gib']} GiB" if c.get("footprint_gib") else "") for c in listed[:3])
+        more = f"; {len(listed) - 3} more listed in the result file" if len(listed) > 3 else ""
+        out.append(f"{too_large} case{'s' if too_large > 1 else ''}, too large for this GPU (out of memory with the "
+                   f"GPU to itself; each with a reproduction line in the result file): {named}{more}")
+    if held := int(share.get("oom_held") or 0):
+        out.append(f"{held} case{'s' if held > 1 else ''}, out of memory although {'they fit' if held > 1 else 'it fits'}"
+                   f" the GPU: other processes held its memory (rerun them on a GPU to themselves; the summary's GPU "
+                   f"sharing line counts them)")
+    return out
+
+
+def _shape_of(case: str) -> str:
+    """The shape in a case's text ('attention[fp32] {"B": 8, ...} contiguous normal seed=3': '{"B": 8, ...}')."""
+    found = re.search(r"\{[^{}]*\}", case)
+    return found.group(0) if found else ""
+
+
+def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH, unwritten: str | None = None,
+                  exitstatus: int | None = None, not_started: int = 0) -> list[str]:
     """The verdict: one line that says it, then what failed and where to look, what passed, the known issues by
     name, what was not run and why, and the result file (or ``unwritten``, the line that says it could not be
-    written). At most MAX_TOTAL lines, none wider than ``width`` but the last (the result file's path, whole)."""
+    written). At most MAX_TOTAL lines, none wider than ``width`` but the last (the result file's path, whole).
+    ``exitstatus``: the run's exit code (exit_status), which its first word agrees with; ``not_started``: tests of an
+    interrupted run that never started."""
     tests = data.get("tests") or []
     # The run's kernels: where a test's parameter is none of them (a hazard's), the test is named by its function.
     kernels = {r["kernel"] for key in ("cases", "findings", "compiles", "coverage", "known_issues")
@@ -352,20 +415,34 @@ def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH, unwritte
     by_outcome: dict[str, list[dict]] = defaultdict(list)
     for t in tests:
         by_outcome[t["outcome"]].append(t)
-    failed = by_outcome["failed"] + by_outcome["error"] + by_outcome["xpassed"]
+    failed = [t for outcome in FAILING for t in by_outcome[outcome]]
     passed, skipped = by_outcome["passed"], by_outcome["skipped"]
     known = [t for t in by_outcome["xfailed"] if t.get("known_issue")]
-    others = [t for t in by_outcome["xfailed"] if not t.get("known_issue")]
+    unmet = [t for t in by_outcome["xpassed"] if t.get("known_issue")]
+    others = [t for t in by_outcome["xfailed"] + by_outcome["xpassed"] if not t.get("known_issue")]
+    state = verdict_state(data, exitstatus)
+    unfinished = [u for u in data.get("unfinished") or [] if isinstance(u, dict) and u.get("nodeid")]
 
     counts = [f"{len(failed)} of {_tests(len(tests))} failed" if failed else f"{len(passed)} of {_tests(len(tests))} passed"]
+    if state == "INTERRUPTED":
+        left = len(unfinished) + not_started
+        counts = ["the run did not finish" + (f" ({_tests(left)} unfinished or never started)" if left else ""),
+                  f"{len(failed) if failed else len(passed)} of the {_tests(len(tests))} that ended "
+                  f"{'failed' if failed else 'passed'}"]
+    elif state == "FAILED" and not failed:  # pytest counted a failure the tests' records do not hold
+        counts = [f"pytest counted a failure outside the tests' results (an error in a fixture's setup or teardown, "
+                  f"or a test outside the suite): see above; {counts[0]}"]
     if known:
         ids = {t["known_issue"] for t in known}
         counts.append(f"{len(ids)} known issue{'s' if len(ids) > 1 else ''}")
     if skipped:
         counts.append(f"{len(skipped)} not run")
-    if data.get("status") not in (None, "complete"):
+    unrun = unrun_case_entries(data)
+    if unrun:
+        n = sum(int(e.split(" ", 1)[0]) for e in unrun)
+        counts.append(f"{n} case{'s' if n > 1 else ''} not run")
+    if data.get("status") not in (None, "complete") and state != "INTERRUPTED":
         counts.append(f"the run did not finish ({data.get('status')})")
-    state = "FAILED" if failed else "PASSED" if passed or known else "NOTHING RAN"
     sh = data.get("shard") if isinstance(data.get("shard"), dict) else {}
     shard = f"shard {sh['index']}/{sh['count']} of run {sh['run_id']}: " if sh.get("count", 1) > 1 else ""
     head = textwrap.wrap(f"VERDICT: {state}: {shard}" + "; ".join(counts), width, subsequent_indent="  ")
@@ -374,6 +451,13 @@ def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH, unwritte
     tail = [unwritten or f"result file ({data.get('status', '?')}): {path}"]
 
     parts_: list[tuple[str, list[str]]] = []  # (label, entries), in the order printed
+    if unfinished or (state == "INTERRUPTED" and not_started):
+        entries = []
+        if unfinished:
+            entries.append(f"{_tests(len(unfinished))} running when it stopped: {subjects(unfinished, kernels)}")
+        if not_started:
+            entries.append(f"{_tests(not_started)} never started")
+        parts_.append(("unfinished", entries))
     if failed:
         parts_.append(("failed", _per_function(failed, kernels)))
         parts_.append(("", ["each failure is above with its message and 'reproduce with:' line"]))
@@ -400,20 +484,24 @@ def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH, unwritte
         if rest:
             compact += (f"; {len(rest)} more: " if clean else ": ") + per_module
         parts_.append(("passed", [text]))
-    if known:
-        by_issue: dict[str, list[dict]] = defaultdict(list)
-        for t in known:
-            by_issue[t["known_issue"]].append(t)
-        parts_.append(("known", [f"{issue}: {subjects(ts, kernels)} ({', '.join(sorted({_split(t['nodeid'])[0] for t in ts}))})"
-                                 for issue, ts in sorted(by_issue.items())]))
+    if known or unmet:
+        entries = []
+        for tests_, how in ((known, ""), (unmet, ": not met in this run (no case failed as it describes; "
+                                                  "--strict-known-issues fails a test it does not meet)")):
+            by_issue: dict[str, list[dict]] = defaultdict(list)
+            for t in tests_:
+                by_issue[t["known_issue"]].append(t)
+            entries += [f"{issue}: {subjects(ts, kernels)} ({', '.join(sorted({_split(t['nodeid'])[0] for t in ts}))})"
+                        f"{how}" for issue, ts in sorted(by_issue.items())]
+        parts_.append(("known", entries))
     if others:
         parts_.append(("xfailed", [f"{_tests(len(others))}: {subjects(others, kernels)}"]))
-    if skipped:
+    if skipped or unrun:
         by_reason: dict[str, list[dict]] = defaultdict(list)
         for t in skipped:
             by_reason[skip_reason(t)].append(t)
-        parts_.append(("not run", [f"{_tests(len(ts))}, {reason}: {subjects(ts, kernels)}"
-                                   for reason, ts in sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0]))]))
+        parts_.append(("not run", unrun + [f"{_tests(len(ts))}, {reason}: {subjects(ts, kernels)}" for reason, ts in
+                                           sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0]))]))
     if unchecked := unchecked_entries(data):
         parts_.append(("unchecked", unchecked))
     # The labels' column: wider only where a label needs it ("unchecked").

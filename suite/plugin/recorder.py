@@ -73,6 +73,11 @@ class RunRecorder:
         gateway = getattr(node, "gateway", None)
         self.ready[getattr(gateway, "id", f"gw{len(self.ready)}")] = round(time.time() - self.t0, 3)
 
+    def never_started(self) -> list[str]:
+        """The suite's tests collected that never began (an interrupted run's, or one cut short)."""
+        ended = {t["nodeid"] for t in self.run_file.data["tests"]}
+        return sorted(self.expected - ended - set(self.began))
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "???":  # xdist: the worker process died during this test
             if report.nodeid.startswith("suite/"):
@@ -90,11 +95,7 @@ class RunRecorder:
         if not (report.when == "call" or (report.when == "setup" and report.outcome != "passed")):
             return
         props = dict(report.user_properties)
-        outcome = report.outcome
-        if hasattr(report, "wasxfail"):
-            outcome = "xfailed" if report.skipped else "xpassed"
-        elif report.failed and "XPASS(strict)" in str(report.longrepr):
-            outcome = "xpassed-strict"
+        outcome = outcome_of(report)
         message = None
         if report.failed:
             message = str(report.longrepr)[-2000:]
@@ -279,6 +280,16 @@ class RunRecorder:
                 {"kind": "crash", "nodeid": missing[0], "worker": None,
                  "message": f"{len(missing)} test(s) never reported (first: {missing[0]}); the run was cut short"})
         self.run_file.finish("complete" if done else "incomplete")
+
+def outcome_of(report: pytest.TestReport) -> str:
+    """A test's outcome as the run file records it: pytest's, with expected failures told apart (xfailed; xpassed,
+    a known issue the run did not meet; xpassed-strict, one that fails the run)."""
+    if hasattr(report, "wasxfail"):
+        return "xfailed" if report.skipped else "xpassed"
+    if report.failed and "XPASS(strict)" in str(report.longrepr):
+        return "xpassed-strict"
+    return report.outcome
+
 
 def _worker_id(report: pytest.TestReport) -> str | None:
     node = getattr(report, "node", None)

@@ -125,6 +125,10 @@ def share_lines(data: dict) -> list[str]:
                  f"for its memory, then "
                  f"{share.get('alone_s', 0):.1f} s alone" + (f"; all workers waited {gate:.1f} s at their GPU's gate"
                                                              if gate else "") + ")")
+    if (data.get("environment") or {}).get("backend") == "interpret" and not (too_large or held):  # no GPU
+        return [f"out of memory: {share['oom_retried']} case(s) ran again after an out-of-memory error, "
+                f"{share['oom_retried_passed']} then passed; out of memory again, a case fails as the kernel's own "
+                f"(no GPU memory is shared here)"]
     lines = [f"GPU sharing ({share['workers']} workers): {share['oom_retried']} out-of-memory case(s) ran again "
              f"alone{waits}, {share['oom_retried_passed']} then passed; {too_large} not run, too large for this GPU"
              + (f"; {held} not run (out of memory although they fit the GPU: other processes held its memory; not the "

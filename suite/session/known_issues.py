@@ -2,9 +2,9 @@
 
 Entries come from the known-issue file (``--known-issues``, JSON) and from kernel modules
 (``KernelSpec.known_issues``, shipped with the kernel they describe); both are checked the same
-way and their ids must be unique across the two. Entries are strict: a case that is expected to
-fail and passes shows as XPASS and fails the run until its entry is removed, so a fixed bug never
-hides.
+way and their ids must be unique across the two. A test its entry expects to fail that passes (no case of
+the run met the issue) is "not met in this run", named in the verdict; with --strict-known-issues it fails the run
+as XPASS(strict), to be told when a bug is fixed.
 """
 
 from __future__ import annotations
@@ -19,13 +19,16 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 # no torch: an xdist controller loads this before torch
-from kernels._validation import pattern_problem, triton_specifier_problem
+from kernels._validation import pattern_matches_anything, pattern_problem, triton_specifier_problem
 
 DEFAULT_PATH = Path(__file__).resolve().parents[1] / "known_issues.json"
 FIELDS = {"id": str, "backend": str, "arch": str, "triton": str, "kernel": str, "dtype": str, "reason": str, "link": str}
-# Optional: which test functions the entry applies to (glob), the reference test by default; and what fails: a regular
-# expression searched for in the failure's message ('' : any failure of the tests it names).
+# Optional: which test functions the entry applies to (glob), the reference test by default. What fails
+# (failure_pattern, a regular expression searched for in the failure's message) is required in effect: '' (its
+# default) or any pattern that matches the empty string would match every failure, and is refused.
 OPTIONAL = {"test": "test_matches_reference", "failure_pattern": ""}
+# Names no two kernels share: a kernel pattern that matches both matches any kernel (a wildcard), and is refused.
+ANY_KERNEL = ("x", "zz_any_kernel_9")
 
 
 class KnownIssueError(ValueError):
@@ -94,6 +97,14 @@ def load(path: Path | str = DEFAULT_PATH) -> list[KnownIssue]:
             raise KnownIssueError(f"{where}: field 'test' must be a string (a test function name or glob)")
         if problem := pattern_problem(entry.get("failure_pattern", "")):
             raise KnownIssueError(f"{where}: field 'failure_pattern' {problem}")
+        if problem := pattern_matches_anything(entry.get("failure_pattern", "")):
+            raise KnownIssueError(f"{where} ({entry.get('id')!r}): field 'failure_pattern' "
+                                  f"{'is missing or empty' if not entry.get('failure_pattern') else problem.split(',')[0]}"
+                                  f": it would match every failure; give a regular expression of what fails, from "
+                                  f"the failure's message")
+        if all(fnmatch.fnmatchcase(name, entry["kernel"]) for name in ANY_KERNEL):
+            raise KnownIssueError(f"{where} ({entry.get('id')!r}): field 'kernel' {entry['kernel']!r} matches any "
+                                  f"kernel: name the kernel (or a pattern of the kernels) the issue is about")
         if problem := triton_specifier_problem(entry["triton"]):
             raise KnownIssueError(f"{where}: field 'triton' {problem}")
         if not entry["id"].strip():

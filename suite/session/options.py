@@ -63,6 +63,9 @@ def add_options(parser: pytest.Parser) -> None:
                          "(e.g. 'softmax,liger_*'); filters every test")
     group.addoption("--known-issues", default=str(known_mod.DEFAULT_PATH), metavar="FILE",
                     help="known-issue registry (JSON)")
+    group.addoption("--strict-known-issues", action="store_true",
+                    help="a known issue no case of the run meets fails its test (XPASS(strict)): to be told when a "
+                         "bug is fixed. Default: the verdict names it 'not met in this run', and the run passes")
     group.addoption("--retune", nargs="?", const="*", default=None, metavar="KERNELS",
                     help="before the tests, time every valid config of these kernels (comma-separated; all when "
                          "no value is given) on the benchmark shapes and rewrite this arch's autotune cache")
@@ -444,6 +447,7 @@ def read(config: pytest.Config, controller: bool) -> Options:
         usable_path("--export-failures", export)
         if Path(export).exists() and not Path(export).is_dir():
             raise usage("--export-failures", export, "exists and is not a directory")
+    f32_default()
     if get("--memcheck") and get("--no-memcheck"):
         raise pytest.UsageError("--memcheck and --no-memcheck: give one (--memcheck checks a GPU run under the vendor's "
                                 "checker; --no-memcheck turns the interpreter's check off)")
@@ -459,6 +463,23 @@ def read(config: pytest.Config, controller: bool) -> Options:
         memcheck=bool(get("--memcheck")), no_memcheck=bool(get("--no-memcheck")), compile_targets=targets,
         shard=parse_shard(get("--shard")), run_id=parse_run_id(get("--run-id")), started_in=os.getcwd(),
         retune_check=retune_check, export_failures=_absolute(export) if export else None)
+
+
+# TRITON_F32_DEFAULT: the input precision of an fp32 tl.dot that names none (Triton's allowed_dot_input_precisions,
+# NVIDIA's and AMD's together; a backend that lacks one, tf32 on gfx90a, says so when it compiles).
+F32_DEFAULTS = ("ieee", "tf32", "tf32x3", "bf16x3", "bf16x6")
+
+
+def f32_default() -> str | None:
+    """TRITON_F32_DEFAULT as set (lowercase), or None: a value Triton does not know would fail every fp32 tl.dot of
+    the run, each blamed on its kernel, and the reproduction lines do not carry it: a usage error."""
+    raw = os.environ.get("TRITON_F32_DEFAULT")
+    if raw is None or not raw.strip():
+        return None
+    if raw.strip().lower() not in F32_DEFAULTS:
+        raise usage("TRITON_F32_DEFAULT", raw, f"not an input precision Triton knows: give one of "
+                                               f"{', '.join(F32_DEFAULTS)}, or unset it (the backend's own default)")
+    return raw.strip().lower()
 
 
 def _absolute(path: str) -> Path:
@@ -539,6 +560,27 @@ def note_launcher() -> None:
         os.environ[LAUNCHER_ENV] = detected_launcher()
 
 
+# The checkout's root, which the suite's test ids are relative to (suite/test_kernels.py::...).
+CHECKOUT_ROOT = Path(__file__).resolve().parents[2]
+# Launchers that find the suite's own test file from a test id as printed, from any directory (suite/__main__.py).
+ID_FINDING_LAUNCHERS = ("triton-portability", "triton_portability", "suite")
+
+
+def runnable_id(nodeid: str, launcher: list[str], started_in: str | None) -> str:
+    """A test id a reproduction line can run where the run started: pytest finds a test file from the directory it
+    runs in, so a run started in a subdirectory of the checkout prints the file's path from there
+    ('../suite/test_kernels.py::...'); triton-portability and python -m suite find it from the id as printed."""
+    path, sep, rest = nodeid.partition("::")
+    if (not sep or started_in is None or not path.startswith("suite/") or not (CHECKOUT_ROOT / path).is_file()
+            or any(Path(word).name in ID_FINDING_LAUNCHERS for word in launcher[-1:] + launcher[:1])):
+        return nodeid
+    try:
+        relative = os.path.relpath(CHECKOUT_ROOT / path, started_in)
+    except ValueError:  # another drive
+        relative = str(CHECKOUT_ROOT / path)
+    return nodeid if relative == path else f"{relative}{sep}{rest}"
+
+
 def repro_prefix(ctx: Any, nodeid: str) -> list[str]:
     """The command that reruns one test alone, with every option that changes what a case does; ``--repro=CASE``
     (and ``--config`` where the case ran a config other than the default) completes it."""
@@ -547,7 +589,7 @@ def repro_prefix(ctx: Any, nodeid: str) -> list[str]:
     # triton-portability (or python -m triton_portability, python -m suite) from any directory, which finds the suite's
     # own test file from a test id as printed (suite/__main__.py).
     launcher = shlex.split(os.environ.get(LAUNCHER_ENV, "")) or ["pytest"]
-    parts = [*launcher, nodeid, f"--backend={ctx.backend.name}"]
+    parts = [*launcher, runnable_id(nodeid, launcher, opts.started_in), f"--backend={ctx.backend.name}"]
     parts += [f"--kernel-module={m}" for m in opts.kernel_modules]
     if opts.autotune_dir is not None:
         parts.append(f"--autotune-dir={opts.autotune_dir}")

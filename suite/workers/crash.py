@@ -143,6 +143,9 @@ class Process:
         self.timeout_s: float = 0.0
         self.on_timeout: Callable[[str], None] | None = None
         self.announce: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)
+        # Controller: tests whose worker ended itself after recording them (a fault): xdist's report that the worker
+        # "crashed while running" them is the same failure, not a second one.
+        self.replaced_after: set[str] = set()
 
 
 def process() -> Process:
@@ -219,7 +222,32 @@ class watchdog:
             process().announce(f"\nsuite: {message} (exit code {EXIT_TIMEOUT})")
         except Exception:  # noqa: BLE001
             pass
-        os._exit(EXIT_TIMEOUT)
+        REAL_EXIT(EXIT_TIMEOUT)
+
+
+# os._exit as the process started with it: the suite's own ends of a process (a hung case, a poisoned context, a
+# worker done) call it; os._exit itself is guarded while a test runs (guard_exit).
+REAL_EXIT = os._exit
+
+
+class KernelExited(Exception):  # noqa: N818 - it names the finding
+    """os._exit called while a test ran (by a launcher, a reference or a spec's own code): the case's failure."""
+
+
+def _guarded_exit(status: int) -> None:
+    """os._exit while the suite's test runs, on its main thread: raised instead of ending the process (which would
+    end the run at once with the status given, 0 included: a run that 'passed'), so the case fails naming it.
+    Elsewhere (another thread, between tests) the process ends as asked."""
+    if threading.current_thread() is threading.main_thread() and process().journal.nodeid:
+        raise KernelExited(f"os._exit({status!r}) was called while the case ran (by the kernel's launcher, its "
+                           f"reference or the spec's own code): it would have ended the whole run at once with exit "
+                           f"status {status!r}; a kernel module must not end the process")
+    REAL_EXIT(status)
+
+
+def guard_exit() -> None:
+    """os._exit guarded for the rest of the process (see _guarded_exit)."""
+    os._exit = _guarded_exit
 
 
 @contextmanager
@@ -304,6 +332,7 @@ def _pinning(config: Any) -> Any:
 def pytest_configure(config: Any) -> None:
     config.stash[stash.SESSION] = stash.session()  # the session's state, in the stash from here on
     process().config = config  # for the hooks below that pytest calls without it
+    guard_exit()
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -360,7 +389,10 @@ def startup_death(worker: str, error: Any) -> str:
 
 
 def pytest_runtest_logreport(report: Any) -> None:
-    """Controller: a worker a report came from got past its start-up."""
+    """Controller: a worker a report came from got past its start-up; a test after which its worker ends itself
+    (a poisoned GPU context) is noted, so that xdist's crash report of it counts as no second failure."""
+    if report.when == "call" and dict(getattr(report, "user_properties", ()) or ()).get(POISONED_PROPERTY):
+        process().replaced_after.add(report.nodeid)
     node = getattr(report, "node", None)
     pin = _pinning(node.config) if node is not None and hasattr(node, "gateway") else None
     if pin is not None:
@@ -377,10 +409,68 @@ def pytest_runtest_setup(item: Any) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: Any, call: Any):
-    """Worker side: a poisoned GPU context goes to the controller with the test's report."""
+    """Worker side: a poisoned GPU context goes to the controller with the test's report. A case that ended its test
+    (CaseAborted: a fault, out of memory, a broken spec) is one short message, the case, what broke and its
+    reproduction line, never the traceback through the suite's own test source (about 150 lines of it)."""
     if call.when == "call" and process().poisoned:
         item.user_properties.append((POISONED_PROPERTY, process().poisoned))
-    return (yield)
+    report = yield
+    if call.when == "call" and call.excinfo is not None and isinstance(call.excinfo.value, CaseAborted) \
+            and report.failed:
+        report.longrepr = str(call.excinfo.value)
+    elif call.when == "call" and call.excinfo is not None and report.failed and \
+            (short := spec_code_failure(call.excinfo.value, call.excinfo.tb)) is not None:
+        report.longrepr = short
+    return report
+
+
+SUITE_DIR = Path(__file__).resolve().parents[1]
+
+
+def _library(filename: str) -> bool:
+    """A file of Python itself or of an installed package (torch, triton, Hypothesis, pytest), not a kernel module."""
+    path = os.path.abspath(filename)
+    roots = {os.path.abspath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    return "site-packages" in path or "dist-packages" in path or filename.startswith("<") or any(
+        path.startswith(os.path.join(r, "lib")) for r in roots)
+
+
+def spec_code_failure(exc: BaseException, tb: Any) -> str | None:
+    """A short message for an error the suite did not catch that a spec's own code raised (a tolerance's reduction, a
+    make_inputs helper): the spec's function, where, and the error, instead of a traceback through the suite's own
+    test source whose tail the run file kept. None where the error is not the spec's (raised in the suite itself,
+    or in a library the suite called)."""
+    if not isinstance(exc, Exception):
+        return None
+    frames = []
+    while tb is not None:
+        frames.append((tb.tb_frame.f_code, tb.tb_lineno))
+        tb = tb.tb_next
+    suite = [i for i, (code, _) in enumerate(frames) if Path(code.co_filename).resolve().is_relative_to(SUITE_DIR)]
+    if not suite or suite[-1] == len(frames) - 1:
+        return None
+    code, line = frames[suite[-1] + 1]  # the function the suite called last: the spec's, unless a library's
+    if _library(code.co_filename):
+        return None
+    try:
+        where = os.path.relpath(code.co_filename)
+    except ValueError:
+        where = code.co_filename
+    where = code.co_filename if where.startswith("..") else where
+    name = getattr(code, "co_qualname", code.co_name)
+    notes = [n for n in getattr(exc, "__notes__", []) or [] if n.startswith("Failing test case")]
+    text = (f"broken spec: {name}() ({where}:{line}), the spec's own code, raised {type(exc).__name__}: {exc}"
+            .strip()[:2000])
+    return "\n".join([text, *notes])
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_report_teststatus(report: Any) -> tuple[str, str, str] | None:
+    """Controller: xdist's report that a worker "crashed while running" a test the worker recorded (as failed) before
+    ending itself on purpose counts as nothing more: one failure, counted once."""
+    if getattr(report, "when", None) == "???" and report.nodeid in process().replaced_after:
+        return "", "", ""
+    return None
 
 
 def pytest_runtest_logfinish(nodeid: str, location: Any) -> None:
@@ -393,7 +483,7 @@ def pytest_runtest_logfinish(nodeid: str, location: Any) -> None:
     if config is not None and hasattr(config, "workerinput"):
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(EXIT_POISONED)
+        REAL_EXIT(EXIT_POISONED)
     ctx = _context(config) if config is not None else None
     if ctx is not None and ctx.session is not None:
         ctx.session.shouldstop = (f"GPU context poisoned by {process().poisoned}; every later test would fail: run "

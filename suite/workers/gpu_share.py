@@ -16,12 +16,15 @@ another worker needs, and that case fails with an out-of-memory error that says 
 - **Footprint**: an out-of-memory error records what the case itself needed (this process's allocated memory at
   the failure plus the allocation that failed). Run alone and out of memory again, the case is "too large for
   this GPU" only when that footprint exceeds what the GPU can hold beside the other workers' CUDA contexts;
-  otherwise other processes held the memory (``oom_held``). Either way the case is not run, never a failure of
-  the kernel: counted in the run file's ``gpu_share`` (too-large cases listed with their footprint and a
-  reproduction line) and in the summary; a test whose every case was too large is skipped, saying so.
+  otherwise, where the free memory did not cover it, other processes held the memory (``oom_held``). Either way
+  the case is not run, never a failure of the kernel: counted in the run file's ``gpu_share`` (too-large cases
+  listed with their footprint and a reproduction line) and in the summary; a test whose every case was too large
+  is skipped, saying so. Where the free memory covered the footprint with room to spare, or the footprint cannot be
+  told, the error is the kernel's (or its launcher's) own: the case fails (``judge_oom_alone``).
 
-On the interpreter and with one worker per GPU nothing is locked; an out-of-memory case is still run once more
-(after freeing what the process holds) before it is called too large.
+On the interpreter and with one worker per GPU nothing is locked. On the interpreter there is no GPU memory to
+share: an out-of-memory case runs once more (after freeing what the process holds, so that a passing error is not
+blamed) and, out of memory again, fails as the kernel's own; nothing there is "too large for this GPU".
 """
 
 from __future__ import annotations
@@ -373,12 +376,36 @@ def held_message(device: str, error: str, need: int) -> str:
             f"kernel. {error}")
 
 
+class KernelOutOfMemory(Exception):  # noqa: N818 - it names the finding
+    """Out of memory where no sharing explains it (no GPU, a need the free memory held): the kernel's failure."""
+
+
+# Free memory past the case's need, beyond which an out-of-memory error alone is not the others' memory but the
+# kernel's (or its launcher's) own.
+HELD_MARGIN = GIB
+
+
+def kernel_oom_message(device: str, error: str, need: int, free: int | None = None) -> str:
+    where = (f"on {device}, where no GPU memory is shared with other workers (the CPU interpreter)" if free is None
+             else f"with the GPU to itself and {gib(free)} free, more than the case's footprint ({gib(need)})")
+    return (f"out of memory {where}: the kernel's (or its launcher's) own failure, never a case too large for a "
+            f"GPU. {error}")
+
+
 def judge_oom_alone(device: str, error: str, need: int) -> tuple[str, str]:
     """An out-of-memory error with the GPU to itself: ("too_large", message) when the case's footprint exceeds what
-    the GPU holds (or cannot be told: no GPU), else ("oom_held", message)."""
-    if need and (info := mem_info(device)) and need <= capacity(info[1], share().workers):
+    the GPU holds; ("oom_held", message) when it fits but the free memory did not cover it (other processes held
+    it); else ("oom", message), the kernel's own failure: no GPU (the interpreter has no memory to share, so nothing
+    there is too large for a GPU), a footprint it cannot tell, or free memory well past the footprint."""
+    info = mem_info(device)
+    if info is None:
+        return "oom", kernel_oom_message(device, error, need)
+    free, total = info
+    if need and need > capacity(total, share().workers):
+        return "too_large", too_large_message(device, error, need)
+    if need and free < need + HELD_MARGIN:
         return "oom_held", held_message(device, error, need)
-    return "too_large", too_large_message(device, error, need)
+    return "oom", kernel_oom_message(device, error, need, free)
 
 
 def run_with_retry(run: Any, device: str, case: Any = None) -> Any:
@@ -405,6 +432,8 @@ def run_with_retry(run: Any, device: str, case: Any = None) -> Any:
             share().held += 1
     elif again.passed:
         share().retried_passed += 1
-    again.note = (again.note or "") + (f"\n(ran again alone after an out-of-memory error with other workers on the "
-                                       f"GPU; waited and ran {time.monotonic() - started:.1f} s)")
+    again.note = (again.note or "") + (
+        f"\n(ran again alone after an out-of-memory error with other workers on the GPU; waited and ran "
+        f"{time.monotonic() - started:.1f} s)" if device.startswith("cuda") else
+        "\n(ran again after an out-of-memory error)")
     return again

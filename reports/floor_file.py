@@ -12,6 +12,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+import reports
+
 FORMAT = "noise-floor/1"
 # A floor above this would hide the slowdowns a comparison exists to catch (the planted one of the driver-validation
 # evidence is 25%); A/A runs on an H100 gave floors of 1-13%.
@@ -38,8 +40,8 @@ def problems(data: Any) -> list[str]:
     if not isinstance(data, dict):
         return [f"expected a JSON object, found a JSON {type(data).__name__}"]
     if data.get("format") != FORMAT:
-        return [f"format is {data.get('format')!r}, expected {FORMAT!r} (a file `python -m reports noise-floor` "
-                "writes)"]
+        return [f"format is {data.get('format')!r}, expected {FORMAT!r} (a file `{reports.command()} "
+                "noise-floor` writes)"]
     out = [f"{k!r} is {data.get(k)!r}, expected a string" for k in ("arch", "device_name")
            if not isinstance(data.get(k), str)]
     if not isinstance(data.get("learned_from", []), list):
@@ -81,7 +83,7 @@ def check(data: Any, source: str | Path, arch: str | None = None, device_name: s
     why = mismatch(data, arch, device_name)
     if why:
         raise OtherHardware(f"{source}: noise-floor file of other hardware: {why}; learn one for this device with "
-                             "`python -m reports noise-floor`")
+                             f"`{reports.command()} noise-floor`")
     return data
 
 

@@ -18,6 +18,8 @@ def _run(args: list[str], cwd, timeout: int = 300) -> subprocess.CompletedProces
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(ROOT)  # the suite importable, as installed; the current directory is not on the path
     env["COLUMNS"] = "100"
+    # the environment active (its interpreter first on PATH): the commands the suite prints name it `python`
+    env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])
     return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 

@@ -107,6 +107,16 @@ def _venv_with_this_environments_packages(path: Path) -> Path:
     return python
 
 
+def clone_checkout(src: Path) -> Path:
+    """A clone of this checkout at ``src``: the committed tree plus what is not committed yet (a clean copy)."""
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(src)], check=True)
+    for changed in subprocess.run(["git", "ls-files", "-m", "-o", "--exclude-standard"], cwd=ROOT, check=True,
+                                  capture_output=True, text=True).stdout.split():
+        (src / changed).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / changed, src / changed)
+    return src
+
+
 SUITE_PACKAGES = ("suite", "kernels", "reports", "hardware_profiles")
 
 
@@ -163,12 +173,7 @@ def test_installed_from_the_readme_and_run_from_another_directory(tmp_path):
     standin = _install_a_distribution_owning_kernels(python, tmp_path / "standin")
     assert any(f.name == "layers.py" for f in standin), standin
     # README: `pip install <a clone>`, here a clean copy of the committed tree plus what is not committed yet.
-    src = tmp_path / "clone"
-    subprocess.run(["git", "clone", "-q", str(ROOT), str(src)], check=True)
-    for changed in subprocess.run(["git", "ls-files", "-m", "-o", "--exclude-standard"], cwd=ROOT, check=True,
-                                  capture_output=True, text=True).stdout.split():
-        (src / changed).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / changed, src / changed)
+    src = clone_checkout(tmp_path / "clone")
     install = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(src)],
                              capture_output=True, text=True)
     assert install.returncode == 0, install.stdout + install.stderr

@@ -83,3 +83,26 @@ def test_a_kernel_a_module_names_in_a_literal_passes_the_early_check():
     assert {"softmax", "vector_add", "planted_matmul_group_start"} <= names
     assert kernel_names.unmatched(("softmax", "planted_*", "softmx"), names) == ["softmx"]
     assert kernel_names.did_you_mean("sofmax", names).startswith("; did you mean 'softmax'")
+
+
+def test_a_kernel_module_without_kernels_says_the_shipped_kernels_run_too():
+    """--kernel-module without --kernels runs every shipped kernel as well: the run's first lines say so, naming the
+    option that runs one's own alone; with --kernels, no such line."""
+    from kernels import registry
+
+    args = ["-m", "pytest", "--collect-only", "-p", "no:cacheprovider", "--backend=interpret", "suite/test_kernels.py",
+            f"--kernel-module={LEAKY}"]
+    whole = _run(args, ROOT)
+    assert whole.returncode == 0, (whole.stdout + whole.stderr)[-3000:]
+    shipped = len(registry.builtin_modules())
+    line = next((ln for ln in whole.stdout.splitlines() if "no --kernels" in ln), None)
+    assert line is not None, whole.stdout[:3000]
+    assert line.startswith("portability: no --kernels: the ") and int(line.split()[4]) >= shipped, line
+    assert line.endswith(" shipped kernels run too; --kernels=leaky_relu runs yours alone"), line
+    from types import SimpleNamespace
+
+    from suite.plugin.context import whole_selection_note
+
+    for modules, kernels in (((), None), (("m.py",), ("leaky_relu",)), (("m.py",), ("*",))):
+        assert whole_selection_note(SimpleNamespace(kernel_modules=modules, kernels=kernels), ["leaky_relu"], 19) \
+            is None

@@ -22,7 +22,7 @@ from pathlib import Path
 
 SUITE_DIR = Path(__file__).resolve().parent
 SETTINGS = SUITE_DIR / "pytest-suite.ini"
-PLUGINS = ("suite.workers.crash", "suite.plugin.hooks")
+PLUGINS = ("suite.workers.crash", "suite.plugin.hooks", "suite.plugin.ids")
 
 
 def pytest_args(argv: list[str], cwd: str | None = None) -> list[str]:

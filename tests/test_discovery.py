@@ -106,3 +106,18 @@ def test_a_kernel_module_without_kernels_says_the_shipped_kernels_run_too():
     for modules, kernels in (((), None), (("m.py",), ("leaky_relu",)), (("m.py",), ("*",))):
         assert whole_selection_note(SimpleNamespace(kernel_modules=modules, kernels=kernels), ["leaky_relu"], 19) \
             is None
+
+
+def test_a_run_from_another_directory_prints_the_suites_test_ids(tmp_path):
+    """Started from another directory (one's own repository), the progress lines and pytest's short summary name the
+    suite's tests as the reproduction lines do (``suite/test_kernels.py::...``), not by a path up into the suite's
+    installed directory (``../.venv/lib/.../_root/suite/...``)."""
+    shutil.copy(LEAKY, tmp_path / "leaky.py")
+    proc = _run(["-m", "suite", "suite/test_kernels.py::test_matches_reference[leaky_relu-fp32]", "--kernel-module=leaky.py",
+                 "--backend=interpret", "--no-results", "-p", "no:cacheprovider", "-rA", "-n", "0",
+                 "--repro=N=1;layout=contiguous;values=normal;seed=0"], tmp_path)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert "PASSED suite/test_kernels.py::test_matches_reference[leaky_relu-fp32]" in out, out[-3000:]
+    assert any(line.startswith("suite/test_kernels.py .") for line in out.splitlines()), out[-3000:]
+    assert "../" not in out.split("short test summary info", 1)[1], out[-3000:]

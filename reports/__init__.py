@@ -20,13 +20,14 @@ def command(module: str = MODULE, executable: str | None = None) -> str:
     """``python -m module`` with this very interpreter as a person types it from the working directory: ``python``
     where the shell finds that very file by the name (an activated environment), else its path relative to the
     working directory (``.venv/bin/python``), else whole (as suite/session/options.py's typed_command does)."""
-    path = os.path.abspath(executable or sys.executable)
-    typed = next((name for name in ("python", "python3")
-                  if (found := shutil.which(name)) and os.path.abspath(found) == path), None)
-    if typed is None:
-        try:
+    path = executable or sys.executable
+    try:
+        path = os.path.abspath(path)
+        typed = next((name for name in ("python", "python3")
+                      if (found := shutil.which(name)) and os.path.abspath(found) == path), None)
+        if typed is None:
             typed = os.path.relpath(path)
-        except ValueError:  # another drive
-            typed = path
-        typed = path if typed.startswith("..") else typed
+            typed = path if typed.startswith("..") else typed
+    except (OSError, ValueError):  # the working directory is gone, or the path is on another drive
+        typed = path
     return shlex.join([typed, "-m", module])

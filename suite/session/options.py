@@ -464,15 +464,17 @@ def typed_command(path: str, names: tuple[str, ...]) -> str:
     in a checkout), else the whole path."""
     import shutil
 
-    path = os.path.abspath(path)
-    for name in names:
-        found = shutil.which(name)
-        if found and os.path.abspath(found) == path:
-            return name
     try:
+        path = os.path.abspath(path)
+        for name in names:
+            found = shutil.which(name)
+            if found and os.path.abspath(found) == path:
+                return name
         relative = os.path.relpath(path)
     except ValueError:  # another drive
         relative = path
+    except OSError:  # the working directory is gone (suite/__main__.py says so): the path as it was given
+        return path
     return relative if not relative.startswith("..") else path
 
 

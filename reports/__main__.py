@@ -16,6 +16,7 @@ import sys
 import traceback
 from pathlib import Path
 
+import reports
 from reports import loading
 from reports.files import refuse_inputs, write_atomic
 from reports.loading import RunFileError, load_runs
@@ -79,8 +80,12 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def parser(prog: str = "python -m reports") -> argparse.ArgumentParser:
-    p = _Parser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def parser(prog: str | None = None) -> argparse.ArgumentParser:
+    """``prog``: the command as typed (reports.command(): ``.venv/bin/python -m reports`` where that started it,
+    ``python -m triton_portability.reports`` from an installed copy), in the usage, the errors and the description."""
+    prog = prog or reports.command()
+    p = _Parser(prog=prog, description=__doc__.replace("python -m reports", prog),
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--debug", action="store_true", help="show the traceback of an internal error")
     sub = p.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="portability report from run files: report.md, report.html, summary.json")
@@ -245,7 +250,7 @@ def _json_error(message: str) -> None:
                                  "failed": False, "unusable": message}, indent=1) + "\n")
 
 
-def main(argv: list[str] | None = None, prog: str = "python -m reports") -> int:
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         args = parser(prog).parse_args(argv)

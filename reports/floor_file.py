@@ -13,6 +13,10 @@ from pathlib import Path
 from typing import Any
 
 FORMAT = "noise-floor/1"
+# The command that learns a floor file, as this copy has it: an installed copy holds this package under
+# triton_portability/_root/ (reports/__init__.py's MODULE; this file imports the standard library only).
+LEARN = ("python -m triton_portability.reports noise-floor" if Path(__file__).resolve().parent.parent.name == "_root"
+         else "python -m reports noise-floor")
 # A floor above this would hide the slowdowns a comparison exists to catch (the planted one of the driver-validation
 # evidence is 25%); A/A runs on an H100 gave floors of 1-13%.
 MAX_FLOOR = 0.20
@@ -38,8 +42,7 @@ def problems(data: Any) -> list[str]:
     if not isinstance(data, dict):
         return [f"expected a JSON object, found a JSON {type(data).__name__}"]
     if data.get("format") != FORMAT:
-        return [f"format is {data.get('format')!r}, expected {FORMAT!r} (a file `python -m reports noise-floor` "
-                "writes)"]
+        return [f"format is {data.get('format')!r}, expected {FORMAT!r} (a file `{LEARN}` writes)"]
     out = [f"{k!r} is {data.get(k)!r}, expected a string" for k in ("arch", "device_name")
            if not isinstance(data.get(k), str)]
     if not isinstance(data.get("learned_from", []), list):
@@ -81,7 +84,7 @@ def check(data: Any, source: str | Path, arch: str | None = None, device_name: s
     why = mismatch(data, arch, device_name)
     if why:
         raise OtherHardware(f"{source}: noise-floor file of other hardware: {why}; learn one for this device with "
-                             "`python -m reports noise-floor`")
+                             f"`{LEARN}`")
     return data
 
 

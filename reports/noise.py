@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import reports
 from reports import changes, floor_file, timing
 from reports.loading import Run, RunFileError, num
 
@@ -124,7 +125,7 @@ def check_fits(floor: Floor, runs: list[Run]) -> None:
                                   run.env["device_name"])
         if floor.arch is not None and why:
             raise RunFileError(f"refusing the noise floor {floor.source}: {why} (the device of {run.path}); "
-                               "learn one on this device with `python -m reports noise-floor`")
+                               f"learn one on this device with `{reports.command()} noise-floor`")
 
 
 def decisive(m: changes.Moved, platform_kernel: float) -> float:

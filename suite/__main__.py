@@ -22,7 +22,7 @@ from pathlib import Path
 
 SUITE_DIR = Path(__file__).resolve().parent
 SETTINGS = SUITE_DIR / "pytest-suite.ini"
-PLUGINS = ("suite.workers.crash", "suite.plugin.hooks")
+PLUGINS = ("suite.workers.crash", "suite.plugin.hooks", "suite.plugin.ids")
 
 
 def pytest_args(argv: list[str], cwd: str | None = None) -> list[str]:
@@ -105,9 +105,13 @@ USAGE_ERROR = 4  # pytest's exit code for a usage error
 
 def main(argv: list[str] | None = None, launcher: str | None = None) -> int:
     """``launcher``: how the run was started, for its help and reproduction lines (triton_portability/__main__.py
-    passes its own); by default ``python -m suite`` or the ``triton-portability`` command."""
+    passes its own); by default ``python -m suite`` or the ``triton-portability`` command, as typed (the
+    interpreter's or the script's path where it was started by path: options.started_as)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    launcher = launcher or ("python -m suite" if Path(sys.argv[0]).name == "__main__.py" else "triton-portability")
+    if not launcher:
+        from suite.session.options import started_as
+
+        launcher = started_as("suite", "triton-portability")
     if HELP_PYTEST in argv:
         argv = ["--help" if a == HELP_PYTEST else a for a in argv]
     elif "-h" in argv or "--help" in argv:

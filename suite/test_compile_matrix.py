@@ -11,6 +11,7 @@ vendor's configs, more warps than a block holds) and hands warnings to the run f
 from __future__ import annotations
 
 import json
+import os
 import shlex
 
 import pytest
@@ -19,6 +20,7 @@ import hardware_profiles
 from kernels import registry
 from kernels.spec import split_config
 from suite.checks import lints
+from suite.session import options
 from suite.tools import compile_matrix, loaded_registers
 
 COMPILES = "suite_compile_records"
@@ -52,8 +54,11 @@ def matrix_targets(ctx) -> list[tuple[str, str, int]]:
 
 
 def _repro(request: pytest.FixtureRequest, env: str = "") -> str:
-    parts = [request.node.nodeid, *(f"--kernel-module={m}" for m in request.config.getoption("--kernel-module"))]
-    return f"reproduce with: {env}pytest " + " ".join(shlex.quote(p) for p in parts)
+    """Started as the run was (options.repro_prefix: ``.venv/bin/triton-portability`` where that started it)."""
+    launcher = shlex.split(os.environ.get(options.LAUNCHER_ENV, "")) or ["pytest"]
+    parts = [*launcher, request.node.nodeid,
+             *(f"--kernel-module={m}" for m in request.config.getoption("--kernel-module"))]
+    return f"reproduce with: {env}" + " ".join(shlex.quote(p) for p in parts)
 
 
 def _describe(record: dict) -> str:

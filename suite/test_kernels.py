@@ -448,6 +448,8 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
             export_failure(spec, backend, ctx.options.export_failures, request.node.nodeid, *to_export[0])
         # Hypothesis replays the minimal failing example last: record that one only (else a known issue's first).
         records.extend(last_failure or [rec for rec, _ in known[:1]])
+        if last_failure and not coverage.stopped_by:  # stopped at its first failing case: no later case took a path
+            coverage.stopped_by = "a failure"
         request.node.user_properties[:] = [p for p in request.node.user_properties if p[0] != reach.COVERAGE_PROPERTY]
         if split == 1 or last:  # a part's coverage is recorded once, added up, by the last part
             request.node.user_properties.append((reach.COVERAGE_PROPERTY, [coverage.record()]))

@@ -34,7 +34,8 @@ class SuiteRun:
 # environments, sharded, crashing and hanging multi-worker runs, the guide's command sequences, planted bugs that
 # Hypothesis has to search for): off `pytest tests`, on with `-m slow`; .ci/run runs them in a step of their own.
 SLOW = "slow"
-SLOW_RUN = "pytest tests -m slow -n auto"
+SLOW_ARGS = "tests -m slow -n auto"
+SLOW_RUN = f"pytest {SLOW_ARGS}"  # as a command: slow_run(), with pytest as this run was started
 SLOW_OFF = pytest.StashKey[bool]()
 
 
@@ -92,11 +93,19 @@ def _share_bytecode(config: pytest.Config) -> None:
     config.add_cleanup(remove_new)
 
 
+def slow_run() -> str:
+    """The command that runs the slow tests, started as this run was (``.venv/bin/python -m pytest`` where README's
+    quick start ran it without the environment active: a bare ``pytest`` there is another environment's or none)."""
+    from suite.session.options import detected_launcher
+
+    return f"{detected_launcher()} {SLOW_ARGS}"
+
+
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
-    """One line naming what was left out (under xdist the workers deselect: no count here)."""
+    """One line naming what was left out (under xdist the workers deselect: no count here), within 100 columns
+    where the interpreter's path is short (a checkout's .venv/bin/python)."""
     if config.stash.get(SLOW_OFF, False):
-        terminalreporter.write_line(f"slow tests not run (marked slow: whole runs of several processes): {SLOW_RUN} "
-                                    f"runs them; .ci/run does")
+        terminalreporter.write_line(f"slow tests left out (.ci/run runs them): {slow_run()}")
 
 
 def start_suite_run(*args: str, results_dir: Path, env: dict | None = None, timeout: int = 600) -> SuiteRun:

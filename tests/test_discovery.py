@@ -18,6 +18,8 @@ def _run(args: list[str], cwd, timeout: int = 300) -> subprocess.CompletedProces
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(ROOT)  # the suite importable, as installed; the current directory is not on the path
     env["COLUMNS"] = "100"
+    # the environment active (its interpreter first on PATH): the commands the suite prints name it `python`
+    env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])
     return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -81,3 +83,41 @@ def test_a_kernel_a_module_names_in_a_literal_passes_the_early_check():
     assert {"softmax", "vector_add", "planted_matmul_group_start"} <= names
     assert kernel_names.unmatched(("softmax", "planted_*", "softmx"), names) == ["softmx"]
     assert kernel_names.did_you_mean("sofmax", names).startswith("; did you mean 'softmax'")
+
+
+def test_a_kernel_module_without_kernels_says_the_shipped_kernels_run_too():
+    """--kernel-module without --kernels runs every shipped kernel as well: the run's first lines say so, naming the
+    option that runs one's own alone; with --kernels, no such line."""
+    from kernels import registry
+
+    args = ["-m", "pytest", "--collect-only", "-p", "no:cacheprovider", "--backend=interpret", "suite/test_kernels.py",
+            f"--kernel-module={LEAKY}"]
+    whole = _run(args, ROOT)
+    assert whole.returncode == 0, (whole.stdout + whole.stderr)[-3000:]
+    shipped = len(registry.builtin_modules())
+    line = next((ln for ln in whole.stdout.splitlines() if "no --kernels" in ln), None)
+    assert line is not None, whole.stdout[:3000]
+    assert line.startswith("portability: no --kernels: the ") and int(line.split()[4]) >= shipped, line
+    assert line.endswith(" shipped kernels run too; --kernels=leaky_relu runs yours alone"), line
+    from types import SimpleNamespace
+
+    from suite.plugin.context import whole_selection_note
+
+    for modules, kernels in (((), None), (("m.py",), ("leaky_relu",)), (("m.py",), ("*",))):
+        assert whole_selection_note(SimpleNamespace(kernel_modules=modules, kernels=kernels), ["leaky_relu"], 19) \
+            is None
+
+
+def test_a_run_from_another_directory_prints_the_suites_test_ids(tmp_path):
+    """Started from another directory (one's own repository), the progress lines and pytest's short summary name the
+    suite's tests as the reproduction lines do (``suite/test_kernels.py::...``), not by a path up into the suite's
+    installed directory (``../.venv/lib/.../_root/suite/...``)."""
+    shutil.copy(LEAKY, tmp_path / "leaky.py")
+    proc = _run(["-m", "suite", "suite/test_kernels.py::test_matches_reference[leaky_relu-fp32]", "--kernel-module=leaky.py",
+                 "--backend=interpret", "--no-results", "-p", "no:cacheprovider", "-rA", "-n", "0",
+                 "--repro=N=1;layout=contiguous;values=normal;seed=0"], tmp_path)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert "PASSED suite/test_kernels.py::test_matches_reference[leaky_relu-fp32]" in out, out[-3000:]
+    assert any(line.startswith("suite/test_kernels.py .") for line in out.splitlines()), out[-3000:]
+    assert "../" not in out.split("short test summary info", 1)[1], out[-3000:]

@@ -88,3 +88,13 @@ def test_a_page_naming_a_moved_module_fails():
     text = "```python\nfrom suite import interpreter\n```\nsee `suite/harness.py` and `python -m suite.compile_matrix`\n"
     assert missing_references(text) == ["suite/harness.py: no such file", "from suite import interpreter: suite has no "
                                         "interpreter", "python -m suite.compile_matrix: no module suite.compile_matrix"]
+
+
+# A newcomer reads README in two minutes and the tutorial in one sitting: details go to the reference pages.
+SHORT_PAGES = {"README.md": 120, "docs/tutorial.md": 250}
+
+
+@pytest.mark.parametrize("name, most", SHORT_PAGES.items(), ids=list(SHORT_PAGES))
+def test_the_first_pages_stay_short(name, most):
+    lines = len((ROOT / name).read_text().splitlines())
+    assert lines <= most, f"{name}: {lines} lines, at most {most}: move details to docs/ (README's table of the docs)"

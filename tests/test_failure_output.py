@@ -33,3 +33,21 @@ def test_a_launch_that_raises_fails_every_test_with_one_short_message(run_suite)
 def test_no_profile_prints_hypothesis_reproduce_failure_blob():
     for name in PROFILES:
         assert settings.get_profile(name).print_blob is False, name
+
+
+def test_a_failed_test_names_no_path_as_not_taken(run_suite, tmp_path):
+    """A reference test stops at its first failing case (then shrinks it): the paths its later cases would have taken
+    are unknown, so the reach table counts that dtype as stopped, never its paths as not taken (the summary said
+    'not taken: n_loop, n_tail' of a leaky_relu whose fp32 failed at its first case)."""
+    from tests.conftest import ROOT
+
+    planted = tmp_path / "leaky_fp16.py"
+    planted.write_text((ROOT / "examples" / "leaky_relu.py").read_text().replace(
+        "y = tl.where(x >= 0, x, x * slope)", "y = tl.where(x >= 0, x, x * slope).to(tl.float16)"))
+    run = run_suite("suite/test_kernels.py", f"--kernel-module={planted}", "--kernels=leaky_relu", "-k", "fp32",
+                    env={"COLUMNS": "120"})
+    assert run.returncode == 1, run.output[-3000:]
+    [coverage] = run.run_data()["coverage"]
+    assert coverage["dtype"] == "fp32" and coverage["stopped_by"] == "a failure", coverage
+    row = next(ln for ln in run.output.splitlines() if ln.startswith("| leaky_relu | fp32 (stopped: failed)"))
+    assert "n_loop" not in row and "n_tail" not in row, row

@@ -41,7 +41,7 @@ def test_the_installed_settings_are_the_checkouts():
 
 def test_the_runner_runs_the_suites_tests_unless_told_which(tmp_path):
     args = runner.pytest_args(["--kernels=leaky_relu", "-n", "2"], cwd=str(tmp_path))
-    assert args[-1] == str(runner.SUITE_DIR) and args.count("-p") == 2
+    assert args[-1] == str(runner.SUITE_DIR) and args.count("-p") == len(runner.PLUGINS)
     assert f"cache_dir={tmp_path / '.pytest_cache'}" in args
     own = str(runner.SUITE_DIR / "test_kernels.py") + "::test_matches_reference"
     assert runner.pytest_args([own])[-1] == own
@@ -84,6 +84,12 @@ def test_a_reproduction_line_from_a_checkout_runs_as_printed(tmp_path, active):
     _reproduces_as_printed(bug, ROOT, {"PATH": path}, head)
 
 
+def _path_without(*directories: Path) -> str:
+    """This PATH less ``directories``: a shell where none of those environments is active."""
+    gone = {d.resolve() for d in directories}
+    return os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if p and Path(p).resolve() not in gone)
+
+
 def _typed(path: str) -> str:
     """``path`` as the suite prints it from the repository root: relative where it is inside, else whole."""
     relative = os.path.relpath(os.path.abspath(path), ROOT)
@@ -99,6 +105,16 @@ def _venv_with_this_environments_packages(path: Path) -> Path:
                              check=True, capture_output=True, text=True).stdout.strip()
     Path(purelib, "outer-environment.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     return python
+
+
+def clone_checkout(src: Path) -> Path:
+    """A clone of this checkout at ``src``: the committed tree plus what is not committed yet (a clean copy)."""
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(src)], check=True)
+    for changed in subprocess.run(["git", "ls-files", "-m", "-o", "--exclude-standard"], cwd=ROOT, check=True,
+                                  capture_output=True, text=True).stdout.split():
+        (src / changed).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / changed, src / changed)
+    return src
 
 
 SUITE_PACKAGES = ("suite", "kernels", "reports", "hardware_profiles")
@@ -157,12 +173,7 @@ def test_installed_from_the_readme_and_run_from_another_directory(tmp_path):
     standin = _install_a_distribution_owning_kernels(python, tmp_path / "standin")
     assert any(f.name == "layers.py" for f in standin), standin
     # README: `pip install <a clone>`, here a clean copy of the committed tree plus what is not committed yet.
-    src = tmp_path / "clone"
-    subprocess.run(["git", "clone", "-q", str(ROOT), str(src)], check=True)
-    for changed in subprocess.run(["git", "ls-files", "-m", "-o", "--exclude-standard"], cwd=ROOT, check=True,
-                                  capture_output=True, text=True).stdout.split():
-        (src / changed).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / changed, src / changed)
+    src = clone_checkout(tmp_path / "clone")
     install = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(src)],
                              capture_output=True, text=True)
     assert install.returncode == 0, install.stdout + install.stderr
@@ -210,14 +221,18 @@ def test_installed_from_the_readme_and_run_from_another_directory(tmp_path):
     assert report.returncode == 0, report.stdout + report.stderr
     assert (project / "report" / "report.html").exists() and "<img" in (project / "report" / "report.html").read_text()
 
-    # A planted bug's reproduction line, pasted as printed, runs from the installed copy and fails the same way.
+    # A planted bug, run by path with each launcher from a shell whose PATH holds no environment of the suite's (a
+    # fresh venv, not activated): its reproduction line starts with that path, and pasted as printed in such a shell
+    # it runs from the installed copy and fails the same way.
     (project / "leaky_bug.py").write_text((ROOT / "examples" / "leaky_relu.py").read_text().replace(
         "y = tl.where(x >= 0, x, x * slope)", "y = tl.where(x > 0.5, x, x * slope)"))
-    bug = subprocess.run([str(tmp_path / "venv" / "bin" / "triton-portability"), "--kernel-module=leaky_bug.py",
-                          "--kernels=leaky_relu", "-k", "test_matches_reference and fp32", "--no-results"],
-                         cwd=project, capture_output=True, text=True, env=_no_interpret_env())
-    _reproduces_as_printed(bug, project, {"PATH": f"{tmp_path / 'venv' / 'bin'}:{os.environ['PATH']}"},
-                           "triton-portability ")
+    bare = {"PATH": _path_without(tmp_path / "venv" / "bin", Path(sys.executable).parent)}
+    for launcher in ([str(tmp_path / "venv" / "bin" / "triton-portability")],
+                     [str(python), "-m", "triton_portability"]):
+        bug = subprocess.run([*launcher, "--kernel-module=leaky_bug.py", "--kernels=leaky_relu", "-k",
+                              "test_matches_reference and fp32", "--no-results"],
+                             cwd=project, capture_output=True, text=True, env=_no_interpret_env(**bare))
+        _reproduces_as_printed(bug, project, bare, shlex.join(launcher) + " ")
 
     # Inert for the project's own tests: its plain `pytest` neither loads the suite nor collects its tests.
     (project / "test_theirs.py").write_text("def test_theirs():\n    assert True\n")
@@ -226,10 +241,17 @@ def test_installed_from_the_readme_and_run_from_another_directory(tmp_path):
     assert theirs.returncode == 0 and "1 passed" in theirs.stdout, theirs.stdout + theirs.stderr
     assert "portability:" not in theirs.stdout
 
-    # `python -m triton_portability` is the command too, and names itself so.
+    # `python -m triton_portability` is the command too, and names itself as started (here by the interpreter's
+    # path); the help texts name the reports' command as this copy has it, never a checkout's `python -m reports`.
     usage = subprocess.run([str(python), "-m", "triton_portability", "--help"], cwd=project, capture_output=True,
-                           text=True)
-    assert usage.returncode == 0 and usage.stdout.startswith("usage: python -m triton_portability "), usage
+                           text=True, env=_no_interpret_env(**bare))
+    assert usage.returncode == 0 and usage.stdout.startswith(f"usage: {python} -m triton_portability "), usage
+    assert "python -m triton_portability.reports compare" in " ".join(usage.stdout.split()), usage.stdout
+    helps = subprocess.run([str(python), "-m", "triton_portability.reports", "--help"], cwd=project,
+                           capture_output=True, text=True, env=_no_interpret_env(**bare))
+    assert helps.returncode == 0 and helps.stdout.startswith(f"usage: {python} -m triton_portability.reports"), helps
+    for text in (usage.stdout, helps.stdout):
+        assert "python -m reports" not in " ".join(text.split()), text
 
     # Uninstalled, the suite takes only its own files: the other distribution is whole and still the `kernels`.
     assert {f: f.read_bytes() for f in standin} == standin, "running the suite changed the other distribution"

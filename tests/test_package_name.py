@@ -60,6 +60,8 @@ def test_the_public_spec_api_is_what_kernel_modules_import_from_kernels():
 
 def _python(args: list[str], cwd, **env: str) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "SUITE_LAUNCHER")}
+    # the environment active (its interpreter first on PATH): the commands the suite prints name it `python`
+    environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), environ.get("PATH", "")])
     return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=300,
                           env={**environ, "COLUMNS": "100", **env})
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 import triton_portability
 
@@ -16,9 +15,10 @@ def main(argv: list[str] | None = None) -> int:
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     os.environ["PYTHONPATH"] = os.pathsep.join([home, *(p for p in paths if p != home)])
     from suite.__main__ import main as run
+    from suite.session.options import started_as
 
-    launcher = "python -m triton_portability" if Path(sys.argv[0]).name == "__main__.py" else "triton-portability"
-    return run(argv, launcher=launcher)
+    # As typed: `.venv/bin/triton-portability ...` started by path prints its reproduction lines with that path.
+    return run(argv, launcher=started_as("triton_portability", "triton-portability"))
 
 
 if __name__ == "__main__":

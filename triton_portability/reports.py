@@ -9,9 +9,10 @@ import triton_portability  # noqa: F401 - the suite's packages importable under 
 
 
 def main(argv: list[str] | None = None) -> int:
+    import reports
     from reports.__main__ import main as run
 
-    return run(argv, prog="python -m triton_portability.reports")
+    return run(argv, prog=reports.command("triton_portability.reports"))
 
 
 if __name__ == "__main__":

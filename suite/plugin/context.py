@@ -130,8 +130,9 @@ def _hypothesis_database(opts: options.Options, profile: str) -> str | None:
     return f"hypothesis database: {path} (failing examples are saved there and replayed first)"
 
 
-def _load_kernels(opts: options.Options, config: pytest.Config) -> tuple[list, list[dict]]:
-    """The registered specs, and what each --kernel-module was (its file's hash, the libraries it imported)."""
+def _load_kernels(opts: options.Options, config: pytest.Config) -> tuple[list, list[dict], str | None]:
+    """The registered specs, what each --kernel-module was (its file's hash, the libraries it imported), and the
+    line that says the shipped kernels run too where --kernel-module came without --kernels."""
     from kernels import registry
     from suite.checks import tampering
 
@@ -140,6 +141,7 @@ def _load_kernels(opts: options.Options, config: pytest.Config) -> tuple[list, l
     before = tampering.Snapshot()  # a kernel module that changes the suite's checks is refused (tampering.py)
     try:
         registry.load_builtin()
+        shipped = {s.name for s in registry.all_specs()}
         _refuse_tampering(before, "a kernel module under kernels/")
         for target in opts.kernel_modules:
             kernel_names.locate(target, start)  # not there: where it looked, and the nearest names
@@ -155,7 +157,16 @@ def _load_kernels(opts: options.Options, config: pytest.Config) -> tuple[list, l
     specs = registry.all_specs()
     options.check_against_registry(opts, specs)
     _check_tool_variables(specs)
-    return specs, modules
+    return specs, modules, whole_selection_note(opts, sorted(s.name for s in specs if s.name not in shipped),
+                                                len(shipped))
+
+
+def whole_selection_note(opts: options.Options, own: list[str], shipped: int) -> str | None:
+    """With --kernel-module and no --kernels every registered kernel runs, the shipped ones too (several times as
+    long as one's own alone): said at the start of the run, with the option that runs only one's own."""
+    if not opts.kernel_modules or opts.kernels is not None or not own or not shipped:
+        return None
+    return f"no --kernels: the {shipped} shipped kernels run too; --kernels={','.join(own)} runs yours alone"
 
 
 def _check_tool_variables(specs: list) -> None:
@@ -205,7 +216,7 @@ def build(config: pytest.Config) -> SuiteContext:
     launches.install()
     libraries.install()  # before any kernel module: a library it imports gets its runtime changes (libraries.py)
     memcheck_mode = _memcheck(config, opts, backend, controller)
-    specs, kernel_modules = _load_kernels(opts, config)  # only now: after TRITON_INTERPRET is settled
+    specs, kernel_modules, selection_note = _load_kernels(opts, config)  # only now: after TRITON_INTERPRET is settled
     from kernels import inputs
 
     inputs.set_draw_device(backend.device)  # cases' inputs are drawn where they run (the same numbers everywhere)
@@ -248,6 +259,8 @@ def build(config: pytest.Config) -> SuiteContext:
     ctx = SuiteContext(options=opts, backend=backend, profile=profile, known=known, run_file=run_file, cache=cache,
                        memcheck=memcheck_mode, fallback_cache=fallback)
     ctx.notes += [provenance.describe(m) for m in kernel_modules]
+    if selection_note:
+        ctx.notes.append(selection_note)
     if db_note:
         ctx.notes.append(db_note)
     ctx.notes += libraries.describe()  # a library's runtime changed for the suite: said once, in the header

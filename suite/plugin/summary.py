@@ -238,10 +238,15 @@ def findings_rows(findings: list[dict], tests: list[dict] = ()) -> list[list]:
     return [[k, d, ", ".join(v)] for (k, d), v in sorted(table.items())]
 
 
+def stopped_label(stopped_by: str) -> str:
+    return "known issue" if stopped_by.startswith("known issue") else "failed"
+
+
 def reach_rows(coverage: list[dict]) -> list[list]:
     """Per kernel (its dtypes merged): distinct configs run, declared paths taken in every dtype, the paths that
     needed a searched case, those no case took, and sampled configs the device could not launch. A dtype whose test
-    a known issue stopped at its first failing case is named but not counted: its cases never got to the paths."""
+    stopped at its first failing case (a failure, or a known issue's) is named but not counted: its cases never got
+    to the paths, so no path counts as not taken there."""
     by_kernel: dict[str, list[dict]] = defaultdict(list)
     for c in coverage:
         by_kernel[c["kernel"]].append(c)
@@ -254,7 +259,8 @@ def reach_rows(coverage: list[dict]) -> list[list]:
         searched = sorted(set().union(*(r.get("covered_by_search", []) for r in counted)))
         missing = sorted(set().union(*(r["unexercised"] for r in counted)))
         unfit = sum(sum(r.get("configs_not_fitting", {}).values()) for r in recs)
-        dtypes = [r["dtype"] + (" (stopped: known issue)" if r.get("stopped_by") else "") for r in recs]
+        dtypes = [r["dtype"] + (f" (stopped: {stopped_label(r['stopped_by'])})" if r.get("stopped_by") else "")
+                  for r in recs]
         rows.append([kernel, ",".join(dtypes), len(configs),
                      f"{len(taken)}/{len(declared)}" if declared else "-", ", ".join(searched) or "-",
                      ", ".join(missing) or "-", unfit or "-"])

@@ -72,7 +72,7 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--retune-check", nargs="?", const="*", default=None, metavar="KERNELS",
                     help="before the tests, time every valid config of these kernels (all when no value is given) on "
                          "the benchmark shapes, write nothing into the shipped caches, and record in the run file "
-                         "each cached winner that now loses to another config (the toolchain gate: `python -m reports "
+                         f"each cached winner that now loses to another config (the toolchain gate: `{REPORTS} "
                          "compare` flags them)")
     group.addoption("--autotune-dir", default=None, metavar="DIR",
                     help="directory of the per-arch autotune caches (default hardware_profiles/autotune; "
@@ -520,23 +520,29 @@ def config_problem(spec: Any, config: dict[str, Any]) -> str | None:
 
 
 LAUNCHER_ENV = "SUITE_LAUNCHER"
+# The reports' command line as this copy has it: an installed copy holds the suite's packages under
+# triton_portability/_root/, where only `python -m triton_portability.reports` finds them (reports/__init__.py's MODULE).
+REPORTS = ("python -m triton_portability.reports" if Path(__file__).resolve().parents[2].name == "_root"
+           else "python -m reports")
 
 
-def _command(path: str, names: tuple[str, ...]) -> str:
+def typed_command(path: str, names: tuple[str, ...]) -> str:
     """How to type ``path`` (an interpreter or the pytest script): its bare name where the shell finds this very
     file by it (an activated environment), else its path relative to the working directory (``.venv/bin/python``
     in a checkout), else the whole path."""
     import shutil
 
-    path = os.path.abspath(path)
-    for name in names:
-        found = shutil.which(name)
-        if found and os.path.abspath(found) == path:
-            return name
     try:
+        path = os.path.abspath(path)
+        for name in names:
+            found = shutil.which(name)
+            if found and os.path.abspath(found) == path:
+                return name
         relative = os.path.relpath(path)
     except ValueError:  # another drive
         relative = path
+    except OSError:  # the working directory is gone (suite/__main__.py says so): the path as it was given
+        return path
     return relative if not relative.startswith("..") else path
 
 
@@ -547,9 +553,22 @@ def detected_launcher(argv0: str | None = None, executable: str | None = None) -
     argv0, executable = argv0 if argv0 is not None else sys.argv[0], executable or sys.executable
     here = Path(argv0)
     if here.name.startswith(("pytest", "py.test")):  # the pytest script (pytest, pytest-3, py.test)
-        return shlex.quote(_command(argv0, (here.name, "pytest")))
+        return shlex.quote(typed_command(argv0, (here.name, "pytest")))
     # python -m pytest (argv0 is pytest's __main__.py), or pytest.main() called from a script of the user's own
-    return shlex.join([_command(executable, ("python", "python3")), "-m", "pytest"])
+    return shlex.join([typed_command(executable, ("python", "python3")), "-m", "pytest"])
+
+
+def started_as(module: str, script: str, argv0: str | None = None, executable: str | None = None) -> str:
+    """How one of the suite's commands was started, as a command to type from the working directory: ``python -m
+    MODULE`` (argv0 is a ``__main__.py``) with the very interpreter that ran, or the console script ``script``; each
+    by its bare name where the shell finds that very file by it, else by its path (``.venv/bin/triton-portability``
+    started by path from a shell without the environment: a bare name there is another environment's or none)."""
+    argv0, executable = argv0 if argv0 is not None else sys.argv[0], executable or sys.executable
+    if Path(argv0).name == "__main__.py":
+        return shlex.join([typed_command(executable, ("python", "python3")), "-m", module])
+    if os.sep not in argv0:  # a bare name, as typed (the shell found it on PATH)
+        return shlex.quote(argv0 or script)
+    return shlex.quote(typed_command(argv0, (Path(argv0).name, script)))
 
 
 def note_launcher() -> None:

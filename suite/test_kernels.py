@@ -21,7 +21,7 @@ from hypothesis.errors import Flaky
 
 from kernels.spec import Case, KernelSpec
 from suite import compat
-from suite.checks import autotune, launches, reach
+from suite.checks import autotune, launches, reach, spec_code
 from suite.checks.harness import CaseResult, record, run_case
 from suite.checks.strategies import VALIDATION_SEED, case_strategy
 from suite.plugin.context import CONTEXT
@@ -350,8 +350,13 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
                 elements[1] += result.elements
                 for name, n in result.compared.items():
                     compared[name] = compared.get(name, 0) + n
+                try:
+                    coverage.add(case, result.ran, result.skipped_configs)
+                except spec_code.SpecRaised as exc:  # a CodePath's taken raised: the spec's, in one line
+                    broken = f"broken spec: {exc}"
+                    last_failure[:] = [{**rec, "outcome": "failed", "failure": "spec", "message": broken}]
+                    raise crash.CaseAborted(f"{case}\n{broken}\nreproduce with: {line}") from None
                 records.append(rec)
-                coverage.add(case, result.ran, result.skipped_configs)
                 if result.loose != "" and result.elements:
                     judged[0] += 1
                     if result.loose:
@@ -451,7 +456,10 @@ def reach_missing_paths(spec, backend, strategy, coverage: reach.Coverage, check
     """Run a case for each declared path the drawn cases missed; fail for a path no allowed case reaches."""
     pool = [spec.default_config_for(backend.family), *reach.config_space(spec, backend.family)]
     for path in coverage.missing():
-        found = reach.find_case(strategy, path, pool)
+        try:
+            found = reach.find_case(strategy, path, pool, spec)
+        except spec_code.SpecRaised as exc:  # a CodePath's taken raised: the spec's, in one line
+            pytest.fail(f"broken spec: {exc}", pytrace=False)
         if found is None:
             coverage.unreachable.append(path.name)
             continue

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kernels.spec import Case, CodePath, KernelSpec
+from suite.checks import spec_code
 
 COVERAGE_PROPERTY = "suite_coverage_records"
 
@@ -51,11 +52,16 @@ def key(config: Mapping[str, Any]) -> str:
     return json.dumps(dict(config), sort_keys=True, separators=(",", ":"))
 
 
-def taken(path: CodePath, case: Case, config: Mapping[str, Any]) -> bool:
+def taken(path: CodePath, case: Case, config: Mapping[str, Any], spec: Any = "?") -> bool:
+    """Whether ``case`` with ``config`` takes ``path``; spec_code.SpecRaised, naming the path, where ``taken`` raises
+    anything but the errors of a config without the path's parameter (``spec``: the spec or its name)."""
     try:
         return bool(path.taken(case, config))
     except (KeyError, ZeroDivisionError, TypeError, ValueError):  # a config without the path's parameter
         return False
+    except Exception as exc:  # noqa: BLE001 - the spec's code: named in one line (suite/checks/spec_code.py)
+        message = spec_code.describe(spec, f"CodePath {path.name!r}.taken", exc)
+        raise spec_code.SpecRaised(message) from None
 
 
 class Coverage:
@@ -81,7 +87,7 @@ class Coverage:
         for config in configs:
             self.configs[key(config)] += 1
             for path in self.declared:
-                if taken(path, case, config):
+                if taken(path, case, config, self.spec):
                     self.paths[path.name] += 1
 
     def missing(self) -> list[CodePath]:
@@ -94,13 +100,14 @@ class Coverage:
                 **({"untuned": dict(self.untuned)} if self.untuned else {})}
 
 
-def find_case(strategy: Any, path: CodePath, configs: Sequence[Mapping[str, Any]]) -> tuple[Case, dict] | None:
+def find_case(strategy: Any, path: CodePath, configs: Sequence[Mapping[str, Any]],
+              spec: Any = "?") -> tuple[Case, dict] | None:
     """The smallest case ``strategy`` allows that takes ``path`` with one of ``configs``, and that config."""
     from hypothesis import HealthCheck, Phase, find, settings
     from hypothesis.errors import NoSuchExample
 
     def takes(case: Case) -> bool:
-        return any(taken(path, case, c) for c in configs)
+        return any(taken(path, case, c, spec) for c in configs)
 
     quiet = settings(max_examples=1000, database=None, derandomize=True, deadline=None,
                      phases=[Phase.generate, Phase.shrink],
@@ -109,4 +116,4 @@ def find_case(strategy: Any, path: CodePath, configs: Sequence[Mapping[str, Any]
         case = find(strategy, takes, settings=quiet)
     except NoSuchExample:
         return None
-    return case, dict(next(c for c in configs if taken(path, case, c)))
+    return case, dict(next(c for c in configs if taken(path, case, c, spec)))

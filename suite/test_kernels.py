@@ -212,6 +212,7 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
     loose: list[str] = []  # passed cases whose tolerance's magnitude would pass a result off by 50%
     judged = [0]  # passed cases where it could be judged (a reference not all zero)
     launches.take_untuned()
+    launches.take_launched()
 
     compared: dict[str, int] = {}  # each declared output's elements over the passed cases
 
@@ -230,6 +231,10 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
             pytest.fail(f"{spec.name}[{dtype}]: all {elements[0]} case(s) had empty outputs (no element), so nothing "
                         f"was compared and the test proves nothing: the dims allow only empty tensors here (give a "
                         f"Dim sizes above 0), or make_outputs returns empty tensors", pytrace=False)
+
+    def fail_if_never_launched() -> None:  # a test split into parts: each part's own count cannot judge it
+        if elements[1] and split == 1 and not launches.take_launched():
+            pytest.fail(launches.never_launched(spec.name, dtype, elements[0]), pytrace=False)
 
     def warn_untuned() -> None:
         coverage.untuned = launches.take_untuned()  # the summary names them (suite/checks/launches.py: untuned_lines)
@@ -441,6 +446,7 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
             reach_missing_paths(spec, backend, strategy, coverage, check)
         fail_if_too_large()
         fail_if_nothing_compared()
+        fail_if_never_launched()
         fail_if_loose_everywhere()
         end_known()
     finally:

@@ -6,6 +6,8 @@ runs the suite on the planted spec and sees the run fail (exit 1) with a message
 
 from __future__ import annotations
 
+import re
+
 THIN = "--kernel-module=tests/fixtures/thin_specs.py"
 FAST_SHRINK = {"SUITE_SHRINK_SECONDS": "3"}
 
@@ -56,3 +58,14 @@ def test_the_specs_own_code_that_raises_is_a_broken_spec_named_in_one_line(run_s
         assert case["message"] in tests[kernel]["message"], (kernel, tests[kernel]["message"])
         assert f"BROKEN SPEC {kernel}[fp32]" in run.output, run.output[-3000:]
     assert "Traceback" not in run.output and "suite/checks/reach.py" not in run.output, run.output[-6000:]
+
+
+def test_a_test_none_of_whose_cases_launched_the_kernel_fails(run_suite):
+    """torch_fallback true for every case: each case passed as declared, the Triton kernel never ran."""
+    run = run_suite("suite/test_kernels.py", THIN, "--kernels=never_launched_add", "-n", "0", env=FAST_SHRINK)
+    assert run.returncode == 1, run.output[-3000:]
+    [test] = run.run_data()["tests"]
+    assert test["outcome"] == "failed", test
+    assert re.match(r"never_launched_add\[fp32\]: none of the \d+ case\(s\) launched a @triton.jit function",
+                    test["message"]), test["message"]
+    assert "torch_fallback covered every one, so the kernel was never tested" in test["message"], test["message"]

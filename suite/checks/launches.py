@@ -108,6 +108,22 @@ class NotAnAutotuneConfig(ValueError):
 _OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 
 
+def take_launched() -> int:
+    """How many @triton.jit launches cases made (inside :func:`recording`) since the last call; and forget them. A
+    test none of whose cases launched anything tested torch's fallback, never the kernel (suite/test_kernels.py)."""
+    state = stash.session().launches
+    count, state.launched = getattr(state, "launched", 0), 0
+    return count
+
+
+def never_launched(spec_name: str, dtype: str, cases: int) -> str:
+    """The failure of a test whose ``cases`` passed cases with output elements made no launch."""
+    return (f"{spec_name}[{dtype}]: none of the {cases} case(s) launched a @triton.jit function: its torch_fallback "
+            f"covered every one, so the kernel was never tested here and the test proves nothing about it. Let the "
+            f"dims draw cases the launcher runs the kernel on, narrow torch_fallback to the cases it covers, or leave "
+            f"{dtype} out of the spec's dtypes where the kernel never runs it (docs/checks.md)")
+
+
 def take_untuned() -> dict[str, int]:
     """The autotuned kernels launched since the last call whose configs the case's config did not name (each ran
     its first config only), with how many configs each has; and forget them."""
@@ -212,8 +228,10 @@ def _wrap_run(cls: type) -> None:
     original = cls.run
 
     def run(self, *args, **kwargs):
-        record = getattr(stash.session().launches, "record", None)
+        state = stash.session().launches
+        record = getattr(state, "record", None)
         if record is not None and not kwargs.get("warmup", False):
+            state.launched = getattr(state, "launched", 0) + 1
             name = getattr(getattr(self, "fn", None), "__name__", None) or getattr(self, "__name__", "kernel")
             _note(record, name, args, {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")})
             if keys := getattr(stash.session().launches, "heuristic_keys", None):  # what a @triton.heuristics computed

@@ -213,8 +213,10 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
     judged = [0]  # passed cases where it could be judged (a reference not all zero)
     launches.take_untuned()
     launches.take_launched()
+    launches.take_widest()
 
     compared: dict[str, int] = {}  # each declared output's elements over the passed cases
+    largest: list = [None, -1]  # the passed case with the most output elements, and that count
 
     def fail_if_loose_everywhere() -> None:
         if loose and len(loose) == judged[0]:
@@ -235,6 +237,9 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
     def fail_if_never_launched() -> None:  # a test split into parts: each part's own count cannot judge it
         if elements[1] and split == 1 and not launches.take_launched():
             pytest.fail(launches.never_launched(spec.name, dtype, elements[0]), pytrace=False)
+        widest = launches.take_widest()
+        if elements[1] and split == 1 and (single := launches.one_program_grids(spec, dtype, widest, elements[0])):
+            pytest.fail(single, pytrace=False)
 
     def warn_untuned() -> None:
         coverage.untuned = launches.take_untuned()  # the summary names them (suite/checks/launches.py: untuned_lines)
@@ -351,6 +356,8 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
                 last_failure[:] = [earlier.rec]
                 pytest.fail(earlier.text, pytrace=False)  # wrong in every run under its config: the failure as it was
             if not last_failure:  # passes seen while shrinking a failure are not cases of the run
+                if largest[0] is None or result.elements > largest[1]:
+                    largest[:] = [case, result.elements]
                 elements[0] += 1
                 elements[1] += result.elements
                 for name, n in result.compared.items():
@@ -444,6 +451,8 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
             fail_unreliable(unreliable)
         if forced is None and not failed and not known and (split == 1 or last):
             reach_missing_paths(spec, backend, strategy, coverage, check)
+            if largest[0] is not None and (never := reach.configs_never_run(spec, backend.family, coverage)):
+                check(largest[0], never)  # every config of the family at least once (suite/checks/reach.py)
         fail_if_too_large()
         fail_if_nothing_compared()
         fail_if_never_launched()

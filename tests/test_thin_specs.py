@@ -69,3 +69,31 @@ def test_a_test_none_of_whose_cases_launched_the_kernel_fails(run_suite):
     assert re.match(r"never_launched_add\[fp32\]: none of the \d+ case\(s\) launched a @triton.jit function",
                     test["message"]), test["message"]
     assert "torch_fallback covered every one, so the kernel was never tested" in test["message"], test["message"]
+
+
+def test_every_config_of_an_autotuned_kernel_runs_at_least_once(run_suite):
+    """One wrong config of eight: the ci profile's cases sampled five of them, never BLOCK=256, and the run passed."""
+    run = run_suite("suite/test_kernels.py", THIN, "--kernels=autotuned_one_wrong_add,autotuned_add", "-n", "0",
+                    env=FAST_SHRINK)
+    assert run.returncode == 1, run.output[-3000:]
+    data = run.run_data()
+    tests = _tests(run)
+    assert tests["autotuned_add"]["outcome"] == "passed", tests["autotuned_add"]
+    message = tests["autotuned_one_wrong_add"]["message"]
+    assert 'with config {"BLOCK": 256, "num_stages": 3, "num_warps": 4}: out: error ' in message, message
+    assert '--config={"BLOCK":256,"num_stages":3,"num_warps":4}' in message, message
+    right = next(c for c in data["coverage"] if c["kernel"] == "autotuned_add")
+    assert len(right["configs"]) == 8, right  # every config of the eight ran
+
+
+def test_a_kernel_whose_every_launch_ran_one_program_fails(run_suite):
+    """A plain BLOCK key (matched to no dim) of 4096 over N <= 3000: every case ran one program, and a program index
+    never scaled by the block passed."""
+    run = run_suite("suite/test_kernels.py", THIN, "--kernels=one_program_add,vector_add", "-n", "0", env=FAST_SHRINK)
+    assert run.returncode == 1, run.output[-3000:]
+    tests = {t["nodeid"].split("[")[1][:-1]: t for t in run.run_data()["tests"]}
+    assert [k for k, t in tests.items() if t["outcome"] != "passed"] == ["one_program_add-fp32"], tests
+    message = tests["one_program_add-fp32"]["message"]
+    assert re.match(r"one_program_add\[fp32\]: every launch of add_unscaled in the \d+ case\(s\) ran a grid of one "
+                    r"program, so a program index never scaled by the block", message), message
+    assert "a plain BLOCK key is matched to no dim" in message, message

@@ -6,6 +6,9 @@ other case, picked from the family's config space by the case itself (so a run i
 on a GPU in the nightly profile. Every config must agree with the reference; a case that fails names the config. On the
 interpreter the family's space is ``configs["interpret"]`` (small blocks, small groups), else NVIDIA's.
 
+**Every config at least once.** A config the sampled cases never ran (three of eight, in an autotuned kernel's
+ci run) runs, after the drawn cases, on the largest case the test passed (:func:`configs_never_run`).
+
 **Paths.** A spec declares the paths that only some shapes and configs take (``KernelSpec.paths``). Each case run
 counts the paths it took; a path that the drawn cases missed is searched for (the smallest case the dims allow
 that takes it with one of the family's configs) and that case runs too. A path no allowed case and config takes
@@ -46,6 +49,19 @@ def extra_configs(spec: KernelSpec, case: Case, family: str, primary: Mapping[st
     if family != "interpret":
         pick = zlib.crc32(f"{spec.name};{case.dtype}".encode()) << 1
     return [pool[(pick >> 1) % len(pool)]]
+
+
+def configs_never_run(spec: KernelSpec, family: str, coverage: Coverage) -> list[dict[str, Any]]:
+    """The configs of the family's space that no case of the test ran (``coverage``), to run once each on a case the
+    test passed: every config runs at least once per kernel x dtype test. On the interpreter every kernel's (its
+    ``configs["interpret"]`` are small by design: docs/checks.md); on a GPU an ``@triton.autotune`` kernel's, whose
+    every config the autotuner may pick at run time (other kernels' configs there are compiled per config, and the
+    nightly profile runs them all)."""
+    from kernels.spec import is_autotuned
+
+    if family != "interpret" and not any(is_autotuned(k.fn) for k in spec.jit_kernels()):
+        return []
+    return [c for c in config_space(spec, family) if key(c) not in coverage.configs]
 
 
 def key(config: Mapping[str, Any]) -> str:

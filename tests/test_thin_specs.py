@@ -16,8 +16,8 @@ THIN = "--kernel-module=tests/fixtures/thin_specs.py"
 FAST_SHRINK = {"SUITE_SHRINK_SECONDS": "3"}
 # Every spec of thin_specs.py in one run, the planted ones and the right ones beside them (each test reads its own)
 KERNELS = ("layout_ignored_double", "layout_built_double", "raising_make_inputs", "raising_make_outputs",
-           "raising_torch_fallback", "raising_path", "never_launched_add", "autotuned_one_wrong_add", "autotuned_add",
-           "one_program_add")
+           "raising_torch_fallback", "raising_path", "never_launched_add", "declared_untested_add",
+           "autotuned_one_wrong_add", "autotuned_add", "one_program_add")
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,8 @@ def test_the_run_of_the_planted_specs_fails_and_the_right_ones_pass(thin_run):
     assert sorted(tests) == sorted(KERNELS), sorted(tests)
     outcomes = {k: t["outcome"] for k, t in tests.items()}
     right = ("layout_built_double", "autotuned_add")
-    assert outcomes == {k: "passed" if k in right else "failed" for k in KERNELS}, outcomes
+    expected = {k: "passed" if k in right else "failed" for k in KERNELS}
+    assert outcomes == {**expected, "declared_untested_add": "skipped"}, outcomes
 
 
 def test_a_layout_declared_but_never_built_is_a_broken_spec(thin_run):
@@ -88,6 +89,10 @@ def test_a_test_none_of_whose_cases_launched_the_kernel_fails(thin_run):
     assert re.match(r"never_launched_add\[fp32\]: none of the \d+ case\(s\) launched a @triton.jit function",
                     test["message"]), test["message"]
     assert "torch_fallback covered every one, so the kernel was never tested" in test["message"], test["message"]
+    declared = _tests(thin_run)["declared_untested_add"]  # the spec says why: not tested, never passed
+    assert declared["outcome"] == "skipped", declared
+    assert re.search(r"not tested: none of the \d+ case\(s\) of declared_untested_add\[fp32\] launched a "
+                     r"@triton.jit function \(a torch path tested on purpose\)", declared["message"]), declared
 
 
 def test_every_config_of_an_autotuned_kernel_runs_at_least_once(thin_run):

@@ -121,7 +121,8 @@ def never_launched(spec_name: str, dtype: str, cases: int) -> str:
     return (f"{spec_name}[{dtype}]: none of the {cases} case(s) launched a @triton.jit function: its torch_fallback "
             f"covered every one, so the kernel was never tested here and the test proves nothing about it. Let the "
             f"dims draw cases the launcher runs the kernel on, narrow torch_fallback to the cases it covers, or leave "
-            f"{dtype} out of the spec's dtypes where the kernel never runs it (docs/checks.md)")
+            f"{dtype} out of the spec's dtypes where the kernel never runs it; a spec that tests a torch path on purpose says "
+            f"why in KernelSpec(untested_reason=...), and the test is then not tested (docs/checks.md)")
 
 
 def _programs(fn: Any, args: tuple, kwargs: Mapping[str, Any]) -> int | None:

@@ -162,18 +162,18 @@ def take_widest() -> dict[str, int]:
 
 
 def one_program_grids(spec: Any, dtype: str, widest: Mapping[str, int], cases: int) -> str | None:
-    """Why a test whose every launch of some kernel ran a grid of one program proves nothing about its program index
-    (a pid never scaled by the block passes with one program): naming the kernels; None where every kernel launched
-    a grid of several programs, or the spec says one block along every dim is the design (``Dim.one_block``, or
-    fixed ``choices``)."""
-    if all(d.choices or d.one_block is not None for d in spec.dims):
+    """Why a test in which every launch ran a grid of one program proves nothing about the kernels' program index (a
+    pid never scaled by the block passes with one program), naming the kernels; None where some launch ran several
+    programs, or the spec says one block along every dim is the design (``Dim.one_block``, or fixed ``choices``).
+    Judged over the test's kernels together: a library that picks a kernel by size (Liger's RMSNorm launches its
+    row-block kernel only for rows that one program holds) may run one of them as a single program throughout."""
+    if not widest or all(d.choices or d.one_block is not None for d in spec.dims):
         return None
-    single = sorted(name for name, count in widest.items() if count <= 1)
-    if not single:
+    if any(count > 1 for count in widest.values()):
         return None
-    return (f"{spec.name}[{dtype}]: every launch of {', '.join(single)} in the {cases} case(s) ran a grid of one "
-            f"program, so a program index never scaled by the block (or a grid one program short) passes unseen. The "
-            f"config's block covers the largest size the dims draw (a plain BLOCK key is matched to no dim, so the "
+    return (f"{spec.name}[{dtype}]: every launch of {', '.join(sorted(widest))} in the {cases} case(s) ran a grid of "
+            f"one program, so a program index never scaled by the block (or a grid one program short) passes unseen. "
+            f"The config's block covers the largest size the dims draw (a plain BLOCK key is matched to no dim, so the "
             f"spec-time check of Dim blocks cannot see it): raise the dims' interpret_max/gpu_max past the block, "
             f"draw smaller blocks in the configs, or give Dim(one_block='why') where one program is the design "
             f"(docs/checks.md)")

@@ -22,7 +22,8 @@ module's planted bug pass as surely:
   tolerance's safety): a module that replaces another's spec in the registry or rewrites its fields (its reference,
   its tolerance) is refused;
 - the torch and math functions the checks call (``torch.isfinite``, ``torch.Tensor.__eq__``, ``math.isfinite``): every
-  callable of ``torch``, of ``torch.Tensor`` and its C base, and of ``math`` must stay the object it was.
+  callable of ``torch``, of ``torch.Tensor`` and its C base, and of ``math`` must stay the object it was, or become
+  the library's own function of the same name (torch rebinds a few as its submodules load).
 """
 
 from __future__ import annotations
@@ -135,6 +136,16 @@ def _foreign() -> dict[str, Any]:
     return found
 
 
+def _rebound_by_library(name: str, value: Any) -> bool:
+    """Whether ``value``, now at ``name`` (``torch.manual_seed``), is the library's own function of that name: torch
+    rebinds some of its names as its submodules load (importing liger-kernel rebinds ``torch.manual_seed`` to
+    ``torch.random.manual_seed``'s wrapper). A function of another name or of another module is a replacement."""
+    library = name.split(".")[0]
+    module = getattr(value, "__module__", None) or ""
+    return getattr(value, "__name__", None) == name.rsplit(".", 1)[-1] and (module == library
+                                                                          or module.startswith(f"{library}."))
+
+
 class Snapshot:
     """What the loaded modules of ``suite`` hold now (see the module docstring)."""
 
@@ -187,11 +198,14 @@ class Snapshot:
     def _foreign_changes(self) -> list[str]:
         now = _foreign()
         found = []
-        for name, was in self.foreign.items():
+        for name, was in list(self.foreign.items()):
             value = now.get(name)
             if value is None:
                 found.append(f"{name} (removed)")
             elif id(value) != was:
+                if _rebound_by_library(name, value):
+                    self.foreign[name] = id(value)  # the library's own function of that name, as it loads
+                    continue
                 found.append(f"{name} (replaced{_defined_in(value, '')})")
         return found
 

@@ -89,6 +89,9 @@ def check_spec(spec: Any) -> None:
         value = getattr(spec, name)
         if value is not None and not callable(value):
             raise fail(name, f"must be callable or None, got {type(value).__name__}")
+    reason = getattr(spec, "untested_reason", None)
+    if reason is not None and (not isinstance(reason, str) or not reason.strip()):
+        raise fail("untested_reason", f"must say why a test whose cases launch no kernel is not tested, got {reason!r}")
     _check_tolerance(spec.tolerance, "tolerance", fail, dtypes)
     tolerances = _mapping(spec.output_tolerances, "output_tolerances", fail, "output -> Tolerance(...)")
     for name, tolerance in tolerances.items():

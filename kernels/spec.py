@@ -151,6 +151,9 @@ class KernelSpec:
     # another way (torch for small inputs, say): (case, config) -> bool, mirroring the launcher's test. A case with
     # output elements whose run launched nothing fails unless this says so (the kernel was never tested on it).
     torch_fallback: Callable[[Case, Mapping[str, Any]], bool] | None = None
+    # Why a test none of whose cases launched a @triton.jit function (torch_fallback covered every one) is "not
+    # tested" rather than failed: a spec that exercises a torch path on purpose. None: such a test fails.
+    untested_reason: str | None = None
 
     def __post_init__(self) -> None:
         if not self.configs and not self.default_config:

@@ -21,7 +21,7 @@ from hypothesis.errors import Flaky
 
 from kernels.spec import Case, KernelSpec
 from suite import compat
-from suite.checks import autotune, launches, reach
+from suite.checks import autotune, launches, reach, spec_code
 from suite.checks.harness import CaseResult, record, run_case
 from suite.checks.strategies import VALIDATION_SEED, case_strategy
 from suite.plugin.context import CONTEXT
@@ -214,8 +214,11 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
     loose: list[str] = []  # passed cases whose tolerance's magnitude would pass a result off by 50%
     judged = [0]  # passed cases where it could be judged (a reference not all zero)
     launches.take_untuned()
+    launches.take_launched()
+    launches.take_widest()
 
     compared: dict[str, int] = {}  # each declared output's elements over the passed cases
+    largest: list = [None, -1]  # the passed case with the most output elements, and that count
 
     def fail_if_loose_everywhere() -> None:
         if loose and len(loose) == judged[0]:
@@ -232,6 +235,16 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
             pytest.fail(f"{spec.name}[{dtype}]: all {elements[0]} case(s) had empty outputs (no element), so nothing "
                         f"was compared and the test proves nothing: the dims allow only empty tensors here (give a "
                         f"Dim sizes above 0), or make_outputs returns empty tensors", pytrace=False)
+
+    def fail_if_never_launched() -> None:  # a test split into parts: each part's own count cannot judge it
+        if elements[1] and split == 1 and not launches.take_launched():
+            if spec.untested_reason:  # the spec says why: not tested, never passed
+                pytest.skip(f"not tested: none of the {elements[0]} case(s) of {spec.name}[{dtype}] launched a "
+                            f"@triton.jit function ({spec.untested_reason})")
+            pytest.fail(launches.never_launched(spec.name, dtype, elements[0]), pytrace=False)
+        widest = launches.take_widest()
+        if elements[1] and split == 1 and (single := launches.one_program_grids(spec, dtype, widest, elements[0])):
+            pytest.fail(single, pytrace=False)
 
     def warn_untuned() -> None:
         coverage.untuned = launches.take_untuned()  # the summary names them (suite/checks/launches.py: untuned_lines)
@@ -348,12 +361,19 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
                 last_failure[:] = [earlier.rec]
                 pytest.fail(earlier.text, pytrace=False)  # wrong in every run under its config: the failure as it was
             if not last_failure:  # passes seen while shrinking a failure are not cases of the run
+                if largest[0] is None or result.elements > largest[1]:
+                    largest[:] = [case, result.elements]
                 elements[0] += 1
                 elements[1] += result.elements
                 for name, n in result.compared.items():
                     compared[name] = compared.get(name, 0) + n
+                try:
+                    coverage.add(case, result.ran, result.skipped_configs)
+                except spec_code.SpecRaised as exc:  # a CodePath's taken raised: the spec's, in one line
+                    broken = f"broken spec: {exc}"
+                    last_failure[:] = [{**rec, "outcome": "failed", "failure": "spec", "message": broken}]
+                    raise crash.CaseAborted(f"{case}\n{broken}\nreproduce with: {line}") from None
                 records.append(rec)
-                coverage.add(case, result.ran, result.skipped_configs)
                 if result.loose != "" and result.elements:
                     judged[0] += 1
                     if result.loose:
@@ -438,8 +458,11 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
             fail_unreliable(unreliable)
         if forced is None and not failed and not known and (split == 1 or last):
             reach_missing_paths(spec, backend, strategy, coverage, check)
+            if largest[0] is not None and (never := reach.configs_never_run(spec, backend.family, coverage)):
+                check(largest[0], never)  # every config of the family at least once (suite/checks/reach.py)
         fail_if_too_large()
         fail_if_nothing_compared()
+        fail_if_never_launched()
         fail_if_loose_everywhere()
         end_known()
     finally:
@@ -473,7 +496,10 @@ def reach_missing_paths(spec, backend, strategy, coverage: reach.Coverage, check
     """Run a case for each declared path the drawn cases missed; fail for a path no allowed case reaches."""
     pool = [spec.default_config_for(backend.family), *reach.config_space(spec, backend.family)]
     for path in coverage.missing():
-        found = reach.find_case(strategy, path, pool)
+        try:
+            found = reach.find_case(strategy, path, pool, spec)
+        except spec_code.SpecRaised as exc:  # a CodePath's taken raised: the spec's, in one line
+            pytest.fail(f"broken spec: {exc}", pytrace=False)
         if found is None:
             coverage.unreachable.append(path.name)
             continue

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from kernels.spec import Case, KernelSpec, Tolerance
-from suite.checks import autotune, deep_stack, flushes, host_reference, interpreter, launches, memcheck, returned
+from suite.checks import autotune, deep_stack, flushes, host_reference, interpreter, launches, memcheck, returned, spec_code
 from suite.checks.tolerance import _MAGNITUDE_HINT as MAGNITUDE_HINT
 from suite.checks.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output, loose_bound
 from suite.session import options
@@ -236,7 +236,7 @@ def prepare_outputs(spec: KernelSpec, inputs: dict, case: Case) -> tuple[dict[st
     where ``run`` returns the outputs its launcher allocates (suite/checks/returned.py): :func:`launch` fills them in."""
     if returned.returns_outputs(spec):
         return {}, {}
-    outputs = declared_outputs(spec, spec.make_outputs(inputs, case), "make_outputs")
+    outputs = declared_outputs(spec, spec_code.call(spec, "make_outputs", spec.make_outputs, inputs, case), "make_outputs")
     guards = guard(outputs)
     poison(outputs)
     for name, source in spec.initial_outputs.items():
@@ -286,8 +286,11 @@ def launched_nothing(spec: KernelSpec, case: Case, config: dict, outputs: dict[s
     declares that path (``torch_fallback``). A case with no output element has nothing to launch for."""
     if seen.kernels or not any(t.numel() for t in outputs.values()):
         return None
-    if spec.torch_fallback is not None and spec.torch_fallback(case, config):
-        return None
+    try:
+        if spec.torch_fallback is not None and spec_code.call(spec, "torch_fallback", spec.torch_fallback, case, config):
+            return None
+    except spec_code.SpecRaised as exc:
+        return str(exc)
     declared = ("its torch_fallback does not cover this case" if spec.torch_fallback is not None
                 else "the spec declares no torch_fallback")
     return (f"the run launched no @triton.jit function, yet its outputs have elements: the launcher computed them "
@@ -439,7 +442,9 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
         with crash.watchdog(case, options.config_args(spec, config, backend.family)), memcheck.scope(spec.name):
             if state.get("inputs") is None:
                 with timing.phase("inputs"):
-                    state["inputs"] = spec.make_inputs(case, backend.device)
+                    state["inputs"] = spec_code.call(spec, "make_inputs", spec.make_inputs, case, backend.device)
+                if problem := spec_code.unbuilt_layout(spec, case, state["inputs"]):
+                    raise BrokenSpec(problem)
             inputs = state["inputs"]
             if state.get("snapshot") is None:
                 with timing.phase("inputs"):
@@ -453,7 +458,7 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
             if seen.autotuned or launches.may_autotune(spec, config):
                 state["autotuned"] = dict(seen.autotuned)  # this config's launches: what the record says ran
             state.setdefault("heuristics", {}).update(seen.heuristics)
-    except BrokenSpec as exc:
+    except (BrokenSpec, spec_code.SpecRaised) as exc:
         raise _Stop(result(False, math.inf, error=f"broken spec: {exc}", failure="spec")) from None
     except Exception as exc:  # a compile or launch failure is a result, not a harness crash
         if violation := memcheck.violation_in(exc):

@@ -110,6 +110,77 @@ class NotAnAutotuneConfig(ValueError):
 _OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 
 
+def take_launched() -> int:
+    """How many @triton.jit launches cases made (inside :func:`recording`) since the last call; and forget them. A
+    test none of whose cases launched anything tested torch's fallback, never the kernel (suite/test_kernels.py)."""
+    state = stash.session().launches
+    count, state.launched = getattr(state, "launched", 0), 0
+    return count
+
+
+def never_launched(spec_name: str, dtype: str, cases: int) -> str:
+    """The failure of a test whose ``cases`` passed cases with output elements made no launch."""
+    return (f"{spec_name}[{dtype}]: none of the {cases} case(s) launched a @triton.jit function: its torch_fallback "
+            f"covered every one, so the kernel was never tested here and the test proves nothing about it. Let the "
+            f"dims draw cases the launcher runs the kernel on, narrow torch_fallback to the cases it covers, or leave "
+            f"{dtype} out of the spec's dtypes where the kernel never runs it; a spec that tests a torch path on purpose says "
+            f"why in KernelSpec(untested_reason=...), and the test is then not tested (docs/checks.md)")
+
+
+def _programs(fn: Any, args: tuple, kwargs: Mapping[str, Any]) -> int | None:
+    """How many programs a launch's grid runs (its grid, or the grid function of the launch's arguments), or None
+    where that cannot be told."""
+    grid = kwargs.get("grid")
+    try:
+        if callable(grid):
+            meta = dict(zip(getattr(fn, "arg_names", ()), args, strict=False))
+            meta.update({k: v for k, v in kwargs.items() if k not in ("grid", "warmup")})
+            grid = grid(meta)
+        sizes = [grid] if isinstance(grid, int) else list(grid)
+        count = 1
+        for size in sizes:
+            count *= int(size)
+        return count
+    except Exception:  # noqa: BLE001 - a grid the suite cannot evaluate is not judged; the launch reports its own error
+        return None
+
+
+def _note_programs(state: Any, fn: Any, args: tuple, kwargs: Mapping[str, Any]) -> None:
+    name = getattr(getattr(fn, "fn", None), "__name__", None) or getattr(fn, "__name__", "kernel")
+    count = _programs(fn, args, kwargs)
+    widest = getattr(state, "widest", None)
+    if widest is None:
+        widest = state.widest = {}
+    if count is not None:
+        widest[name] = max(widest.get(name, 0), count)
+
+
+def take_widest() -> dict[str, int]:
+    """Each kernel launched by cases since the last call, with the most programs one of its launches ran (launches
+    whose grid could not be told are left out); and forget them."""
+    state = stash.session().launches
+    found, state.widest = dict(getattr(state, "widest", None) or {}), {}
+    return found
+
+
+def one_program_grids(spec: Any, dtype: str, widest: Mapping[str, int], cases: int) -> str | None:
+    """Why a test in which every launch ran a grid of one program proves nothing about the kernels' program index (a
+    pid never scaled by the block passes with one program), naming the kernels; None where some launch ran several
+    programs, or the spec says one block along every dim is the design (``Dim.one_block``, or fixed ``choices``).
+    Judged over the test's kernels together: a library that picks a kernel by size (Liger's RMSNorm launches its
+    row-block kernel only for rows that one program holds) may run one of them as a single program throughout."""
+    if not widest or all(d.choices or d.one_block is not None for d in spec.dims):
+        return None
+    if any(count > 1 for count in widest.values()):
+        return None
+    return (f"{spec.name}[{dtype}]: every launch of {', '.join(sorted(widest))} in the {cases} case(s) ran a grid of "
+            f"one program, so a program index never scaled by the block (or a grid one program short) passes unseen. "
+            f"The config's block covers the largest size the dims draw (a plain BLOCK key is matched to no dim, so the "
+            f"spec-time check of Dim blocks cannot see it): raise the dims' interpret_max/gpu_max past the block, "
+            f"draw smaller blocks in the configs, or give Dim(one_block='why') where one program is the design "
+            f"(docs/checks.md)")
+
+
 def take_untuned() -> dict[str, int]:
     """The autotuned kernels launched since the last call whose configs the case's config did not name (each ran
     its first config only), with how many configs each has; and forget them."""
@@ -238,8 +309,11 @@ def _wrap_run(cls: type) -> None:
     original = cls.run
 
     def run(self, *args, **kwargs):
-        record = getattr(stash.session().launches, "record", None)
+        state = stash.session().launches
+        record = getattr(state, "record", None)
         if record is not None and not kwargs.get("warmup", False):
+            state.launched = getattr(state, "launched", 0) + 1
+            _note_programs(state, self, args, kwargs)
             name = getattr(getattr(self, "fn", None), "__name__", None) or getattr(self, "__name__", "kernel")
             _note(record, name, args, {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")})
             if keys := getattr(stash.session().launches, "heuristic_keys", None):  # what a @triton.heuristics computed

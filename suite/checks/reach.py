@@ -6,6 +6,9 @@ other case, picked from the family's config space by the case itself (so a run i
 on a GPU in the nightly profile. Every config must agree with the reference; a case that fails names the config. On the
 interpreter the family's space is ``configs["interpret"]`` (small blocks, small groups), else NVIDIA's.
 
+**Every config at least once.** A config the sampled cases never ran (three of eight, in an autotuned kernel's
+ci run) runs, after the drawn cases, on the largest case the test passed (:func:`configs_never_run`).
+
 **Paths.** A spec declares the paths that only some shapes and configs take (``KernelSpec.paths``). Each case run
 counts the paths it took; a path that the drawn cases missed is searched for (the smallest case the dims allow
 that takes it with one of the family's configs) and that case runs too. A path no allowed case and config takes
@@ -21,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kernels.spec import Case, CodePath, KernelSpec
+from suite.checks import spec_code
 
 COVERAGE_PROPERTY = "suite_coverage_records"
 
@@ -47,15 +51,33 @@ def extra_configs(spec: KernelSpec, case: Case, family: str, primary: Mapping[st
     return [pool[(pick >> 1) % len(pool)]]
 
 
+def configs_never_run(spec: KernelSpec, family: str, coverage: Coverage) -> list[dict[str, Any]]:
+    """The configs of the family's space that no case of the test ran (``coverage``), to run once each on a case the
+    test passed: every config runs at least once per kernel x dtype test. On the interpreter every kernel's (its
+    ``configs["interpret"]`` are small by design: docs/checks.md); on a GPU an ``@triton.autotune`` kernel's, whose
+    every config the autotuner may pick at run time (other kernels' configs there are compiled per config, and the
+    nightly profile runs them all)."""
+    from kernels.spec import is_autotuned
+
+    if family != "interpret" and not any(is_autotuned(k.fn) for k in spec.jit_kernels()):
+        return []
+    return [c for c in config_space(spec, family) if key(c) not in coverage.configs]
+
+
 def key(config: Mapping[str, Any]) -> str:
     return json.dumps(dict(config), sort_keys=True, separators=(",", ":"))
 
 
-def taken(path: CodePath, case: Case, config: Mapping[str, Any]) -> bool:
+def taken(path: CodePath, case: Case, config: Mapping[str, Any], spec: Any = "?") -> bool:
+    """Whether ``case`` with ``config`` takes ``path``; spec_code.SpecRaised, naming the path, where ``taken`` raises
+    anything but the errors of a config without the path's parameter (``spec``: the spec or its name)."""
     try:
         return bool(path.taken(case, config))
     except (KeyError, ZeroDivisionError, TypeError, ValueError):  # a config without the path's parameter
         return False
+    except Exception as exc:  # noqa: BLE001 - the spec's code: named in one line (suite/checks/spec_code.py)
+        message = spec_code.describe(spec, f"CodePath {path.name!r}.taken", exc)
+        raise spec_code.SpecRaised(message) from None
 
 
 class Coverage:
@@ -81,7 +103,7 @@ class Coverage:
         for config in configs:
             self.configs[key(config)] += 1
             for path in self.declared:
-                if taken(path, case, config):
+                if taken(path, case, config, self.spec):
                     self.paths[path.name] += 1
 
     def missing(self) -> list[CodePath]:
@@ -94,13 +116,14 @@ class Coverage:
                 **({"untuned": dict(self.untuned)} if self.untuned else {})}
 
 
-def find_case(strategy: Any, path: CodePath, configs: Sequence[Mapping[str, Any]]) -> tuple[Case, dict] | None:
+def find_case(strategy: Any, path: CodePath, configs: Sequence[Mapping[str, Any]],
+              spec: Any = "?") -> tuple[Case, dict] | None:
     """The smallest case ``strategy`` allows that takes ``path`` with one of ``configs``, and that config."""
     from hypothesis import HealthCheck, Phase, find, settings
     from hypothesis.errors import NoSuchExample
 
     def takes(case: Case) -> bool:
-        return any(taken(path, case, c) for c in configs)
+        return any(taken(path, case, c, spec) for c in configs)
 
     quiet = settings(max_examples=1000, database=None, derandomize=True, deadline=None,
                      phases=[Phase.generate, Phase.shrink],
@@ -109,4 +132,4 @@ def find_case(strategy: Any, path: CodePath, configs: Sequence[Mapping[str, Any]
         case = find(strategy, takes, settings=quiet)
     except NoSuchExample:
         return None
-    return case, dict(next(c for c in configs if taken(path, case, c)))
+    return case, dict(next(c for c in configs if taken(path, case, c, spec)))

@@ -239,8 +239,9 @@ def skip_message(test: dict) -> str:
 
 
 def skip_reason(test: dict) -> str:
-    """A skip's reason with the test's own kernel, dtype or target taken out, so that alike reasons group."""
-    reason = skip_message(test)
+    """A skip's reason (its first line: the lines after it are the case's details) with the test's own kernel, dtype
+    or target taken out, so that alike reasons group."""
+    reason = (skip_message(test).splitlines() or [""])[0]
     _, kernel, rest = _split(test["nodeid"])
     if kernel:
         reason = re.sub(rf"^{re.escape(kernel)}: ", "", reason)

@@ -348,6 +348,8 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
             gpu_share.share().note_too_large(case, getattr(result, "footprint", 0), result.message(), line)
             too_large.append(f"{case}: {result.message()}\nreproduce with: {line}")
             return
+        if result.failure == "not_checkable":  # a construct the interpreter evaluates otherwise: not run, saying why
+            pytest.skip(f"{result.message()}\n{case}\nreproduce with: {line}")
         if result.failure == "oom_held":  # other processes held the memory: not run, counted in gpu_share
             warnings.warn(f"{case}: {result.message()[:600]}", UserWarning, stacklevel=1)
             return

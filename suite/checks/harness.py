@@ -466,6 +466,8 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
             raise _Stop(result(False, math.inf, error=str(violation), failure="memory")) from None
         if gap := interpreter.gap_in(exc):
             exc.__traceback__ = None
+            if isinstance(gap, interpreter.SemanticGap):  # neither failed nor passed: the test skips, saying why
+                raise _Stop(result(False, math.inf, error=str(gap), failure="not_checkable")) from None
             raise _Stop(result(False, math.inf, error=f"the interpreter cannot run this: {gap}",
                                failure="interpreter")) from None
         if isinstance(exc, launches.NotAnAutotuneConfig):

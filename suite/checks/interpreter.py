@@ -22,6 +22,13 @@ Installed once per process when the backend is the interpreter (``install``), be
   either: where the installed interpreter's conversion is wrong (:func:`fp8_conversion_error`, probed once), the
   conversions a case ran are noted, and a failing case names the interpreter's limit instead of a tolerance hint.
 
+- **Python ``and``/``or``/``not`` and chained comparisons on block tensors** (suite/checks/semantic_gaps.py) are
+  evaluated as Python evaluates them (a block tensor is always true: ``a and b`` is ``b``), where compiled Triton
+  computes them elementwise. Not patched over (a rewrite of the kernel's source would test the rewrite): each launch's
+  function (and the jitted functions it calls) is read before it runs, and one that uses a construct the installed
+  interpreter gets wrong (:func:`misevaluated`, probed once) raises :class:`SemanticGap`, naming the construct,
+  function, file and line: the case is not checkable here, neither failed nor passed.
+
 ``@triton.autotune`` kernels are handled in suite/checks/launches.py (they run a chosen config and time nothing), on every
 backend.
 """
@@ -41,6 +48,11 @@ from suite.session import stash
 
 class InterpreterGap(Exception):  # noqa: N818 - it names the finding
     """A construct the CPU interpreter cannot run; the message says what and what to do."""
+
+
+class SemanticGap(InterpreterGap):
+    """A construct the interpreter evaluates differently from compiled Triton (suite/checks/semantic_gaps.py): the
+    kernel is not checkable on the interpreter; raised before the launch runs."""
 
 
 ADVICE = ("run this kernel on a GPU (--backend=cuda or --backend=rocm), or declare a KnownIssue(backend='interpret', "
@@ -177,12 +189,62 @@ def fp8_note(seen: Counter[str]) -> str:
             f"interpreter converted fp32 to fp8', ...) in the spec and check it on a GPU")
 
 
+@functools.cache
+def misevaluated() -> dict[str, str]:
+    """The constructs of suite/checks/semantic_gaps.py that the installed interpreter evaluates differently from
+    compiled Triton, each with what it gave (probed once: suite/checks/_interpreter_probe.py, one launch of 8 lanes).
+    Triton 3.6.0: all four; 3.9.0: ``and``, ``or``, ``not`` (it rewrites chained comparisons)."""
+    import torch
+
+    from suite.checks import _interpreter_probe as probe
+
+    out = torch.full((4 * probe.LANES,), -1, dtype=torch.int32)
+    checker = stash.session().checker
+    outer = checker.scope if checker is not None else None
+    if checker is not None:
+        checker.scope = None  # the probe's launch is no kernel's
+    try:
+        probe.semantic_probe[(1,)](out)
+    finally:
+        if checker is not None:
+            checker.scope = outer
+    wrong = {}
+    for row, construct in zip(out.view(4, probe.LANES).tolist(), probe.EXPECTED, strict=True):
+        if row != probe.EXPECTED[construct]:
+            wrong[construct] = (f"for x = 0..7 it gave {row} for `{probe.SOURCE[construct]}`, not "
+                                f"{probe.EXPECTED[construct]}")
+    return wrong
+
+
+def semantic_gap(fn: Any) -> SemanticGap | None:
+    """Why jitted function ``fn`` (or one it calls) is not checkable on this interpreter, or None."""
+    from suite.checks import semantic_gaps
+
+    gaps = semantic_gaps.find(fn)
+    if not gaps:
+        return None
+    wrong = misevaluated()
+    found = [g for g in gaps if g.construct in wrong]
+    if not found:
+        return None
+    first = found[0]
+    more = f" (and {len(found) - 1} more: {', '.join(f'{g.construct} at line {g.line}' for g in found[1:4])})" \
+        if len(found) > 1 else ""
+    import triton
+
+    return SemanticGap(
+        f"not checkable on the interpreter: {first.describe()}{more}\n`{first.source}`: Triton {triton.__version__}'s "
+        f"interpreter evaluates it as Python does, where a block tensor is always true ({wrong[first.construct]}); "
+        f"{semantic_gaps.COMPILED[first.construct]}. The kernel was not run here: check it on a GPU "
+        f"(--backend=cuda or --backend=rocm); docs/checks.md, 'Constructs the interpreter evaluates differently'")
+
+
 def install() -> None:
     """Fill in the interpreter's gaps (see the module docstring), once per process; TRITON_INTERPRET=1 must be set."""
     from suite import compat
 
     patches = ("interpreter-float-scalars", "interpreter-bf16-constants", "interpreter-libdevice", "interpreter-bf16-notes",
-               "interpreter-fp8-notes")
+               "interpreter-fp8-notes", "interpreter-semantic-gaps")
     if compat.applied(*patches):
         return
     import triton.language as tl
@@ -228,6 +290,14 @@ def install() -> None:
         return fp_to_fp(self, src, dst_type, *rest)
 
     interpreter.InterpreterBuilder.create_fp_to_fp = noting_fp_to_fp
+    run = interpreter.InterpretedFunction.run
+
+    def checked_run(self, *args, **kwargs):
+        if getattr(self.fn, "__module__", None) != "suite.checks._interpreter_probe" and (gap := semantic_gap(self)):
+            raise gap
+        return run(self, *args, **kwargs)
+
+    interpreter.InterpretedFunction.run = checked_run
     compat.mark_applied(*patches)
 
 

@@ -1,4 +1,5 @@
-"""Portability lints over kernel config spaces and compile records: pure functions, nothing compiled here.
+"""Portability lints over kernel config spaces, compile records and jitted functions' source: pure functions,
+nothing compiled or run here.
 
 A finding is a JSON-able dict in the run file's "findings" shape (kernel, dtype, backend, arch, property, claimed,
 holds, cases_checked, message, repro; property is "lint:<rule>", holds is False) plus kind "lint", rule, severity
@@ -14,6 +15,7 @@ from typing import Any
 
 import hardware_profiles
 from kernels.spec import VENDOR_ONLY_OPTIONS, split_config
+from suite.checks import semantic_gaps
 
 FAMILIES = ("nvidia", "amd")
 
@@ -75,11 +77,36 @@ def lint_dtypes(kernel: str, dtypes: Sequence[str], profiles: Iterable[Any]) -> 
     return findings
 
 
+def lint_semantic_gaps(kernel: str, fns: Iterable[Any]) -> list[dict[str, Any]]:
+    """Warnings: Python ``and``/``or``/``not`` or a chained comparison on block tensors in a jitted function (or one it
+    calls), which Triton's CPU interpreter evaluates as Python does and compiled Triton elementwise
+    (suite/checks/semantic_gaps.py): read from the source, nothing run. One finding per construct and line, naming the
+    construct, function, file and line."""
+    findings, seen = [], set()
+    for fn in fns:
+        for gap in semantic_gaps.find(fn):
+            if (gap.file, gap.line, gap.construct) in seen:
+                continue
+            seen.add((gap.file, gap.line, gap.construct))
+            findings.append({
+                "kernel": kernel, "dtype": "*", "backend": "interpret", "arch": "*",
+                "property": "lint:interpreter_semantic_gap", "claimed": False, "holds": False, "cases_checked": 0,
+                "message": f"{gap.describe()}: `{gap.source}`: {semantic_gaps.COMPILED[gap.construct]}; Triton's "
+                           f"CPU interpreter evaluates it as Python does (a block tensor is always true), so a case "
+                           f"that launches it is not checkable there (docs/checks.md)",
+                "repro": None, "kind": "lint", "rule": "interpreter_semantic_gap", "severity": "warning",
+                "family": None, "target": "interpreter", "construct": gap.construct, "function": gap.function,
+                "file": gap.where().rsplit(":", 1)[0], "line": gap.line})
+    return findings
+
+
 def lint_spec(spec: Any) -> list[dict[str, Any]]:
-    """Config-space and dtype lints of a registered kernel spec against the compile-matrix targets."""
+    """Config-space, dtype and interpreter-semantics lints of a registered kernel spec against the compile-matrix
+    targets."""
     profiles = [hardware_profiles.representative(arch) for _, arch, _ in hardware_profiles.targets()]
     return (lint_config_space(spec.name, spec.default_config, spec.configs)
-            + lint_dtypes(spec.name, spec.dtypes, profiles))
+            + lint_dtypes(spec.name, spec.dtypes, profiles)
+            + lint_semantic_gaps(spec.name, [k.fn for k in spec.jit_kernels()]))
 
 
 def lint_compile_records(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

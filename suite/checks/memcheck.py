@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from suite.session import stash
 
@@ -43,6 +44,15 @@ SANITIZER_ENV = "SUITE_MEMCHECK_LOG_DIR"  # set in a run re-executed under the G
 
 class MemoryViolation(Exception):  # noqa: N818 - it names the finding
     """A lane enabled by its mask addresses memory outside the tensor its pointer came from."""
+
+
+class DataRace(MemoryViolation):
+    """Within one program, an element one lane stores and another lane loads or stores, with no barrier between
+    (see :class:`Races`)."""
+
+
+_SUITE_DIR = str(Path(__file__).resolve().parents[1]).replace("\\", "/") + "/"  # its hooks are not the kernel's lines
+RACE_ENV = "SUITE_RACE_CHECK"  # "0" turns the race check off (to time it); unset or "1": on with the memory check
 
 
 @dataclass
@@ -100,6 +110,174 @@ class Launch:
     regions: list[Region]
 
 
+class _Access:
+    """One load or store of a region in the current program and barrier interval: its enabled lanes' addresses, each
+    lane's position in the block (None: every lane, in order), the block's shape, and where in the kernel it was
+    (code object and line)."""
+
+    __slots__ = ("op", "addrs", "lanes", "shape", "code", "line", "span")
+
+    def __init__(self, op: str, addrs: np.ndarray, lanes: np.ndarray | None, shape: tuple[int, ...], code: Any,
+                 line: int) -> None:
+        self.op, self.addrs, self.lanes, self.shape, self.code, self.line = op, addrs, lanes, shape, code, line
+        self.span: tuple[int, int] | None = None  # its lowest and highest address, once asked
+
+    def lane_array(self) -> np.ndarray:
+        return self.lanes if self.lanes is not None else np.arange(self.addrs.size)
+
+    def range(self) -> tuple[int, int]:
+        if self.span is None:
+            self.span = (int(self.addrs.min()), int(self.addrs.max()))
+        return self.span
+
+
+class Races:
+    """Races the interpreter cannot show. It runs a program's lanes as one (numpy over the whole block), so an
+    element that one lane stores and another lane loads is read in program order there; on a GPU the lanes are
+    threads of different warps, unordered without a barrier, and the load may see either value. Within one program
+    and between two barriers (``tl.debug_barrier()``, or a reduction or scan: across warps Triton lowers one through
+    shared memory with a barrier; a new program starts afresh), an element one lane stores and
+    another lane loads or stores is a race, whichever comes first. A lane is the element's position in the access's
+    block tensor (flat index): conservative, as a GPU may give two positions to one thread (a layout choice the
+    interpreter cannot see). Atomics are not races. Only regions stored in the interval are compared (each store with
+    the region's earlier loads and stores, each later load with its stores). What is kept costs time (a look up the
+    stack, and arrays the interpreter would free), so past a launch's first program, loads of a tensor that no program
+    of the launch has stored yet are not kept: the first program sees every pair, and a later one every pair in a
+    tensor the launch writes (a tensor first written by a later program is compared from that store on)."""
+
+    def __init__(self) -> None:
+        self.touched: dict[str, list[_Access]] = {}
+        self.stored: set[str] = set()
+        self.written: set[str] = set()  # the regions this launch has stored to, in any program
+        self.programs = 0  # programs of this launch begun
+        self.user_code: dict[Any, bool] = {}
+        self.depth = 0  # how far up the stack the kernel's frame was last time, and its code and its callee's
+        self.depth_codes: tuple[Any, Any] = (None, None)
+
+    def reset(self) -> None:
+        if self.touched:
+            self.touched = {}
+            self.stored = set()
+
+    def new_launch(self) -> None:
+        self.reset()
+        self.written, self.programs = set(), 0
+
+    def new_program(self) -> None:
+        self.reset()
+        self.programs += 1
+
+    def access(self, launch: Launch, op: str, region: Region, addrs: np.ndarray, lanes: np.ndarray | None,
+               shape: tuple[int, ...], program: Any) -> None:
+        if op == "load" and self.programs > 1 and region.name not in self.written:
+            return  # an input, as far as this launch has shown: its loads race with nothing
+        if op == "store":
+            self.written.add(region.name)
+        code, line = self._where()
+        new = _Access(op, addrs, lanes, shape, code, line)
+        seen = self.touched.get(region.name)
+        if seen is None:
+            self.touched[region.name] = [new]
+            if op == "store":
+                self.stored.add(region.name)
+            return
+        if op == "store" or region.name in self.stored:
+            for old in seen:
+                if old.op == "load" and op == "load":
+                    continue
+                race = _first_race(new, old)
+                if race is not None:
+                    raise DataRace(_race_message(launch, region, program(), new, old, *race))
+            if op == "store":
+                self.stored.add(region.name)
+        seen.append(new)
+
+    def _where(self) -> tuple[Any, int]:
+        """(code, line) of the kernel making this access: the innermost frame outside Triton and this suite. The
+        frame's depth is remembered: the next access from the same place costs one look."""
+        if self.depth:
+            try:
+                frame = sys._getframe(self.depth)
+            except ValueError:
+                frame = None
+            if frame is not None and frame.f_code is self.depth_codes[0] and \
+                    sys._getframe(self.depth - 1).f_code is self.depth_codes[1]:
+                return frame.f_code, frame.f_lineno
+        frame, depth, inner = sys._getframe(2), 2, None
+        while frame is not None:
+            code = frame.f_code
+            user = self.user_code.get(code)
+            if user is None:
+                name = code.co_filename.replace("\\", "/")
+                user = not ("/triton/" in name or "/numpy/" in name or name.startswith(_SUITE_DIR))
+                self.user_code[code] = user
+            if user:
+                self.depth, self.depth_codes = depth, (code, inner)
+                return code, frame.f_lineno
+            frame, depth, inner = frame.f_back, depth + 1, code
+        return None, 0
+
+
+def _first_race(new: _Access, old: _Access) -> tuple[int, int, int, int] | None:
+    """(address, new's lane, old's lane, how many elements race) where an address of ``new`` is one of ``old``'s
+    accessed by another lane; None where there is none."""
+    if old.addrs.size == 0 or new.addrs.size == 0:
+        return None
+    (lo, hi), (new_lo, new_hi) = old.range(), new.range()
+    if new_hi < lo or new_lo > hi:
+        return None
+    order = np.argsort(old.addrs, kind="stable")
+    addrs, lanes = old.addrs[order], old.lane_array()[order]
+    unique, start = np.unique(addrs, return_index=True)
+    least, most = np.minimum.reduceat(lanes, start), np.maximum.reduceat(lanes, start)
+    pos = np.minimum(np.searchsorted(unique, new.addrs), unique.size - 1)
+    new_lanes = new.lane_array()
+    bad = (unique[pos] == new.addrs) & ((least[pos] != new_lanes) | (most[pos] != new_lanes))
+    if not bad.any():
+        return None
+    i = int(np.flatnonzero(bad)[0])
+    other = int(least[pos[i]]) if int(least[pos[i]]) != int(new_lanes[i]) else int(most[pos[i]])
+    return int(new.addrs[i]), int(new_lanes[i]), other, int(np.unique(new.addrs[bad]).size)
+
+
+def _element_text(region: Region, addr: int) -> str:
+    """'element (i, j)' of ``region`` that ``addr`` starts (an address the region holds)."""
+    offset = (addr - region.base) // region.itemsize
+    index = [0] * len(region.shape)
+    for dim in sorted((d for d, s in enumerate(region.strides) if s > 0 and region.shape[d] > 1),
+                      key=lambda d: -region.strides[d]):
+        index[dim], offset = divmod(offset, region.strides[dim])
+    return f"element {tuple(index)}"
+
+
+def _race_message(launch: Launch, region: Region, program: Any, new: _Access, old: _Access, addr: int, new_lane: int,
+                  old_lane: int, count: int) -> str:
+    def lane(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(int(i) for i in np.unravel_index(flat, shape)) if shape else ()
+
+    def at(access: _Access) -> str:
+        file, line = getattr(access.code, "co_filename", "?"), access.line
+        function = getattr(access.code, "co_name", "?")
+        try:
+            shown = os.path.relpath(file)
+            file = file if shown.startswith("..") else shown
+        except ValueError:
+            pass
+        return f"line {line} of {function} ({file}:{line})"
+
+    verb = {"load": "loads", "store": "stores"}
+    where = f" in program {program}" if program is not None else ""
+    element = _element_text(region, addr)
+    first, then = old, new
+    return (f"data race in kernel {launch.kernel}{where}: {region.describe()} at {element}: lane "
+            f"{lane(old_lane, old.shape)} of block {tuple(old.shape)} {verb[first.op]} it at {at(first)}, and lane "
+            f"{lane(new_lane, new.shape)} of block {tuple(new.shape)} {verb[then.op]} it at {at(then)}, with no "
+            f"tl.debug_barrier() between; {count} element(s) so in this access. On a GPU these lanes run unordered "
+            f"(different warps), so the {'load' if 'load' in (old.op, new.op) else 'last store'} may see either value; "
+            f"the interpreter runs the block as one and cannot show it. A lane is the element's position in the "
+            f"block (docs/memory-checking.md, 'Races')")
+
+
 def _regions(arg_names: list[str], args: list[Any], kwargs: dict[str, Any]) -> list[Region]:
     found: list[Region] = []
 
@@ -128,20 +306,35 @@ def _regions(arg_names: list[str], args: list[Any], kwargs: dict[str, Any]) -> l
 class Checker:
     """The interpreter's memory checker; one per process, installed by :func:`install`."""
 
-    def __init__(self) -> None:
+    def __init__(self, races: bool = True) -> None:
         self.launch: Launch | None = None
         self.scope: str | None = None  # the kernel spec whose case is running
         self.launches: Counter[str] = Counter()
         self.memory_ops: Counter[str] = Counter()
         self.grid_idx = lambda: None
+        self.races = Races() if races else None
 
     def begin(self, kernel: str, arg_names: list[str], args: list[Any], kwargs: dict[str, Any]) -> None:
         self.launch = Launch(kernel, _regions(arg_names, args, kwargs))
+        if self.races is not None:
+            self.races.new_launch()
         if self.scope is not None:
             self.launches[self.scope] += 1
 
     def end(self) -> None:
         self.launch = None
+        if self.races is not None:
+            self.races.reset()
+
+    def barrier(self) -> None:
+        """``tl.debug_barrier()`` or a reduction: what the lanes did before is ordered before what comes next."""
+        if self.races is not None:
+            self.races.reset()
+
+    def new_program(self) -> None:
+        """A new program of the launch: races between programs are not this check's."""
+        if self.races is not None:
+            self.races.new_program()
 
     def check(self, op: str, ptrs: Any, mask: Any) -> None:
         launch = self.launch
@@ -172,6 +365,8 @@ class Checker:
             if count == enabled.size:
                 if i:  # the next access most likely hits the same tensor: look there first
                     launch.regions.insert(0, launch.regions.pop(i))
+                if self.races is not None and op != "atomic":
+                    self.races.access(launch, op, region, enabled, lanes, addrs.shape, self.grid_idx)
                 return
             if count > best_count:
                 best, best_ok, best_count = region, ok, count
@@ -215,7 +410,11 @@ def install() -> Checker:
     compat.require("memcheck-hooks")  # a Triton that moved what this hooks: a usage error naming the patch
     from triton.runtime import interpreter as interp
 
-    checker = Checker()
+    races = os.environ.get(RACE_ENV, "1")
+    if races not in ("0", "1"):
+        raise pytest.UsageError(f"{RACE_ENV}={races!r}: must be 1 (check for races, the default) or 0 (off, to time "
+                                f"it)")
+    checker = Checker(races=races == "1")
     builder_cls, executor = interp.InterpreterBuilder, interp.GridExecutor
     checker.grid_idx = lambda: getattr(interp.interpreter_builder, "grid_idx", None)
     load, store = builder_cls.create_masked_load, builder_cls.create_masked_store
@@ -250,6 +449,24 @@ def install() -> Checker:
         finally:
             checker.end()
 
+    set_grid_idx, create_barrier = builder_cls.set_grid_idx, builder_cls.create_barrier
+
+    def noting_set_grid_idx(self, x, y, z):
+        checker.new_program()  # nothing it does races with another program's lanes (not checked here)
+        return set_grid_idx(self, x, y, z)
+
+    def noting_create_barrier(self, *args, **kw):
+        checker.barrier()
+        return create_barrier(self, *args, **kw)
+
+    reduce_scan = interp.ReduceScanOpInterface.apply
+
+    def ordering_reduce_scan(self, input):  # noqa: A002 - Triton's name, which suite/compat.py checks
+        checker.barrier()  # across warps, a reduction or scan goes through shared memory with a barrier (bar.sync)
+        return reduce_scan(self, input)
+
+    builder_cls.set_grid_idx, builder_cls.create_barrier = noting_set_grid_idx, noting_create_barrier
+    interp.ReduceScanOpInterface.apply = ordering_reduce_scan
     builder_cls.create_masked_load, builder_cls.create_masked_store = create_masked_load, create_masked_store
     builder_cls.create_atomic_rmw, builder_cls.create_atomic_cas = create_atomic_rmw, create_atomic_cas
     executor._init_args_hst, executor.__call__ = _init_args_hst, __call__

@@ -1,0 +1,137 @@
+"""Races the interpreter cannot show (suite/checks/memcheck.py, Races): within one program, an element one lane stores
+and another lane loads or stores, with no tl.debug_barrier() between, fails as the memory check fails an
+out-of-bounds access, naming the load, the store and their lines. Suite runs use tests/fixtures/races.py."""
+
+from __future__ import annotations
+
+import inspect
+import os
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from suite.checks import memcheck
+
+pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="interpreter only")
+
+FIXTURE = "--kernel-module=tests/fixtures/races.py"
+
+
+@triton.jit
+def _shift(x_ptr, BLOCK: tl.constexpr, WHICH: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    if WHICH == 0:  # store, then another lane loads it: a race
+        tl.store(x_ptr + offs, offs.to(tl.float32))
+        y = tl.load(x_ptr + (offs + 1) % BLOCK)
+        tl.store(x_ptr + BLOCK + offs, y)
+    elif WHICH == 1:  # the same with a barrier between: ordered
+        tl.store(x_ptr + offs, offs.to(tl.float32))
+        tl.debug_barrier()
+        y = tl.load(x_ptr + (offs + 1) % BLOCK)
+        tl.store(x_ptr + BLOCK + offs, y)
+    elif WHICH == 2:  # two stores of one element by two lanes: a race (which value stays?)
+        tl.store(x_ptr + offs, offs.to(tl.float32))
+        tl.store(x_ptr + (BLOCK - 1 - offs), offs.to(tl.float32))
+    elif WHICH == 3:  # each lane its own element, loaded and stored twice: no race
+        x = tl.load(x_ptr + offs)
+        tl.store(x_ptr + offs, x + 1.0)
+        x = tl.load(x_ptr + offs)
+        tl.store(x_ptr + offs, x * 2.0)
+    elif WHICH == 4:  # atomics are not races
+        tl.atomic_add(x_ptr + offs * 0, 1.0)
+        tl.atomic_add(x_ptr + offs * 0, 1.0)
+    elif WHICH == 6:  # every lane loads x[1] (a scalar), lane 1 stores it: a race
+        s = tl.load(x_ptr + 1)
+        tl.store(x_ptr + offs, s + offs.to(tl.float32))
+    elif WHICH == 7:  # the same with a block-wide reduction between, which orders them on a GPU (bar.sync)
+        s = tl.load(x_ptr + 1)
+        t = tl.sum(tl.load(x_ptr + BLOCK + offs), axis=0)
+        tl.store(x_ptr + offs, s + t + offs.to(tl.float32))
+    else:  # each program stores its own element and loads the next program's: not within one program
+        pid = tl.program_id(0)
+        tl.store(x_ptr + pid, 1.0)
+        y = tl.load(x_ptr + (pid + 1) % 4)
+        tl.store(x_ptr + 8 + pid, y)
+
+
+@pytest.fixture
+def checker():
+    checker = memcheck.install()
+    races, checker.races = checker.races, memcheck.Races()  # on, whatever SUITE_RACE_CHECK this process has
+    try:
+        yield checker
+    finally:
+        checker.races = races
+
+
+def _line(text: str) -> int:
+    lines, start = inspect.getsourcelines(_shift.fn)
+    return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+def _launch(which: int, grid: int = 1) -> BaseException | None:
+    x = torch.zeros(16)
+    try:
+        _shift[(grid,)](x, BLOCK=8, WHICH=which)
+    except Exception as exc:  # noqa: BLE001 - the interpreter wraps what the hooks raise
+        return memcheck.violation_in(exc)
+    return None
+
+
+def test_a_load_of_an_element_another_lane_stored_is_a_race_naming_both_lines(checker):
+    race = _launch(0)
+    assert isinstance(race, memcheck.DataRace), race
+    text = str(race)
+    assert text.startswith("data race in kernel _shift in program (0, 0, 0): argument 'x_ptr' (shape (16,), 4-byte "
+                           "elements) at element (1,): lane (1,) of block (8,) stores it at line "
+                           f"{_line('tl.store(x_ptr + offs, offs.to(tl.float32))')} of _shift "
+                           f"(tests/test_races.py:{_line('tl.store(x_ptr + offs, offs.to(tl.float32))')}), and lane "
+                           f"(0,) of block (8,) loads it at line {_line('y = tl.load(x_ptr + (offs + 1) % BLOCK)')}"), text
+    assert "with no tl.debug_barrier() between; 8 element(s) so" in text
+
+
+def test_a_barrier_between_orders_them(checker):
+    assert _launch(1) is None
+
+
+def test_two_lanes_storing_one_element_race(checker):
+    race = _launch(2)
+    assert isinstance(race, memcheck.DataRace) and "stores it at line" in str(race), race
+
+
+def test_a_reduction_between_orders_them_as_a_barrier_does(checker):
+    """Liger's cross_entropy loads X[y] as a scalar and, after the block-wide max and sum, stores the gradient over X:
+    ordered on a GPU by the reductions' barriers."""
+    race = _launch(6)
+    assert isinstance(race, memcheck.DataRace) and "lane (0,) of block (1,) loads it" in str(race), race
+    assert _launch(7) is None
+
+
+def test_lanes_on_their_own_elements_atomics_and_other_programs_do_not_race(checker):
+    assert _launch(3) is None
+    assert _launch(4) is None
+    assert _launch(8, grid=4) is None
+
+
+def test_the_rotate_half_in_place_fixture_fails_naming_the_race_and_the_others_pass(run_suite):
+    """Before this check the reduced in-place rotary embedding passed on the interpreter (it runs the block as one),
+    while FlagGems' in-place rope was wrong in 6 of 22 runs of a case on an H100."""
+    run = run_suite("suite/test_kernels.py", FIXTURE, "--kernels=rotate_half_inplace,rotate_half_barrier,scale_inplace",
+                    env={"SUITE_INTERMITTENT_RUNS": "2", "SUITE_SHRINK_SECONDS": "3"})
+    assert run.returncode == 1, run.output[-3000:]
+    data = run.run_data()
+    outcomes = {t["nodeid"].rsplit("[", 1)[1].split("-")[0]: t["outcome"] for t in data["tests"]}
+    assert outcomes == {"rotate_half_inplace": "failed", "rotate_half_barrier": "passed", "scale_inplace": "passed"}
+    [case] = [c for c in data["cases"] if c["outcome"] == "failed"]
+    assert case["failure"] == "memory", case
+    assert case["message"].startswith("data race in kernel rotate_half_kernel in program (0, 0, 0): argument 'x_ptr'")
+    assert "loads it at line 35 of rotate_half_kernel (tests/fixtures/races.py:35)" in case["message"]
+    assert "stores it at line 39 of rotate_half_kernel (tests/fixtures/races.py:39)" in case["message"]
+
+
+def test_a_bad_race_check_setting_is_a_usage_error(run_suite):
+    run = run_suite("suite/test_kernels.py", "--kernels=vector_add", "-k", "fp32", env={"SUITE_RACE_CHECK": "yes"})
+    assert run.returncode == 4, run.output[-2000:]
+    assert "SUITE_RACE_CHECK='yes': must be 1" in run.output

@@ -27,7 +27,7 @@ import torch
 
 from kernels import registry
 from kernels.spec import Case, KernelSpec
-from suite.checks import harness, memcheck, returned, tolerance
+from suite.checks import flushes, harness, memcheck, returned, tolerance
 
 TEMPLATE = Path(__file__).resolve().parent / "repro_template.py"
 # Environment variables that change what a kernel computes or how Triton builds it: recorded with the case.
@@ -99,8 +99,12 @@ def export_case(spec: KernelSpec, case: Case, config: dict, backend: Any, direct
     for name in spec.outputs:
         tol = spec.tolerance_for(name)
         out, r = outputs[name], ref[name].detach().to(torch.float64)
-        if out.dtype.is_floating_point and out.dtype != torch.float64:
-            rounded = r.to(out.dtype).to(torch.float64)
+        # As harness._check_outputs judges it: the dtype whose rounding the bound allows (a narrower returned output
+        # is judged at its case's), the case's accumulator, the subnormal class's floor.
+        judged_as, _ = returned.judged_dtype(spec, case.dtype, out, tol)
+        dtype = judged_as or out.dtype
+        if out.dtype.is_floating_point and dtype != torch.float64:
+            rounded = r.to(dtype).to(torch.float64)
             want = torch.where(torch.isinf(rounded) & torch.isfinite(r), rounded, r)
         else:
             want = r
@@ -108,13 +112,13 @@ def export_case(spec: KernelSpec, case: Case, config: dict, backend: Any, direct
         mag = want.abs() if mag is None else mag.detach().to(torch.float64).expand(want.shape)
         operand_u = harness.operand_roundoff(tol, backend) if case.dtype == "fp32" else 0.0
         args = dict(reduction_length=tol.reduction(case), safety=tol.safety_for(case.dtype), operand_u=operand_u,
-                    accumulator=tol.accumulator)
+                    accumulator=tol.accumulator_for(case.dtype), keep_subnormals=flushes.keeps_subnormals(case))
         if out.dtype.is_floating_point:
-            bnd = tolerance.bound(want, mag.nan_to_num(posinf=0.0, neginf=0.0, nan=0.0), out.dtype, **args)
+            bnd = tolerance.bound(want, mag.nan_to_num(posinf=0.0, neginf=0.0, nan=0.0), dtype, **args)
         else:
             bnd = torch.zeros_like(want)  # integers match exactly
         expected[name], bounds[name] = want.cpu(), bnd.cpu()
-        rules[name] = {**args, "u_out": tolerance.unit_roundoff(out.dtype), "dtype": str(out.dtype)}
+        rules[name] = {**args, "u_out": tolerance.unit_roundoff(dtype), "dtype": str(dtype)}
     torch.save({"storages": storages, "values": views, "initial": initial, "produced": produced,
                 "expected": expected, "bound": bounds}, folder / "case.pt")
     module_name = registry.where(spec.name) if hasattr(registry, "where") else spec.run.__module__

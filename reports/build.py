@@ -42,7 +42,7 @@ def _warnings(runs: list[Run], added_up: bool = True) -> list[str]:
 
 
 MATPLOTLIB_MISSING = ("plots left out: matplotlib is not installed (the report's tables are whole): pip install "
-                      "matplotlib, or install the suite with its reports extra (README, From your own repository)")
+                      "matplotlib, or install the suite with its reports extra (docs/installing.md)")
 
 
 def plots_available() -> str | None:

@@ -15,7 +15,6 @@ passing.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import shutil
@@ -121,8 +120,8 @@ def export_case(spec: KernelSpec, case: Case, config: dict, backend: Any, direct
         rules[name] = {**args, "u_out": tolerance.unit_roundoff(dtype), "dtype": str(dtype)}
     torch.save({"storages": storages, "values": views, "initial": initial, "produced": produced,
                 "expected": expected, "bound": bounds}, folder / "case.pt")
-    module_name = registry.where(spec.name) if hasattr(registry, "where") else spec.run.__module__
-    module = sys.modules.get(module_name) or sys.modules.get(spec.run.__module__)
+    module_name = spec.run.__module__  # the module that defines the launch: the one repro.py imports
+    module = sys.modules.get(module_name)
     source = Path(getattr(module, "__file__", "") or "")
     if source.is_file():
         shutil.copy2(source, folder / "kernel" / source.name)
@@ -144,12 +143,7 @@ def export_case(spec: KernelSpec, case: Case, config: dict, backend: Any, direct
                       "triton": triton.__version__, "torch": torch.__version__,
                       "flags": {k: os.environ[k] for k in NUMERIC_FLAGS if k in os.environ}},
     }
-    (folder / "meta.json").write_text(json.dumps(meta, indent=1, default=_plain) + "\n")
+    (folder / "meta.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
     shutil.copy2(TEMPLATE, folder / "repro.py")
     return folder
 
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    return str(value)

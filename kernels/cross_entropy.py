@@ -163,7 +163,7 @@ SPEC = register(KernelSpec(
           Dim("V", interpret_max=3000, gpu_max=131072, nightly_max=262144, blocks=(256, 4096))),
     dtypes=("fp32", "fp16", "bf16"),
     layouts=("contiguous", "padded_rows"),
-    value_classes=("normal", "large", "negative", "masked", "nan"),
+    value_classes=("normal", "large", "negative", "masked", "nan", "subnormal"),
     make_inputs=_make_inputs,
     outputs=("loss", "lse", "grad"),
     make_outputs=lambda inp, case: {

@@ -71,7 +71,7 @@ SPEC = register(KernelSpec(
     **rows_spec_fields(),
     dtypes=("fp32", "fp16", "bf16"),
     layouts=("contiguous", "padded_rows"),
-    value_classes=("normal", "large", "negative", "special"),
+    value_classes=("normal", "large", "negative", "special", "subnormal"),
     make_inputs=_make_inputs,
     outputs=("y",),
     make_outputs=lambda inp, case: {"y": torch.empty(inp["x"].shape, dtype=inp["x"].dtype, device=inp["x"].device)},

@@ -106,7 +106,7 @@ SPEC = register(KernelSpec(
           Dim("N", interpret_max=1100, gpu_max=16384, nightly_max=65536, blocks=(128, 1024, 4096))),
     dtypes=("fp32", "fp16", "bf16"),
     layouts=("contiguous", "padded_rows"),
-    value_classes=("normal", "large", "negative", "special"),
+    value_classes=("normal", "large", "negative", "special", "subnormal"),
     make_inputs=_make_inputs,
     outputs=("y", "mean", "rstd"),
     make_outputs=lambda inp, case: {

@@ -61,7 +61,7 @@ SPEC = register(KernelSpec(
           Dim("N", interpret_max=1100, gpu_max=16384, nightly_max=32768, blocks=(16, 128, 1024))),
     dtypes=("fp32", "fp16", "bf16"),
     layouts=("contiguous", "padded_rows"),
-    value_classes=("normal", "large", "negative", "special"),
+    value_classes=("normal", "large", "negative", "special", "subnormal"),
     make_inputs=_make_inputs,
     outputs=("out",),
     make_outputs=lambda inp, case: {"out": torch.empty(inp["x"].shape, dtype=inp["x"].dtype, device=inp["x"].device)},

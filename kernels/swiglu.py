@@ -83,7 +83,7 @@ SPEC = register(KernelSpec(
     **rows_spec_fields(),
     dtypes=("fp32", "fp16", "bf16"),
     layouts=("contiguous", "padded_rows", "fused_halves"),
-    value_classes=("normal", "large", "negative", "special"),
+    value_classes=("normal", "large", "negative", "special", "subnormal"),
     make_inputs=_make_inputs,
     outputs=("out",),
     make_outputs=lambda inp, case: {"out": torch.empty(inp["a"].shape, dtype=inp["a"].dtype, device=inp["a"].device)},

@@ -60,7 +60,7 @@ SPEC = register(KernelSpec(
     description="out = x + y, elementwise, 1-D, any length",
     dims=(Dim("N", interpret_max=5000, gpu_max=1 << 20, nightly_max=1 << 26, blocks=(128, 1024)),),
     dtypes=("fp32", "fp16", "bf16"),
-    value_classes=("normal", "large", "negative", "special"),
+    value_classes=("normal", "large", "negative", "special", "subnormal"),
     make_inputs=_make_inputs,
     outputs=("out",),
     make_outputs=lambda inp, case: {"out": torch.empty_like(inp["x"])},

@@ -124,7 +124,7 @@ def _merge_coverage(records: list[Any]) -> list[Any]:
             out[key] = copy.deepcopy(rec)
             continue
         mine = out[key]
-        for field in ("configs", "paths", "configs_not_fitting"):
+        for field in ("configs", "paths", "configs_not_fitting", "value_classes", "layouts"):
             if field in rec or field in mine:
                 total = Counter(mine.get(field) or {})
                 total.update(rec.get(field) or {})

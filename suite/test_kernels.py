@@ -23,7 +23,7 @@ from kernels.spec import Case, KernelSpec
 from suite import compat
 from suite.checks import autotune, launches, reach, spec_code
 from suite.checks.harness import CaseResult, record, run_case
-from suite.checks.strategies import VALIDATION_SEED, case_strategy
+from suite.checks.strategies import VALIDATION_SEED, case_strategy, drawn_value_classes
 from suite.plugin.context import CONTEXT
 from suite.plugin.recorder import KNOWN_PROPERTY
 from suite.session import known_issues, options, results
@@ -219,6 +219,7 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
 
     compared: dict[str, int] = {}  # each declared output's elements over the passed cases
     largest: list = [None, -1]  # the passed case with the most output elements, and that count
+    smallest: list = [None, -1]  # and with the fewest
 
     def fail_if_loose_everywhere() -> None:
         if loose and len(loose) == judged[0]:
@@ -365,6 +366,8 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
             if not last_failure:  # passes seen while shrinking a failure are not cases of the run
                 if largest[0] is None or result.elements > largest[1]:
                     largest[:] = [case, result.elements]
+                if smallest[0] is None or result.elements < smallest[1]:
+                    smallest[:] = [case, result.elements]
                 elements[0] += 1
                 elements[1] += result.elements
                 for name, n in result.compared.items():
@@ -460,6 +463,10 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
             fail_unreliable(unreliable)
         if forced is None and not failed and not known and (split == 1 or last):
             reach_missing_paths(spec, backend, strategy, coverage, check)
+            for label, case in reach.find_classes_never_drawn(  # every value class and layout at least once
+                    strategy, coverage, drawn_value_classes(spec, dtype, backend.name), spec.layouts, smallest[0]):
+                coverage.searched.append(label)
+                check(case)
             if largest[0] is not None and (never := reach.configs_never_run(spec, backend.family, coverage)):
                 check(largest[0], never)  # every config of the family at least once (suite/checks/reach.py)
         fail_if_too_large()

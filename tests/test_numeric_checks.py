@@ -26,7 +26,8 @@ from tests.conftest import SuiteRun, start_suite_run
 FIXTURE = "--kernel-module=tests/fixtures/numeric_checks.py"
 KERNELS = ("fp64_mul", "fp64_mul_in_fp32", "fp64_mul_declared_fp32", "returned_scale", "returned_scale_fp16",
            "returned_scale_declared_fp16", "uint8_invert", "uint8_invert_odd_only", "uint8_always_162",
-           "relu_x13_tight_at_max", "relu_x13_bf16_safety", "subnormal_add", "subnormal_add_flush")
+           "relu_x13_tight_at_max", "relu_x13_bf16_safety", "subnormal_add", "subnormal_add_flush",
+           "vector_add_flush")
 
 
 @pytest.fixture(scope="module")
@@ -167,6 +168,34 @@ def test_a_kernel_that_flushes_subnormals_fails(run):
     right = [c for c in run.run_data()["cases"] if c["kernel"] == "subnormal_add"]
     assert {c["values"] for c in right if c["dtype"] != "bf16"} == {"normal", "subnormal"}, right
     assert {c["values"] for c in right if c["dtype"] == "bf16"} == {"normal"}
+
+
+def test_a_flushing_kernel_under_a_shipped_spec_fails(run):
+    """vector_add's spec as it ships draws subnormal inputs: the flushing add fails under it where the interpreter
+    draws them (fp32, fp16), on the subnormal cases alone."""
+    tests = {t["nodeid"].split("[")[1][:-1]: t["outcome"] for t in run.run_data()["tests"]
+             if "test_matches_reference[vector_add_flush" in t["nodeid"]}
+    assert tests == {"vector_add_flush-fp32": "failed", "vector_add_flush-fp16": "failed",
+                     "vector_add_flush-bf16": "passed"}, tests
+    failed = _failed(run, "vector_add_flush")
+    assert failed and {c["values"] for c in failed} == {"subnormal"}, failed
+
+
+def test_every_value_class_and_layout_runs_at_least_once(run):
+    """A class (or layout) the drawn cases missed runs on a case found for it: vector_add_flush fp16's 20 drawn cases
+    missed the subnormal class, and the fp16 test used to pass."""
+    from suite.checks.strategies import drawn_value_classes
+
+    declared = {"vector_add_flush": VECTOR_ADD, "subnormal_add": dataclasses.replace(
+        VECTOR_ADD, value_classes=("normal", "subnormal"))}
+    records = [r for r in run.run_data()["coverage"] if r["kernel"] in declared and not r.get("stopped_by")]
+    assert len(records) == 4, records  # subnormal_add x 3 dtypes, vector_add_flush bf16 (the failing two stopped)
+    for rec in records:
+        spec, searched = declared[rec["kernel"]], set(rec.get("covered_by_search") or [])
+        for v in drawn_value_classes(spec, rec["dtype"], "interpret"):
+            assert rec["value_classes"].get(v) or f"values={v}" in searched, (v, rec)
+        for layout in spec.layouts:
+            assert rec["layouts"].get(layout) or f"layout={layout}" in searched, (layout, rec)
 
 
 def test_the_subnormal_class_draws_subnormals_of_the_case_dtype():

@@ -9,6 +9,12 @@ interpreter the family's space is ``configs["interpret"]`` (small blocks, small 
 **Every config at least once.** A config the sampled cases never ran (three of eight, in an autotuned kernel's
 ci run) runs, after the drawn cases, on the largest case the test passed (:func:`configs_never_run`).
 
+**Every value class and layout at least once.** A declared value class (of those the backend draws for the dtype)
+or layout that the drawn cases never took (Hypothesis may draw 20 cases of five classes and miss one) runs, after the
+drawn cases, on the smallest case the test passed with that class or layout in place of its own (the strategy draws
+them independently of the shape; :func:`find_classes_never_drawn`): a flush of subnormal inputs cannot pass because
+no subnormal case happened to be drawn.
+
 **Paths.** A spec declares the paths that only some shapes and configs take (``KernelSpec.paths``). Each case run
 counts the paths it took; a path that the drawn cases missed is searched for (the smallest case the dims allow
 that takes it with one of the family's configs) and that case runs too. A path no allowed case and config takes
@@ -17,6 +23,7 @@ fails the test: the spec promises a path the suite cannot reach.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import zlib
 from collections import Counter
@@ -92,6 +99,8 @@ class Coverage:
         self.searched: list[str] = []
         self.unreachable: list[str] = []
         self.not_fitting: Counter[str] = Counter()
+        self.values: Counter[str] = Counter()  # value class -> how many cases drew it
+        self.layouts: Counter[str] = Counter()  # layout -> how many cases drew it
         # Why the test stopped before its cases could take the paths (a known issue's first failing case), if it did.
         self.stopped_by: str | None = None
         # Autotuned kernels whose configs no case named: each ran only its first config (name -> how many it has).
@@ -100,6 +109,8 @@ class Coverage:
     def add(self, case: Case, configs: Sequence[Mapping[str, Any]], not_fitting: Sequence[str] = ()) -> None:
         for why in not_fitting:
             self.not_fitting[why.split(" (")[0]] += 1
+        self.values[case.values] += 1
+        self.layouts[case.layout] += 1
         for config in configs:
             self.configs[key(config)] += 1
             for path in self.declared:
@@ -112,8 +123,41 @@ class Coverage:
     def record(self) -> dict[str, Any]:
         return {"kernel": self.spec.name, "dtype": self.dtype, "configs": dict(self.configs), "paths": dict(self.paths),
                 "covered_by_search": list(self.searched), "unexercised": [p.name for p in self.missing()],
-                "configs_not_fitting": dict(self.not_fitting), **({"stopped_by": self.stopped_by} if self.stopped_by else {}),
+                "configs_not_fitting": dict(self.not_fitting), "value_classes": dict(self.values),
+                "layouts": dict(self.layouts), **({"stopped_by": self.stopped_by} if self.stopped_by else {}),
                 **({"untuned": dict(self.untuned)} if self.untuned else {})}
+
+
+def find_classes_never_drawn(strategy: Any, coverage: Coverage, value_classes: Sequence[str],
+                             layouts: Sequence[str], base: Case | None = None) -> list[tuple[str, Case]]:
+    """For each of ``value_classes`` and ``layouts`` no case of the test drew (``coverage``), a case with it, labelled
+    ``values=NAME`` or ``layout=NAME`` (the label ``covered_by_search`` records): ``base`` (a case the test passed,
+    the smallest) with that class or layout, which the strategy draws independently of the shape, so the kernel
+    variant it compiled serves again; without one, the smallest case ``strategy`` gives with it. A class or layout
+    the strategy never gives is left out (the strategy decides what a dtype may draw)."""
+    wanted = [(f"values={v}", "values", v) for v in value_classes if not coverage.values[v]]
+    wanted += [(f"layout={lay}", "layout", lay) for lay in layouts if not coverage.layouts[lay]]
+    found = []
+    for label, field, name in wanted:
+        if base is not None:
+            case: Case | None = dataclasses.replace(base, **{field: name})
+        else:
+            case = _smallest(strategy, lambda c, field=field, name=name: getattr(c, field) == name)
+        if case is not None:
+            found.append((label, case))
+    return found
+
+
+def _smallest(strategy: Any, predicate: Any) -> Case | None:
+    from hypothesis import HealthCheck, Phase, find, settings
+    from hypothesis.errors import NoSuchExample
+
+    quiet = settings(max_examples=1000, database=None, derandomize=True, deadline=None,
+                     phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck))
+    try:
+        return find(strategy, predicate, settings=quiet)
+    except NoSuchExample:
+        return None
 
 
 def find_case(strategy: Any, path: CodePath, configs: Sequence[Mapping[str, Any]],

@@ -145,7 +145,8 @@ def finish_part(directory: Path, base: str, part: int, selected: set[int], state
 
 def coverage_state(coverage: Any, part: int, failed: bool) -> dict[str, Any]:
     return {"part": part, "configs": dict(coverage.configs), "paths": dict(coverage.paths),
-            "not_fitting": dict(coverage.not_fitting), "failed": failed}
+            "not_fitting": dict(coverage.not_fitting), "values": dict(coverage.values),
+            "layouts": dict(coverage.layouts), "failed": failed}
 
 
 def finish(config: Any, nodeid: str, part: int, coverage: Any, failed: bool) -> tuple[bool, bool]:
@@ -169,6 +170,8 @@ def merge_into(coverage: Any, states: list[dict[str, Any]], part: int) -> bool:
         coverage.configs.update(Counter(state["configs"]))
         coverage.paths.update(Counter(state["paths"]))
         coverage.not_fitting.update(Counter(state["not_fitting"]))
+        coverage.values.update(Counter(state.get("values") or {}))
+        coverage.layouts.update(Counter(state.get("layouts") or {}))
     return failed
 
 

@@ -122,6 +122,26 @@ def test_durations_decide_the_parts():
     assert schedule.split({f"{REF}[a-fp32]": 500.0})[1][f"{REF}[a-fp32]"] == schedule.MAX_PARTS
 
 
+def test_the_nightly_splits_its_longest_tests_finer():
+    """The nightly's matmul reference tests (1100-1400 s summed) at four parts ran 300-440 s each: its parts go to
+    NIGHTLY_MAX_PARTS, and the shipped nightly durations split matmul fp16 so that no part is expected past 120 s."""
+    nightly = schedule.split({f"{REF}[a-fp32]": 1398.0, f"{REF}[b-fp32]": 5000.0}, schedule.NIGHTLY_TARGET_PART_S,
+                             schedule.NIGHTLY_MAX_PARTS)[1]
+    assert nightly == {f"{REF}[a-fp32]": 12, f"{REF}[b-fp32]": schedule.NIGHTLY_MAX_PARTS}
+    tests, split_into, problem = schedule.read(schedule.NIGHTLY_COSTS_PATH)
+    assert problem is None and split_into[f"{REF}[matmul-fp16]"] == 12, split_into
+    over = {k: v for k, v in tests.items() if REF in k and "-part" in k and v > schedule.NIGHTLY_TARGET_PART_S}
+    assert not over, over
+
+
+def test_a_durations_file_past_the_nightly_parts_is_refused(tmp_path):
+    path = tmp_path / "costs.json"
+    path.write_text(json.dumps({"tests": {f"{REF}[a-fp32]": 1.0},
+                                "parts": {f"{REF}[a-fp32]": schedule.NIGHTLY_MAX_PARTS + 1}}))
+    tests, split_into, problem = schedule.read(path)
+    assert (tests, split_into) == ({}, {}) and f"from 1 to {schedule.NIGHTLY_MAX_PARTS}" in problem, problem
+
+
 def test_part_ids_name_the_kernel_and_dtype():
     assert parts.part_id("matmul-fp32", 0, 3) == "matmul-fp32-part1of3" and parts.part_id("matmul-fp32", 0, 1) == \
         "matmul-fp32"

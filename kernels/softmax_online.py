@@ -116,26 +116,42 @@ def _tiny(dtype: torch.dtype) -> float:
     return float(info.tiny) if dtype == torch.float32 else float(info.tiny * info.eps)
 
 
+def _row_chunks(rows: int, cols: int, elements: int = 1 << 24) -> list[slice]:
+    """Row ranges of about ``elements`` elements: a property's float64 work stays on the device, in bounded pieces
+    (a nightly case of 1024 x 262144 in float64 is 2 GiB a tensor)."""
+    step = max(1, elements // max(1, cols))
+    return [slice(r, min(rows, r + step)) for r in range(0, rows, step)]
+
+
 def rows_sum_to_one(make_inputs: Callable[[Case, str], dict], input: str = "x", output: str = "out",
                     safety: float = 8.0) -> Property:
     """Every row whose softmax is defined (no NaN or +inf, not all -inf) sums to 1 within the output
-    dtype's rounding plus an fp32 sum over the row."""
+    dtype's rounding plus an fp32 sum over the row. Computed in float64 on the case's device: no copy to the host,
+    which took minutes for a nightly case while the case held its GPU's lock."""
 
     def check(case: Case, device: str, run: Callable[[dict], dict]) -> str | None:
         inputs = make_inputs(case, device)
-        result = run(inputs)[output]
-        out = result.detach().to("cpu", torch.float64)
-        x = inputs[input].detach().to("cpu", torch.float64)
-        defined = ~(torch.isnan(x) | (x == float("inf"))).any(dim=-1) & (x > float("-inf")).any(dim=-1)
-        n = x.shape[-1]
+        result = run(inputs)[output].detach()
+        x_all = inputs[input].detach()
+        n = x_all.shape[-1]
         tol = safety * (torch.finfo(result.dtype).eps / 2 + math.sqrt(n) * 2.0**-24) + n * _tiny(result.dtype)
-        err = (out.sum(dim=-1) - 1.0).abs()
-        bad = defined & ~(err <= tol)
-        if not bad.any():
+        bad_rows, defined_rows, first = 0, 0, None
+        for rows in _row_chunks(x_all.shape[0], n):
+            x = x_all[rows]
+            defined = ~(torch.isnan(x) | (x == float("inf"))).any(dim=-1) & (x > float("-inf")).any(dim=-1)
+            sums = result[rows].to(torch.float64).sum(dim=-1)
+            bad = defined & ~((sums - 1.0).abs() <= tol)
+            defined_rows += int(defined.sum())
+            if bool(bad.any()):
+                bad_rows += int(bad.sum())
+                if first is None:
+                    i = int(bad.nonzero()[0, 0])
+                    first = (rows.start + i, float(sums[i]))
+        if first is None:
             return None
-        i = int(bad.nonzero()[0, 0])
-        return (f"row {i} sums to {float(out[i].sum())!r} (|sum - 1| = {float(err[i]):.3e} > {tol:.3e}); "
-                f"{int(bad.sum())} of {int(defined.sum())} defined rows")
+        i, total = first
+        return (f"row {i} sums to {total!r} (|sum - 1| = {abs(total - 1.0):.3e} > {tol:.3e}); "
+                f"{bad_rows} of {defined_rows} defined rows")
 
     return Property("rows_sum_to_one", "each defined row of the output sums to 1 within the dtype's tolerance", check)
 
@@ -144,36 +160,49 @@ def shift_invariant(make_inputs: Callable[[Case, str], dict], input: str = "x", 
                     shift: float = 256.0, safety: float = 8.0) -> Property:
     """softmax(x + c) == softmax(x) for a per-row constant c = +-shift, large enough that exp(x + c)
     overflows or underflows fp32 unless the kernel subtracts the row max. Values are first put on a
-    grid coarse enough that x + c is exact in the input dtype, so any difference is the kernel's."""
+    grid coarse enough that x + c is exact in the input dtype, so any difference is the kernel's. Computed in float64
+    on the case's device, a piece of rows at a time (as rows_sum_to_one)."""
 
     def check(case: Case, device: str, run: Callable[[dict], dict]) -> str | None:
         base, moved = make_inputs(case, device), make_inputs(case, device)
         dtype = base[input].dtype
-        x = base[input].detach().to("cpu", torch.float64)
-        finite = torch.isfinite(x)
-        count = finite.sum(dim=-1, keepdim=True).clamp(min=1)
-        centred = x - torch.where(finite, x, 0.0).sum(dim=-1, keepdim=True) / count
+        rows_n, cols = base[input].shape[0], base[input].shape[-1]
         step = shift * float(torch.finfo(dtype).eps)  # one ulp of |x + c| < 2 * shift
-        grid = (centred * max(1.0, step) / step).round().clamp(-shift / (2 * step), shift / (2 * step)) * step
-        c = torch.where(torch.arange(x.shape[0])[:, None] % 2 == 0, shift, -shift)
-        values = torch.where(finite, grid, x)
-        shifted = values + c
-        exact = torch.equal(values.to(dtype).double()[finite], values[finite])
-        if not (exact and torch.equal(shifted.to(dtype).double()[finite], shifted[finite])):
-            raise AssertionError(f"shift_invariant: x + {shift} is not exact in {dtype}")
-        base[input].copy_(values.to(dtype))
-        moved[input].copy_(shifted.to(dtype))
-        a = run(base)[output].detach().to("cpu", torch.float64)
-        b = run(moved)[output].detach().to("cpu", torch.float64)
-        nan_differs = torch.isnan(a) != torch.isnan(b)
+        chunks = _row_chunks(rows_n, cols)
+        for rows in chunks:
+            x = base[input][rows].detach().to(torch.float64)
+            finite = torch.isfinite(x)
+            count = finite.sum(dim=-1, keepdim=True).clamp(min=1)
+            centred = x - torch.where(finite, x, 0.0).sum(dim=-1, keepdim=True) / count
+            grid = (centred * max(1.0, step) / step).round().clamp(-shift / (2 * step), shift / (2 * step)) * step
+            c = torch.where(torch.arange(rows.start, rows.stop, device=x.device)[:, None] % 2 == 0, shift, -shift)
+            values = torch.where(finite, grid, x)
+            shifted = values + c
+            exact = torch.equal(values.to(dtype).double()[finite], values[finite])
+            if not (exact and torch.equal(shifted.to(dtype).double()[finite], shifted[finite])):
+                raise AssertionError(f"shift_invariant: x + {shift} is not exact in {dtype}")
+            base[input][rows].copy_(values.to(dtype))
+            moved[input][rows].copy_(shifted.to(dtype))
+        a_all = run(base)[output].detach()
+        b_all = run(moved)[output].detach()
         u_out = torch.finfo(dtype).eps / 2
-        tol = safety * (u_out + math.sqrt(x.shape[-1]) * 2.0**-24) * torch.maximum(a.abs(), b.abs()) + _tiny(dtype)
-        bad = nan_differs | (~((a - b).abs() <= tol) & ~(torch.isnan(a) & torch.isnan(b)))
-        if not bad.any():
+        bad_count, first = 0, None
+        for rows in chunks:
+            a, b = a_all[rows].to(torch.float64), b_all[rows].to(torch.float64)
+            nan_differs = torch.isnan(a) != torch.isnan(b)
+            tol = safety * (u_out + math.sqrt(cols) * 2.0**-24) * torch.maximum(a.abs(), b.abs()) + _tiny(dtype)
+            bad = nan_differs | (~((a - b).abs() <= tol) & ~(torch.isnan(a) & torch.isnan(b)))
+            if bool(bad.any()):
+                bad_count += int(bad.sum())
+                if first is None:
+                    idx = tuple(int(i) for i in bad.nonzero()[0])
+                    first = ((rows.start + idx[0], *idx[1:]), b[idx].item(), a[idx].item())
+        if first is None:
             return None
-        idx = tuple(int(i) for i in bad.nonzero()[0])
-        return (f"softmax(x + c) differs from softmax(x) at {idx} (c = {float(c[idx[0], 0]):+g}): "
-                f"{b[idx].item()!r} vs {a[idx].item()!r}; {int(bad.sum())} of {a.numel()} elements")
+        idx, got_b, got_a = first
+        c0 = shift if idx[0] % 2 == 0 else -shift
+        return (f"softmax(x + c) differs from softmax(x) at {idx} (c = {c0:+g}): "
+                f"{got_b!r} vs {got_a!r}; {bad_count} of {a_all.numel()} elements")
 
     return Property("shift_invariant", f"adding +-{shift:g} to a row leaves its softmax unchanged", check)
 

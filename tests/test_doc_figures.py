@@ -285,7 +285,8 @@ def test_the_caches_figures_are_the_files(page):
 
 
 def test_a_cache_statistic_that_drifted_fails():
-    """Planted: docs/autotuning.md's figures as they read before the retunes of 2026-11-26 (the messages give the files' figures after the retune of 2026-11-27)."""
+    """Planted: docs/autotuning.md's figures as they read before the retunes of 2026-11-26 (the messages give the
+    files' figures after the retune of 2026-11-27)."""
     assert cache_stat_problems("The shipped `sm_90.json`: geometric mean 1.139x over the 124 entries, 54 more than 5% "
                                "faster.") == ["`sm_90.json`: 'geometric mean 1.139x over the 124 entries, 54 more than 5% "
                                               "faster', the file gives 1.140x and 54"]

@@ -439,3 +439,74 @@ def test_merged_shards_add_up_the_waits_of_their_cases_alone() -> None:
                                    {"oom_retried": 0}, {"oom_retried": 2, "alone_wait_s": 20.0, "alone_s": 4.0}],
                                   shards.COUNTERS["gpu_share"])
     assert (merged["oom_retried"], merged["alone_wait_s"], merged["alone_s"]) == (3, 30.5, 7.25)
+
+
+def test_a_stopped_run_says_where_each_worker_stood_on_its_gpus_lock(tmp_path) -> None:
+    """A two-GPU nightly stopped with one GPU idle for six minutes, its 16 workers' tests unfinished, and nothing
+    said which worker held the GPU. A holds a case (its host work); B asks to run alone; C's new case waits behind B.
+    While they wait, each worker's GPU state (crash.Journal.gpu_state) says what it waits for; A's says nothing; once
+    the waits end, none is left. The controller reads them into the run file's unfinished tests and the summary."""
+    journals = tmp_path / "journals"
+    journals.mkdir()
+    script = _role_script(tmp_path, f"""
+        import json
+        from suite.workers import crash
+        crash.process().journal = crash.Journal({str(journals)!r}, "gw" + role)
+        crash.process().journal.start_test("t" + role, [])
+        def wait_for(what):
+            while what not in (open(log).read() if os.path.exists(log) else ""):
+                time.sleep(0.02)
+        if role == "A":
+            with s.case("cpu"):
+                note("start"); wait_for("D read"); note("end")
+        elif role == "B":
+            wait_for("A start"); time.sleep(0.2)
+            with s.alone("cpu"):
+                note("start"); note("end")
+        elif role == "C":
+            wait_for("A start"); time.sleep(0.6)  # after B took the gate
+            with s.case("cpu"):
+                note("start")
+        else:  # D: reads the three states while A holds its case and B and C wait
+            wait_for("A start"); time.sleep(1.5)
+            states = {{w: crash.read_gpu_state({str(journals)!r}, "gw" + w) for w in "ABC"}}
+            json.dump(states, open({str(tmp_path / 'states.json')!r}, "w"))
+            note("read")
+        crash.process().journal.end_test()
+    """)
+    events = _run_roles(script, "ABCD", tmp_path / "log")
+    assert events["B start"] >= events["A end"] and events["C start"] >= events["B end"]
+    import json
+
+    states = json.loads((tmp_path / "states.json").read_text())
+    assert states["A"] is None, states
+    assert states["B"]["nodeid"] == "tB" and states["B"]["what"].startswith(
+        "waiting to run alone: for the cases running on its GPU to end"), states
+    assert states["C"]["nodeid"] == "tC" and states["C"]["what"] == (
+        "waiting at its GPU's gate (another worker waits to run alone there)"), states
+    assert not list(journals.glob("*.gpu")), list(journals.iterdir())  # each wait ended: its state went with it
+
+
+def test_the_run_file_and_summary_place_each_unfinished_test(tmp_path) -> None:
+    from suite.plugin import recorder, summary
+    from suite.workers import crash
+
+    journal = crash.Journal(str(tmp_path), "gw3")
+    journal.start_test("suite/test_kernels.py::test_matches_reference[k-fp32]", ["pytest", "x"])
+    journal.start_case(SimpleNamespace(as_record=lambda: {"kernel": "k"},
+                                       spec_string=lambda: "N=5;layout=contiguous;values=normal;seed=1"))
+    journal.gpu_state("running alone on its GPU (the GPU's other workers wait at its gate)")
+    me = SimpleNamespace(ctx=SimpleNamespace(pinning=SimpleNamespace(assigned={"gw3": "1"}, journal_dir=str(tmp_path))))
+    where = recorder.RunRecorder._where_it_stood(me, "suite/test_kernels.py::test_matches_reference[k-fp32]", "gw3",
+                                              time.time() + 10)
+    assert where["gpu"] == "1" and where["case"] == "N=5;layout=contiguous;values=normal;seed=1", where
+    assert where["gpu_state"].startswith("running alone") and 9 < where["gpu_state_s"] < 12, where
+    assert recorder.RunRecorder._where_it_stood(me, "another test", "gw3", time.time()) == {"gpu": "1"}
+    lines = summary.stopped_lines([{"nodeid": "a", "worker": "gw3", "running_s": 400.0, **where},
+                                   {"nodeid": "b", "worker": "gw5", "running_s": 300.0, "gpu": "1",
+                                    "case": "N=7;layout=contiguous;values=normal;seed=2", "case_running_s": 290.0}])
+    assert lines[0] == "where the unfinished tests stood on their GPUs at the stop:", lines
+    assert re.match(r"  gw3 \(GPU 1\): running alone on its GPU .*, for 1\d s; case N=5;.*, for 1\d s$", lines[1]), lines
+    assert lines[2] == ("  gw5 (GPU 1): waiting for nothing on its GPU; case N=7;layout=contiguous;values=normal;"
+                        "seed=2, for 290 s"), lines
+    assert summary.stopped_lines([{"nodeid": "b", "worker": "gw5", "running_s": 3.0}]) == []

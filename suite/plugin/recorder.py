@@ -10,6 +10,7 @@ journal (:func:`suite.workers.crash.lost_case`); a run cut short is ``incomplete
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import time
 from typing import Any
@@ -247,6 +248,33 @@ class RunRecorder:
                 if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
                     session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
+    def _where_it_stood(self, nodeid: str, worker: str | None, now: float) -> dict:
+        """An unfinished test's worker, from its in-flight journal: the GPU it was pinned to, the case it ran and
+        since when, and what it waited for on its GPU (or that it ran alone there), since when."""
+        pinning = self.ctx.pinning if self.ctx else None
+        if worker is None or pinning is None:
+            return {}
+        out: dict = {}
+        if (gpu := pinning.assigned.get(worker)) is not None:
+            out["gpu"] = str(gpu)
+        entry = crash.read_journal(pinning.journal_dir, worker) or {}
+        case = entry.get("case") if entry.get("nodeid") == nodeid else None
+        if isinstance(case, dict) and isinstance(case.get("repro"), str):
+            try:
+                words = shlex.split(case["repro"])
+            except ValueError:
+                words = []
+            out["case"] = next((w.split("=", 1)[1] for w in reversed(words) if w.startswith("--repro=")),
+                               case["repro"])
+            if isinstance(case.get("started"), (int, float)):
+                out["case_running_s"] = round(max(0.0, now - case["started"]), 3)
+        state = crash.read_gpu_state(pinning.journal_dir, worker) or {}
+        if state.get("nodeid") == nodeid and isinstance(state.get("what"), str):
+            out["gpu_state"] = state["what"]
+            if isinstance(state.get("since"), (int, float)):
+                out["gpu_state_s"] = round(max(0.0, now - state["since"]), 3)
+        return out
+
     def _finish(self, session: pytest.Session, exitstatus: int) -> None:
         if not self.run_file.started:
             shards = (self.run_file.data.get("shard") or {}).get("count", 1)
@@ -268,7 +296,7 @@ class RunRecorder:
             now = time.time()
             self.run_file.data["unfinished"] = [
                 {"nodeid": n, "worker": self.began_on.get(n, "main"), "began_s": round(b - self.t0, 3),
-                 "running_s": round(now - b, 3)}
+                 "running_s": round(now - b, 3), **self._where_it_stood(n, self.began_on.get(n), now)}
                 for n, b in sorted(self.began.items(), key=lambda kv: kv[1]) if n not in self.records]
             self.run_file.finish("interrupted")
             return

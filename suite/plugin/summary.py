@@ -84,6 +84,8 @@ def write_summary(tr, data: dict, path: Path, width: int = glance.MIN_WIDTH) -> 
         tr.write_line(f"stopped while running {len(left)} test(s): "
                       + ", ".join(f"{t['nodeid']} (for {t['running_s']:.0f} s on {t['worker']})" for t in left[:8])
                       + (f", and {len(left) - 8} more" if len(left) > 8 else ""))
+        for line in stopped_lines(left):
+            tr.write_line(line)
     for inc in data.get("incidents", []):
         tr.write_line(f"INCIDENT {inc['kind']} in {inc['nodeid']} (worker {inc['worker']}): "
                       f"{inc['message'].splitlines()[0][:300]}")
@@ -135,6 +137,21 @@ def share_lines(data: dict) -> list[str]:
                 f"kernels')" if held else "")]
     lines += [f"  too large: {c['case'][:160]} (footprint at least {c['footprint_gib']} GiB)"
               for c in share.get("too_large_cases", [])[:5]]
+    return lines
+
+
+def stopped_lines(left: list[dict]) -> list[str]:
+    """Where the unfinished tests stood on their GPUs' locks (suite/workers/gpu_share.py), where any waited there:
+    a worker per line, GPU by GPU; a worker that waited for nothing was in its case (holding its GPU's lock, or
+    working on the host), which the waiting ones wait for."""
+    if not any(t.get("gpu_state") for t in left):
+        return []
+    lines = ["where the unfinished tests stood on their GPUs at the stop:"]
+    for t in sorted(left, key=lambda t: (str(t.get("gpu", "")), t["worker"]))[:32]:
+        case = f"case {t['case']}, for {t.get('case_running_s', 0):.0f} s" if t.get("case") else "no case"
+        state = (f"{t['gpu_state']}, for {t.get('gpu_state_s', 0):.0f} s" if t.get("gpu_state")
+                 else "waiting for nothing on its GPU")
+        lines.append(f"  {t['worker']}" + (f" (GPU {t['gpu']})" if t.get("gpu") else "") + f": {state}; {case}")
     return lines
 
 def failing_properties(data: dict) -> list[tuple[str, dict]]:

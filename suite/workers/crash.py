@@ -107,6 +107,7 @@ class Journal:
         self.nodeid, self.case = None, None
         if self.path is not None:
             self.path.unlink(missing_ok=True)
+            self.path.with_suffix(".gpu").unlink(missing_ok=True)
 
     def _write(self, failure: str | None) -> None:
         if self.path is None or self.nodeid is None:
@@ -118,6 +119,31 @@ class Journal:
 
     def mark(self, failure: str) -> None:
         self._write(failure)
+
+    # What the worker waits for, or that it runs alone on its GPU (suite/workers/gpu_share.py), in a file of its own
+    # beside the journal: written when such a state begins, removed when it ends normally, left where a stop (Ctrl-C,
+    # a time limit) ended it, so that an interrupted run file says where each unfinished test stood.
+    def gpu_state(self, what: str | None) -> None:
+        if self.path is None:
+            return
+        path = self.path.with_suffix(".gpu")
+        if what is None:
+            path.unlink(missing_ok=True)
+            return
+        tmp = path.with_suffix(".gputmp")
+        tmp.write_text(json.dumps({"nodeid": self.nodeid, "what": what, "since": time.time()}), encoding="utf-8")
+        os.replace(tmp, path)
+
+
+def read_gpu_state(directory: str | None, worker_id: str) -> dict[str, Any] | None:
+    """A worker's GPU state as :meth:`Journal.gpu_state` left it, or None."""
+    if not directory:
+        return None
+    try:
+        data = json.loads((Path(directory) / f"{worker_id}.gpu").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def read_journal(directory: str | None, worker_id: str) -> dict[str, Any] | None:

@@ -108,6 +108,21 @@ class Share:
 
         fcntl.flock(self.fd if fd is None else fd, how)
 
+    def _flock_waiting(self, how: int, fd: int | None, what: str) -> None:
+        """``_flock``, which may block: a wait that does not end at once leaves ``what`` in the worker's GPU state
+        (crash.Journal.gpu_state) until it ends, for the run file of a run stopped meanwhile."""
+        import fcntl
+
+        try:
+            self._flock(how | fcntl.LOCK_NB, fd)
+            return
+        except BlockingIOError:
+            pass
+        journal = crash.process().journal
+        journal.gpu_state(what)
+        self._flock(how, fd)
+        journal.gpu_state(None)
+
     def contended(self) -> bool:
         """Whether the gate is taken: a worker waits to run alone (or, for an instant, passes on to its case)."""
         import fcntl
@@ -150,9 +165,10 @@ class Share:
         with crash.not_counted(), timing.phase("gpu_wait"):
             if self.contended():  # someone waits to run alone: what this worker keeps cached is theirs to use
                 self.drain(device)
-            self._flock(fcntl.LOCK_EX, self.gate)
+            self._flock_waiting(fcntl.LOCK_EX, self.gate, "waiting at its GPU's gate (another worker waits to run "
+                                                           "alone there)")
             try:
-                self._flock(fcntl.LOCK_SH)
+                self._flock_waiting(fcntl.LOCK_SH, None, "waiting at its GPU's gate (another worker runs alone there)")
             finally:
                 self._flock(fcntl.LOCK_UN, self.gate)
 
@@ -198,17 +214,29 @@ class Share:
             self._flock(fcntl.LOCK_UN)
             self.compiling = False
         asked = time.monotonic()
+        journal = crash.process().journal
         with crash.not_counted(), timing.phase("gpu_wait"):
-            self._flock(fcntl.LOCK_EX, self.gate)
+            self._flock_waiting(fcntl.LOCK_EX, self.gate, "waiting to run alone, behind another worker that waits "
+                                                          "to run alone on its GPU")
         try:
             with crash.not_counted(), timing.phase("gpu_wait"):
-                self._flock(fcntl.LOCK_EX)
+                self._flock_waiting(fcntl.LOCK_EX, None, "waiting to run alone: for the cases running on its GPU to "
+                                                         "end (the other workers' tests stopped at this point hold them)")
+                journal.gpu_state("waiting to run alone: for its GPU's memory to be given back")
                 wait_for_memory(device, need, self.workers)
             self.exclusive = True
+            journal.gpu_state("running alone on its GPU (the GPU's other workers wait at its gate)")
             began = time.monotonic()
             self.alone_wait_s += began - asked
             try:
                 yield
+            except KeyboardInterrupt:  # a stop: the state stays, so the run file says where it stood
+                raise
+            except BaseException:
+                journal.gpu_state(None)
+                raise
+            else:
+                journal.gpu_state(None)
             finally:
                 self.alone_s += time.monotonic() - began
                 self.exclusive = False

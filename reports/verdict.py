@@ -174,12 +174,19 @@ def _known_issues(runs: list[Run]) -> tuple[int, int, list[str], list[dict[str, 
             if (issue := known_issue_of(r, t)) and (kd := kernel_dtype_of(t["nodeid"])):
                 what[(issue, r.label)].add(" ".join(kd))
     phrases, records = [], []
-    for (issue, label), c in sorted(known_issue_use(runs).items()):
+
+    def met(item: tuple[tuple[str, str], Counter]) -> bool:  # a test or case of the run failed as the issue says
+        return any(o.startswith("xfailed ") for o in item[1])
+
+    # The issues this run met first; one no test or case met (its tests skipped, say) after them, saying so.
+    for (issue, label), c in sorted(known_issue_use(runs).items(), key=lambda item: (not met(item), item[0])):
         tests = {o[:-6]: n for o, n in c.items() if o.endswith(" tests")}
         cases = {o[:-6]: n for o, n in c.items() if o.endswith(" cases")}
         counts = ", ".join([f"{n} {o} test{'s' if n != 1 else ''}" for o, n in sorted(tests.items())] +
                            [f"{n} {o} case{'s' if n != 1 else ''}" for o, n in sorted(cases.items())])
-        phrases.append(f"{issue} ({', '.join(sorted(what[(issue, label)])) or '-'} on {label}: {counts})")
+        hit = met(((issue, label), c))
+        phrases.append(f"{issue} ({'' if hit else 'not met in this run: '}"
+                       f"{', '.join(sorted(what[(issue, label)])) or '-'} on {label}: {counts})")
         records.append({"id": issue, "platform": label, "under": sorted(what[(issue, label)]), "tests": tests,
                         "cases": cases})
     return xfailed_tests, xfailed_cases, phrases, records
@@ -221,8 +228,10 @@ def verdict_section(runs: list[Run], bad: list[RunFileError], with_plots: bool =
     xfailed_tests, xfailed_cases, issue_phrases, issue_records = _known_issues(runs)
     if xfailed_tests or issue_phrases:
         cases = f" ({xfailed_cases} xfailed case(s) in them)" if xfailed_cases else ""
-        notes.append(f"**Known issues: {xfailed_tests} xfailed test(s)**{cases} under {len(issue_records)} known "
-                     "issue(s) - " + _listed(issue_phrases) + ".")
+        unmet = sum("(not met in this run: " in p for p in issue_phrases)
+        notes.append(f"**Known issues: {xfailed_tests} xfailed test(s)**{cases} under {len(issue_records) - unmet} "
+                     "known issue(s)" + (f" ({unmet} more not met in this run)" if unmet else "") + " - "
+                     + _listed(issue_phrases) + ".")
     if not_run_spots:
         cannot = sum(s.unsupported for _, _, s in not_run_spots)
         notes.append(f"**Not run: {len({k for k, _, _ in not_run_spots})} kernel(s)**"

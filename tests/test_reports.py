@@ -407,6 +407,25 @@ def verdict_of(out: Path) -> tuple[str, dict]:
     return md.split("## Verdict")[1].split("### Kernel x platform")[0], json.loads((out / "summary.json").read_text())
 
 
+def test_known_issues_the_run_met_come_first_and_one_it_did_not_meet_says_so(tmp_path, capsys):
+    """A report of FlagGems' interpreter run listed first its cross_entropy known issue, whose tests were skipped (not
+    checkable there), before the issues its tests did meet. Those met come first; the other says it was not met."""
+    run = interpreter_run()
+    run["tests"].append({"nodeid": "suite/test_kernels.py::test_matches_reference[aaa_kernel-fp32]",
+                         "outcome": "skipped", "duration_s": 0.0, "message": "not checkable on the interpreter",
+                         "known_issue": "aaa-not-checkable"})
+    out = tmp_path / "report"
+    code, _, err = cli(capsys, "build", write(tmp_path / "run.json", run), "--out", out)
+    assert code == 0, err
+    verdict, _ = verdict_of(out)
+    assert ("**Known issues: 2 xfailed test(s)** (1 xfailed case(s) in them) under 2 known issue(s) (1 more not met "
+            "in this run)") in verdict, verdict
+    met = verdict.index("interpreter-bf16-dot (matmul bf16")
+    unmet = verdict.index("aaa-not-checkable (not met in this run: aaa_kernel fp32 on Triton CPU interpreter "
+                          "(interpreter): 1 skipped test)")
+    assert met < unmet, verdict
+
+
 @pytest.mark.parametrize("recorded", [True, False], ids=["issue-recorded", "issue-not-recorded"])
 def test_a_green_interpreter_run_with_known_issues_is_correct(tmp_path, capsys, recorded):
     """Nothing is broken: the property that fails under its declared known issue is a known issue. The xfailed

@@ -221,7 +221,7 @@ class Share:
         try:
             with crash.not_counted(), timing.phase("gpu_wait"):
                 self._flock_waiting(fcntl.LOCK_EX, None, "waiting to run alone: for the cases running on its GPU to "
-                                                         "end (the other workers' tests stopped at this point hold them)")
+                                                         "end (held by its workers that wait for nothing)")
                 journal.gpu_state("waiting to run alone: for its GPU's memory to be given back")
                 wait_for_memory(device, need, self.workers)
             self.exclusive = True

@@ -306,9 +306,14 @@ def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
         try:
             for name, claimed, fn in checks_for(spec):
                 broke = None  # why the case broke while checking the property: failed after the except, so no chain shows
+                began = time.perf_counter()
                 try:
                     with timing.phase("property"):  # the property's own comparisons (its launches count as launch)
-                        message = checked_alone_on_oom(fn, spec, case, backend, ctx.options.config)
+                        try:
+                            message = checked_alone_on_oom(fn, spec, case, backend, ctx.options.config)
+                        finally:  # each property's own time, its draws and launches included (the run file's findings)
+                            findings[name]["seconds"] = round(findings[name].get("seconds", 0.0)
+                                                              + time.perf_counter() - began, 4)
                 except gpu_share.MemoryHeld as held:  # not run: other processes held the GPU's memory
                     warnings.warn(f"(checking {name!r}) {str(held)[:600]}", UserWarning, stacklevel=1)
                     continue

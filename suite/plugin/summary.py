@@ -284,6 +284,17 @@ def reach_rows(coverage: list[dict]) -> list[list]:
     return rows
 
 
+def property_seconds(data: dict, nodeid: str) -> str:
+    """A properties test's time per property (its findings' ``seconds``), longest first: 'shift_invariant 20.1 s,
+    ...'; '' for another test or a run file without them."""
+    if "test_properties[" not in nodeid:
+        return ""
+    kd = nodeid.rsplit("[", 1)[1].rstrip("]")
+    own = sorted(((f.get("seconds"), f["property"]) for f in data.get("findings") or []
+                  if isinstance(f.get("seconds"), (int, float)) and f"{f['kernel']}-{f['dtype']}" == kd), reverse=True)
+    return ", ".join(f"{name} {s:.1f} s" for s, name in own)
+
+
 def timing_lines(data: dict, slowest: int = 3) -> str:
     """Where the tests' time went, and the slowest tests with their own breakdown (a run is as long as its
     longest test once the workers are many)."""
@@ -298,6 +309,8 @@ def timing_lines(data: dict, slowest: int = 3) -> str:
         parts = [f"{k[:-2].replace('_', ' ')} {v:.1f}" for k, v in (t.get("timing") or {}).items()
                  if k.endswith("_s") and v >= 0.05]
         line += f"\n  slow: {t['nodeid']} {t['duration_s']:.1f} s" + (f" ({', '.join(parts)})" if parts else "")
+        if own := property_seconds(data, t["nodeid"]):  # a properties test: which property took the time
+            line += f"; by property: {own}"
     if when := timing.timeline_line(total.get("workers")):
         line += "\n" + when
     return line

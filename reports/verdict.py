@@ -163,9 +163,9 @@ def _listed(items: list[str]) -> str:
     return "; ".join(items[:SHOWN]) + more
 
 
-def _known_issues(runs: list[Run]) -> tuple[int, int, list[str], list[dict[str, Any]]]:
-    """Tests xfailed (all of them, as pytest counts), cases xfailed, and per known issue that matched: a phrase
-    and a summary record."""
+def _known_issues(runs: list[Run]) -> tuple[int, int, list[str], list[dict[str, Any]], int]:
+    """Tests xfailed (all of them, as pytest counts), cases xfailed, per known issue that matched a phrase and a
+    summary record, and how many of those the run did not meet."""
     xfailed_tests = sum(t["outcome"] == "xfailed" for r in runs for t in r.data["tests"])
     xfailed_cases = sum(c["outcome"] == "xfailed" for r in runs for c in r.data["cases"])
     what: dict[tuple[str, str], set[str]] = defaultdict(set)  # (issue, platform) -> the kernel x dtype under it
@@ -173,7 +173,7 @@ def _known_issues(runs: list[Run]) -> tuple[int, int, list[str], list[dict[str, 
         for t in r.data["tests"]:
             if (issue := known_issue_of(r, t)) and (kd := kernel_dtype_of(t["nodeid"])):
                 what[(issue, r.label)].add(" ".join(kd))
-    phrases, records = [], []
+    phrases, records, unmet = [], [], 0
 
     def met(item: tuple[tuple[str, str], Counter]) -> bool:  # a test or case of the run failed as the issue says
         return any(o.startswith("xfailed ") for o in item[1])
@@ -185,11 +185,12 @@ def _known_issues(runs: list[Run]) -> tuple[int, int, list[str], list[dict[str, 
         counts = ", ".join([f"{n} {o} test{'s' if n != 1 else ''}" for o, n in sorted(tests.items())] +
                            [f"{n} {o} case{'s' if n != 1 else ''}" for o, n in sorted(cases.items())])
         hit = met(((issue, label), c))
+        unmet += not hit
         phrases.append(f"{issue} ({'' if hit else 'not met in this run: '}"
                        f"{', '.join(sorted(what[(issue, label)])) or '-'} on {label}: {counts})")
         records.append({"id": issue, "platform": label, "under": sorted(what[(issue, label)]), "tests": tests,
                         "cases": cases})
-    return xfailed_tests, xfailed_cases, phrases, records
+    return xfailed_tests, xfailed_cases, phrases, records, unmet
 
 
 def verdict_section(runs: list[Run], bad: list[RunFileError], with_plots: bool = True,
@@ -225,10 +226,9 @@ def verdict_section(runs: list[Run], bad: list[RunFileError], with_plots: bool =
     if checks:
         notes.append(f"**Broken checks of the suite itself: {len(checks)}** - " + _listed(
             [f"{c['check']} on {c['platform']}" for c in checks]))
-    xfailed_tests, xfailed_cases, issue_phrases, issue_records = _known_issues(runs)
+    xfailed_tests, xfailed_cases, issue_phrases, issue_records, unmet = _known_issues(runs)
     if xfailed_tests or issue_phrases:
         cases = f" ({xfailed_cases} xfailed case(s) in them)" if xfailed_cases else ""
-        unmet = sum("(not met in this run: " in p for p in issue_phrases)
         notes.append(f"**Known issues: {xfailed_tests} xfailed test(s)**{cases} under {len(issue_records) - unmet} "
                      "known issue(s)" + (f" ({unmet} more not met in this run)" if unmet else "") + " - "
                      + _listed(issue_phrases) + ".")

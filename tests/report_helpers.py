@@ -161,3 +161,44 @@ def evidence(directory: Path, aa: tuple = ({}, {}, {}), planted: dict | None = N
             b["planted"] = {"hook": "SUITE_BENCH_PLANT", "fraction": planted[b["kernel"]] - 1, "delay_ms": 0.01}
     write(d / f"run-{cand['run_id']}.json", cand)
     return directory
+
+
+def retune_check(tmp_path, timer):
+    """hooks._retune's --retune-check of vector_add against a copy of the shipped H100 cache in ``tmp_path``, the
+    GPU's timer replaced by ``timer(dtype, config) -> samples`` (raising: a config that fails to launch). What it
+    left: the run file's check, vector_add's shipped entries, the copy's path and bytes before, the results dir."""
+    from types import SimpleNamespace
+
+    from suite.checks import autotune
+    from suite.plugin import hooks
+    from suite.tools import bench, compile_matrix
+
+    shipped_path = tmp_path / "sm_90.json"
+    shipped_path.write_bytes((ROOT / "hardware_profiles" / "autotune" / "sm_90.json").read_bytes())
+    before = shipped_path.read_bytes()
+    shipped = autotune.load(shipped_path, "sm_90")
+
+    class Timer:
+        def __init__(self, backend):
+            pass
+
+        def __call__(self, spec, dtype, shape, config):
+            return timer(dtype, config)
+
+    backend = SimpleNamespace(name="cuda", arch="sm_90", sm_count=132, family="nvidia", warp_size=32, device="cpu",
+                              device_name="fake", details={}, supports=lambda dtype: True)
+    results_dir = tmp_path / "runs"
+    results_dir.mkdir()
+    run_file = SimpleNamespace(data={"autotune": {}})
+    ctx = SimpleNamespace(backend=backend, cache=shipped, run_file=run_file, retuned=[],
+                          options=SimpleNamespace(retune=None, retune_check=("vector_add",), results_dir=results_dir))
+    config = SimpleNamespace(pluginmanager=SimpleNamespace(get_plugin=lambda name: None))
+    orig = bench.ConfigTimer, compile_matrix.compile_all
+    bench.ConfigTimer, compile_matrix.compile_all = Timer, lambda *a, **k: [{"status": "ok"}]
+    try:
+        hooks._retune(config, ctx)
+    finally:
+        bench.ConfigTimer, compile_matrix.compile_all = orig
+    return SimpleNamespace(check=run_file.data["autotune"]["check"], shipped_path=shipped_path, before=before,
+                           results_dir=results_dir,
+                           ours=[e for e in shipped.entries.values() if e["kernel"] == "vector_add"])

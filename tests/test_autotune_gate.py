@@ -14,7 +14,7 @@ from pathlib import Path
 from reports import gate
 from suite.checks import autotune
 from tests.conftest import ROOT
-from tests.report_helpers import cli
+from tests.report_helpers import cli, retune_check
 
 CACHES = ROOT / "hardware_profiles" / "autotune"
 AA = ROOT / "evidence" / "driver-validation" / "aa-1"
@@ -117,47 +117,23 @@ def test_retune_check_is_a_usage_error_on_the_interpreter_and_with_retune(tmp_pa
                                                                               proc.stderr[-1500:])
 
 
-def test_retune_check_times_into_a_copy_records_the_losers_and_never_writes_the_shipped_cache(tmp_path, monkeypatch):
+def test_retune_check_times_into_a_copy_records_the_losers_and_never_writes_the_shipped_cache(tmp_path):
     """The --retune-check path of the run (suite/plugin/hooks.py, _retune) with a timer that makes vector_add fp32's
     cached winners the slowest of their configs (a planted slow winner; the GPU's timer replaced, as no GPU is
     here): exactly those entries lose, the run file records them, the shipped cache file is byte for byte as it
     was, and the timings went to a copy in the results directory."""
-    from types import SimpleNamespace
-
-    from suite.plugin import hooks
-    from suite.tools import bench, compile_matrix
-
-    shipped_path = tmp_path / "sm_90.json"
-    shipped_path.write_bytes((CACHES / "sm_90.json").read_bytes())
-    before = shipped_path.read_bytes()
-    shipped = autotune.load(shipped_path, "sm_90")
-    slow = {json.dumps(e["config"], sort_keys=True) for e in shipped.entries.values()
+    slow = {json.dumps(e["config"], sort_keys=True) for e in autotune.load(CACHES / "sm_90.json", "sm_90").entries.values()
             if e["kernel"] == "vector_add" and e["dtype"] == "fp32"}
 
-    class Timer:
-        def __init__(self, backend):
-            pass
+    def timer(dtype, config):
+        planted = dtype == "fp32" and json.dumps(config, sort_keys=True) in slow
+        return [(2.0 if planted else 1.0) + 0.001 * i for i in range(10)]
 
-        def __call__(self, spec, dtype, shape, config):
-            planted = dtype == "fp32" and json.dumps(config, sort_keys=True) in slow
-            return [(2.0 if planted else 1.0) + 0.001 * i for i in range(10)]
-
-    monkeypatch.setattr(bench, "ConfigTimer", Timer)
-    monkeypatch.setattr(compile_matrix, "compile_all", lambda *a, **k: [{"status": "ok"}])
-    backend = SimpleNamespace(name="cuda", arch="sm_90", sm_count=132, family="nvidia", warp_size=32, device="cpu",
-                              device_name="fake", details={}, supports=lambda dtype: True)
-    results_dir = tmp_path / "runs"
-    results_dir.mkdir()
-    run_file = SimpleNamespace(data={"autotune": {}})
-    ctx = SimpleNamespace(backend=backend, cache=shipped, run_file=run_file, retuned=[],
-                          options=SimpleNamespace(retune=None, retune_check=("vector_add",), results_dir=results_dir))
-    config = SimpleNamespace(pluginmanager=SimpleNamespace(get_plugin=lambda name: None))
-    hooks._retune(config, ctx)
-    assert shipped_path.read_bytes() == before
-    assert (results_dir / "retune-check-sm_90.json").exists()
-    check = run_file.data["autotune"]["check"]
+    done = retune_check(tmp_path, timer)  # tests/report_helpers.py
+    assert done.shipped_path.read_bytes() == done.before
+    assert (done.results_dir / "retune-check-sm_90.json").exists()
+    check, ours = done.check, done.ours
     losing = [g for g in check["entries"] if g["loses"]]
-    ours = [e for e in shipped.entries.values() if e["kernel"] == "vector_add"]
     assert len(check["entries"]) == len(ours) and check["margin"] == gate.MARGIN
     assert {(g["dtype"], json.dumps(g["shape"])) for g in losing} == {
         (e["dtype"], json.dumps(e["shape"])) for e in ours if e["dtype"] == "fp32"}

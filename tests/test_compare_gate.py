@@ -7,49 +7,20 @@ from __future__ import annotations
 
 import json
 import math
-from types import SimpleNamespace
 
 from reports import gate
 from suite.checks import autotune
 from tests.conftest import ROOT
-from tests.report_helpers import cli, make_run, write
+from tests.report_helpers import cli, make_run, retune_check, write
 
 CACHES = ROOT / "hardware_profiles" / "autotune"
 
 
 def _check(tmp_path, timer):
-    """hooks._retune's --retune-check of vector_add against a copy of the shipped H100 cache, the GPU's timer
-    replaced by ``timer(dtype, config) -> samples`` (raising: a config that fails to launch)."""
-    from suite.plugin import hooks
-    from suite.tools import bench, compile_matrix
-
-    shipped_path = tmp_path / "sm_90.json"
-    shipped_path.write_bytes((CACHES / "sm_90.json").read_bytes())
-    shipped = autotune.load(shipped_path, "sm_90")
-
-    class Timer:
-        def __init__(self, backend):
-            pass
-
-        def __call__(self, spec, dtype, shape, config):
-            return timer(dtype, config)
-
-    backend = SimpleNamespace(name="cuda", arch="sm_90", sm_count=132, family="nvidia", warp_size=32, device="cpu",
-                              device_name="fake", details={}, supports=lambda dtype: True)
-    results_dir = tmp_path / "runs"
-    results_dir.mkdir()
-    run_file = SimpleNamespace(data={"autotune": {}})
-    ctx = SimpleNamespace(backend=backend, cache=shipped, run_file=run_file, retuned=[],
-                          options=SimpleNamespace(retune=None, retune_check=("vector_add",), results_dir=results_dir))
-    config = SimpleNamespace(pluginmanager=SimpleNamespace(get_plugin=lambda name: None))
-    orig = bench.ConfigTimer, compile_matrix.compile_all
-    bench.ConfigTimer, compile_matrix.compile_all = Timer, lambda *a, **k: [{"status": "ok"}]
-    try:
-        hooks._retune(config, ctx)
-    finally:
-        bench.ConfigTimer, compile_matrix.compile_all = orig
-    ours = [e for e in shipped.entries.values() if e["kernel"] == "vector_add"]
-    return run_file.data["autotune"]["check"]["entries"], ours
+    """--retune-check of vector_add with ``timer`` (tests/report_helpers.py: retune_check): its entries, and
+    vector_add's shipped ones."""
+    done = retune_check(tmp_path, timer)
+    return done.check["entries"], done.ours
 
 
 def _steady(value: float) -> list[float]:

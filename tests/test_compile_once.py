@@ -69,12 +69,18 @@ def test_without_the_locks_both_compile(tmp_path):
                     f"other asked: {a}, {b}); the race the locks exist for was not reproduced on this machine")
 
 
-def test_a_held_key_waits_for_its_holder_and_other_keys_do_not(tmp_path):
+def _holding(key: str, directory, then: str) -> subprocess.Popen:
+    """Another process that holds ``key`` under ``directory`` and, once it says so, runs ``then`` inside the lock."""
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom suite.workers.compile_once import held\n"
-         "with held('k', sys.argv[1]):\n    print('in', flush=True)\n    time.sleep(1.0)\n", str(tmp_path)],
+        [sys.executable, "-c", f"import os, sys, time\nfrom suite.workers.compile_once import held\n"
+         f"with held({key!r}, sys.argv[1]):\n    print('in', flush=True)\n    {then}\n", str(directory)],
         cwd=ROOT, env=child_env() | {"PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "in"
+    return holder
+
+
+def test_a_held_key_waits_for_its_holder_and_other_keys_do_not(tmp_path):
+    holder = _holding("k", tmp_path, "time.sleep(1.0)")
     started = time.monotonic()
     with compile_once.held("other", str(tmp_path)) as lock:
         assert not lock.waited and time.monotonic() - started < 0.5
@@ -121,11 +127,7 @@ def test_the_waiters_go_on_together_once_the_key_is_let_go(tmp_path):
 
 
 def test_a_worker_that_dies_holding_a_key_lets_it_go(tmp_path):
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import os, sys\nfrom suite.workers.compile_once import held\n"
-         "with held('k', sys.argv[1]):\n    print('in', flush=True)\n    os.kill(os.getpid(), 9)\n", str(tmp_path)],
-        cwd=ROOT, env=child_env() | {"PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, text=True)
-    assert holder.stdout.readline().strip() == "in"
+    holder = _holding("k", tmp_path, "os.kill(os.getpid(), 9)")
     holder.wait(timeout=30)
     with compile_once.held("k", str(tmp_path)) as lock:
         assert lock.fd is not None

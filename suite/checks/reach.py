@@ -149,6 +149,8 @@ def find_classes_never_drawn(strategy: Any, coverage: Coverage, value_classes: S
 
 
 def _smallest(strategy: Any, predicate: Any) -> Case | None:
+    """The smallest case ``strategy`` gives for which ``predicate`` holds (Hypothesis's find, quiet and
+    derandomized), or None."""
     from hypothesis import HealthCheck, Phase, find, settings
     from hypothesis.errors import NoSuchExample
 
@@ -163,17 +165,11 @@ def _smallest(strategy: Any, predicate: Any) -> Case | None:
 def find_case(strategy: Any, path: CodePath, configs: Sequence[Mapping[str, Any]],
               spec: Any = "?") -> tuple[Case, dict] | None:
     """The smallest case ``strategy`` allows that takes ``path`` with one of ``configs``, and that config."""
-    from hypothesis import HealthCheck, Phase, find, settings
-    from hypothesis.errors import NoSuchExample
 
     def takes(case: Case) -> bool:
         return any(taken(path, case, c, spec) for c in configs)
 
-    quiet = settings(max_examples=1000, database=None, derandomize=True, deadline=None,
-                     phases=[Phase.generate, Phase.shrink],
-                     suppress_health_check=list(HealthCheck))
-    try:
-        case = find(strategy, takes, settings=quiet)
-    except NoSuchExample:
+    case = _smallest(strategy, takes)
+    if case is None:
         return None
     return case, dict(next(c for c in configs if taken(path, case, c, spec)))

@@ -421,6 +421,14 @@ def test_known_issues_the_run_met_come_first_and_one_it_did_not_meet_says_so(tmp
     assert ("**Known issues: 2 xfailed test(s)** (1 xfailed case(s) in them) under 2 known issue(s) (1 more not met "
             "in this run)") in verdict, verdict
     met = verdict.index("interpreter-bf16-dot (matmul bf16")
+    # a run that met none of them (FlagGems' interpreter run: its cross_entropy tests all skipped) says so first
+    only = {**run, "tests": [t for t in run["tests"] if t["outcome"] != "xfailed"],
+            "cases": [c for c in run["cases"] if c["outcome"] != "xfailed"]}
+    code, _, err = cli(capsys, "build", write(tmp_path / "only.json", only), "--out", tmp_path / "only")
+    assert code == 0, err
+    alone, _ = verdict_of(tmp_path / "only")
+    assert "**Known issues: none met in this run** (1 listed for these tests) - aaa-not-checkable (not met in this " \
+           "run: " in alone, alone
     unmet = verdict.index("aaa-not-checkable (not met in this run: aaa_kernel fp32 on Triton CPU interpreter "
                           "(interpreter): 1 skipped test)")
     assert met < unmet, verdict

@@ -214,6 +214,54 @@ def test_a_case_compiling_gives_the_gpu_back_to_a_case_waiting_to_run_alone(tmp_
     assert events["A launches"] >= events["B end"]  # A's GPU work waited for the case alone
 
 
+def test_a_case_between_two_configs_lets_a_case_waiting_to_run_alone_go_first(tmp_path) -> None:
+    """A nightly case runs every config of its kernel (32 launches and checks of layernorm_backward) in one case; a
+    case waiting to run alone waited for all of them while the GPU's other workers queued behind it at the gate. A runs
+    two configs of 1 s each; B asks to run alone 0.3 s into the first: B runs between A's configs, and A's second
+    config waits until B is done."""
+    script = _role_script(tmp_path, """
+        def wait_for(what):
+            while what not in (open(log).read() if os.path.exists(log) else ""):
+                time.sleep(0.02)
+        if role == "A":
+            with s.case("cpu"):
+                note("first"); time.sleep(1.0); note("first_done")
+                s.between_configs()
+                note("second"); time.sleep(1.0); note("second_done")
+        else:
+            wait_for("A first")
+            time.sleep(0.3)
+            with s.alone("cpu"):
+                note("start"); time.sleep(0.5); note("end")
+    """)
+    events = _run_roles(script, "AB", tmp_path / "log")
+    assert events["B start"] >= events["A first_done"]  # alone only once A's config ended
+    assert events["B start"] < events["A second_done"]  # not after A's whole case
+    assert events["A second"] >= events["B end"]  # A's next config waited for the case alone
+
+
+def test_between_configs_keeps_the_gpu_where_nobody_waits_to_run_alone(tmp_path) -> None:
+    """With no worker waiting to run alone, a case keeps its shared lock from one config to the next: C, asking to
+    run alone after A's second config began, waits for the end of A's case."""
+    script = _role_script(tmp_path, """
+        def wait_for(what):
+            while what not in (open(log).read() if os.path.exists(log) else ""):
+                time.sleep(0.02)
+        if role == "A":
+            with s.case("cpu"):
+                time.sleep(0.2)
+                s.between_configs()
+                note("second"); time.sleep(1.0); note("second_done")
+        else:
+            wait_for("A second")
+            time.sleep(0.2)
+            with s.alone("cpu"):
+                note("start")
+    """)
+    events = _run_roles(script, "AC", tmp_path / "log")
+    assert events["C start"] >= events["A second_done"]
+
+
 def test_phases_are_exclusive_and_summed_per_run() -> None:
     clock = timing.Clock()
     outer = clock.enter("launch")

@@ -167,3 +167,27 @@ def test_magnitude_hint_is_absent_where_the_error_is_too_large_for_any_scale():
     out = (ref + torch.tensor([0.0, 0.5, 0.0], dtype=torch.float64)).to(torch.float32)
     check = check_output("out", out, ref, None, reduction_length=1, safety=1.0)
     assert not check.passed and "Tolerance(magnitude" not in check.detail
+
+
+def test_the_chunked_comparison_names_the_first_of_several_wrong_elements(monkeypatch):
+    """Several NaN, missing-NaN and infinity mismatches within one chunk and across chunks: the counts, and the
+    first of each named, are the whole-tensor comparison's (a chunk's first is read on the device)."""
+    from suite.checks import tolerance
+    from tests.fixtures.whole_compare import whole_check_output
+
+    monkeypatch.setattr(tolerance, "CHUNK_ELEMENTS", 7)
+    ref = torch.linspace(1, 2, 40, dtype=torch.float64)
+    out = ref.to(torch.float32)
+    for i in (9, 11, 12, 30):
+        out[i] = float("nan")
+    for i in (16, 17, 33):
+        ref[i] = float("nan")
+    for i in (22, 23, 26):
+        out[i] = float("inf") if i != 23 else -float("inf")
+    new = check_output("y", out, ref, None, reduction_length=1, safety=1.0)
+    old = whole_check_output("y", out, ref, None, reduction_length=1, safety=1.0)
+    assert not new.passed and "4 NaN where the reference is not (first at (9,))" in new.detail, new.detail
+    assert "3 non-NaN where the reference is NaN (first at (16,))" in new.detail, new.detail
+    assert "3 infinities differ (first at (22,): got inf, expected" in new.detail, new.detail
+    assert (new.passed, new.error_ratio, new.max_abs_error, new.detail) == \
+        (old.passed, old.error_ratio, old.max_abs_error, old.detail)

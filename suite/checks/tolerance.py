@@ -294,31 +294,40 @@ class _Scan:
         return out64, expected, mag64
 
     def _chunk(self, s: int, e: int) -> None:
+        if e <= s:
+            return
         out64, expected, mag64 = self._expected(s, e)
         ref_nan, out_nan = torch.isnan(expected), torch.isnan(out64)
         bad_nan = out_nan & ~ref_nan
-        if bad_nan.any():
-            self.bad_nan_at = self.bad_nan_at if self.bad_nan else s + int(bad_nan.nonzero()[0, 0])
-            self.bad_nan += int(bad_nan.sum())
         missing_nan = ref_nan & ~out_nan
-        if missing_nan.any():
-            self.missing_nan_at = self.missing_nan_at if self.missing_nan else s + int(missing_nan.nonzero()[0, 0])
-            self.missing_nan += int(missing_nan.sum())
         inf_mismatch = ((torch.isinf(expected) | torch.isinf(out64)) & ~ref_nan & ~out_nan) & (out64 != expected)
-        if inf_mismatch.any():
-            if not self.inf_mismatch:
-                at = int(inf_mismatch.nonzero()[0, 0])
-                self.inf_at, self.inf_got, self.inf_expected = s + at, out64[at].item(), expected[at].item()
-            self.inf_mismatch += int(inf_mismatch.sum())
         finite = torch.isfinite(expected) & torch.isfinite(out64)
-        if not finite.any():
-            return
-        self.any_finite = True
         err = (out64 - expected).abs()
         bnd = bound(expected, mag64.nan_to_num(posinf=0.0, neginf=0.0, nan=0.0), self.dtype, **self.args)
         ratios = torch.where(finite, err / bnd, torch.zeros_like(err))
-        top = float(ratios.max())
-        self.max_abs = max(self.max_abs, float(torch.where(finite, err, torch.zeros_like(err)).max()))
+        inf_first = _first_index(inf_mismatch)
+        # Everything a passing chunk needs, read back from the device at once: one wait for the GPU per chunk (with
+        # 16 workers on a GPU each wait is its turn), not one per question.
+        at = inf_first.reshape(1)
+        (n_bad, bad_at, n_missing, missing_at, n_inf, inf_at, inf_got, inf_expected, any_finite, top,
+         max_abs) = torch.stack([v.reshape(()).to(torch.float64) for v in (
+            bad_nan.sum(), _first_index(bad_nan), missing_nan.sum(), _first_index(missing_nan), inf_mismatch.sum(),
+            inf_first, out64.index_select(0, at), expected.index_select(0, at), finite.any(), ratios.max(),
+            torch.where(finite, err, torch.zeros_like(err)).max())]).tolist()
+        if n_bad:
+            self.bad_nan_at = self.bad_nan_at if self.bad_nan else s + int(bad_at)
+            self.bad_nan += int(n_bad)
+        if n_missing:
+            self.missing_nan_at = self.missing_nan_at if self.missing_nan else s + int(missing_at)
+            self.missing_nan += int(n_missing)
+        if n_inf:
+            if not self.inf_mismatch:
+                self.inf_at, self.inf_got, self.inf_expected = s + int(inf_at), inf_got, inf_expected
+            self.inf_mismatch += int(n_inf)
+        if not any_finite:
+            return
+        self.any_finite = True
+        self.max_abs = max(self.max_abs, max_abs)
         if top > 1.0:  # where and how far over: read back from the device only for a chunk that fails
             self.over += int((ratios > 1).sum())
             self.flushed += int(((ratios > 1) & (out64 == 0) & (expected.abs() < torch.finfo(self.dtype).tiny)).sum())
@@ -374,6 +383,12 @@ _MAGNITUDE_HINT = (" (every error is within the bound measured against the outpu
 _FP64_HINT = (" (every error is within the bound of an fp32 accumulator: this output is held to fp64's rounding, the "
               "default for an fp64 case, and a kernel that computes its fp64 cases in fp32 fails here. Only if the "
               "kernel is meant to compute in fp32 does its spec say so: Tolerance(accumulator='fp32'))")
+
+
+def _first_index(mask: torch.Tensor) -> torch.Tensor:
+    """The flat index of ``mask``'s first True element (0 where none), left on the device: argmax gives the first of
+    equal maxima."""
+    return mask.reshape(-1).to(torch.uint8).argmax()
 
 
 def _first(mask: torch.Tensor) -> tuple[int, ...]:

@@ -157,6 +157,18 @@ class Share:
             self.compiling = False
             self._enter_shared(self.device)
 
+    def between_configs(self) -> None:
+        """A case moves on to its next config: where a worker waits to run alone on this GPU, the case gives its shared
+        lock back and takes it again through the gate (after the case alone), so that the wait is one config's, not
+        the whole case's (a nightly case runs every config of its kernel: 32 launches and checks of layernorm_backward
+        while the GPU's other workers queued at the gate). Its tensors stay allocated meanwhile, as over a compile."""
+        if self.fd is None or self.exclusive or not self.depth or self.compiling or not self.contended():
+            return
+        import fcntl
+
+        self._flock(fcntl.LOCK_UN)
+        self._enter_shared(self.device)
+
     def _enter_shared(self, device: str) -> None:
         """Take the GPU's shared lock through the gate (a worker waiting to run alone holds it, so new holders wait
         behind it: flock alone would let a stream of shared holders starve it)."""
@@ -269,6 +281,11 @@ class Share:
         self._too_large_now = {}
         self.too_large = []
         return counts if counts["oom_retried"] or counts["too_large"] else None
+
+
+def between_configs() -> None:
+    """This process's share, between two configs of a case (Share.between_configs)."""
+    share().between_configs()
 
 
 def compile_event(started: bool) -> None:

@@ -254,8 +254,9 @@ def test_nightly_durations_come_from_several_run_files_and_lower_bounds(tmp_path
                           cwd=schedule.DEFAULT_COSTS_PATH.parent.parent)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(out.read_text())
-    assert data["parts"] == {f"{ref}[b-fp32]": 2, f"{ref}[c-fp16]": 3, f"{ref}[d-fp32]": 3}
-    assert data["tests"][f"{ref}[a-fp32]"] == 70.0 and data["tests"][f"{ref}[c-fp16-part1of3]"] == 100.0
+    assert schedule.NIGHTLY_TARGET_PART_S == 60.0  # the parts below: a 70 s, b 210 s, c 300 s, d 250 s
+    assert data["parts"] == {f"{ref}[a-fp32]": 2, f"{ref}[b-fp32]": 4, f"{ref}[c-fp16]": 5, f"{ref}[d-fp32]": 5}
+    assert data["tests"][f"{ref}[a-fp32-part2of2]"] == 35.0 and data["tests"][f"{ref}[c-fp16-part1of5]"] == 60.0
     mixed = subprocess.run([sys.executable, "-m", "suite.workers.schedule", str(first),
                             str(_nightly_run(tmp_path, "ci.json.gz", {f"{ref}[a-fp32]": 1.0}, "ci"))],
                            capture_output=True, text=True, env=env, timeout=60,

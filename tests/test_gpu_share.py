@@ -262,6 +262,31 @@ def test_between_configs_keeps_the_gpu_where_nobody_waits_to_run_alone(tmp_path)
     assert events["C start"] >= events["A second_done"]
 
 
+def test_a_case_working_on_the_host_gives_the_gpu_to_a_case_waiting_to_run_alone(tmp_path) -> None:
+    """A four-GPU nightly's GPU did nothing for five minutes: a case computed its float64 reference on the host
+    (suite/checks/host_reference.py) holding its GPU's lock, a worker waited to run alone behind it and the rest
+    queued at the gate. A works 1.5 s on the host (off_gpu) inside its case; B asks to run alone 0.3 s into it: B runs
+    meanwhile, and A's GPU work after waits until B is done."""
+    script = _role_script(tmp_path, """
+        def wait_for(what):
+            while what not in (open(log).read() if os.path.exists(log) else ""):
+                time.sleep(0.02)
+        if role == "A":
+            with s.case("cpu"):
+                with s.off_gpu():
+                    note("host"); time.sleep(1.5); note("host_done")
+                note("gpu")
+        else:
+            wait_for("A host")
+            time.sleep(0.3)
+            with s.alone("cpu"):
+                note("start"); time.sleep(0.5); note("end")
+    """)
+    events = _run_roles(script, "AB", tmp_path / "log")
+    assert events["B start"] < events["A host_done"]  # alone while A worked on the host, not after A's case
+    assert events["A gpu"] >= events["B end"]  # A's GPU work waited for the case alone
+
+
 def test_phases_are_exclusive_and_summed_per_run() -> None:
     clock = timing.Clock()
     outer = clock.enter("launch")

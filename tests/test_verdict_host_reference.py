@@ -34,3 +34,28 @@ def test_a_reference_the_host_cannot_compute_either_leaves_the_out_of_memory_sto
     spec = dataclasses.replace(VECTOR_ADD, reference=broken)
     case = Case(kernel="vector_add", dtype="fp32", shape={"N": 5})
     assert host_reference.on_host(spec, case, {"x": torch.ones(5)}, "cuda", _finish) is None
+
+
+def test_a_host_reference_runs_with_a_quarter_of_the_cores_and_gives_the_threads_back(monkeypatch):
+    """A worker's share of the cores is one thread where 64 workers share 64 cores; a host reference of 34 GB took
+    130 s so. It runs with a quarter of the cores (at least the worker's own), and the worker's count comes back."""
+    import os
+
+    seen = []
+
+    def counting(inp, case):
+        seen.append(torch.get_num_threads())
+        return {"out": inp["x"].double() + inp["y"].double()}
+
+    import dataclasses
+
+    spec = dataclasses.replace(VECTOR_ADD, reference=counting)
+    case = Case(kernel="vector_add", dtype="fp32", shape={"N": 5})
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        host_reference.on_host(spec, case, {"x": torch.ones(5), "y": torch.ones(5), "n": 5}, "cuda", _finish)
+        assert seen == [16] and torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)

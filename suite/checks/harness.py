@@ -543,8 +543,9 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
                 state["mags"] = magnitudes(spec, inputs, state["ref"])
         except torch.OutOfMemoryError as exc:
             exc.__traceback__ = None  # its frames hold what the reference allocated on the GPU
-            host = host_reference.on_host(spec, case, inputs, backend.device, lambda inp, ref: (
-                (checked := check_reference(spec, case, inp, outputs, ref)), magnitudes(spec, inp, checked)))
+            with timing.phase("reference"):
+                host = host_reference.on_host(spec, case, inputs, backend.device, lambda inp, ref: (
+                    (checked := check_reference(spec, case, inp, outputs, ref)), magnitudes(spec, inp, checked)))
             if host is None:
                 raise _out_of_memory(exc, "computing the float64 reference", backend, state, result) from None
             state["ref"], state["mags"] = host

@@ -9,13 +9,15 @@ reference that needs the GPU), the case goes on as before (run again alone, then
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
 
 from kernels.spec import Case, KernelSpec
-from suite.workers import crash
+from suite.workers import crash, gpu_share
 
 # (ref, mags) from the host's inputs and the reference's raw result: the harness's own checks of the reference.
 Finish = Callable[[dict, Any], tuple[dict, dict]]
@@ -27,10 +29,30 @@ def on_host(spec: KernelSpec, case: Case, inputs: dict, device: str, finish: Fin
     if not device.startswith("cuda"):
         return None
     crash.free_memory(device)  # what the failed reference held on the GPU
+    # Off the GPU's lock (the GPU's other workers go on meanwhile) and with more of the host's cores than a worker's
+    # share: one thread took 130 s for row_max's 16381 x 262144 in a four-GPU nightly.
+    with gpu_share.share().off_gpu(), more_threads():
+        try:
+            host = {k: v.detach().cpu() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+            return finish(host, spec.reference(host, case))
+        except Exception:  # noqa: BLE001 - the GPU's out-of-memory error is what the case reports then
+            return None
+        except MemoryError:
+            return None
+
+
+# A host reference's threads: this share of the process's cores (at least what the worker has): the workers split the
+# cores evenly (suite/plugin/hooks.py: share_cpu_threads), but most of them wait on their GPU while one computes this.
+HOST_THREADS_SHARE = 4
+
+
+@contextmanager
+def more_threads() -> Iterator[None]:
+    """torch's CPU threads raised to a quarter of the cores this process may use, for the block."""
+    before = torch.get_num_threads()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    torch.set_num_threads(max(before, cores // HOST_THREADS_SHARE))
     try:
-        host = {k: v.detach().cpu() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
-        return finish(host, spec.reference(host, case))
-    except Exception:  # noqa: BLE001 - the GPU's out-of-memory error is what the case reports then
-        return None
-    except MemoryError:
-        return None
+        yield
+    finally:
+        torch.set_num_threads(before)

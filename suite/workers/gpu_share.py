@@ -85,7 +85,9 @@ class Share:
         self.alone_wait_s = 0.0  # waiting to run alone: for the cases running on the GPU to end, and its memory
         self.alone_s = 0.0  # running alone (the GPU's other workers wait at its gate all the while)
         self.device = ""
-        self.compiling = False  # this case gave its shared lock back while Triton compiles (``compile_event``)
+        # This case gave its shared lock back while Triton compiles (``compile_event``) or it works on the host
+        # (``off_gpu``).
+        self.compiling = False
 
     def setup(self, device: str) -> None:
         """Open this GPU's lock (a worker on a CUDA/ROCm device, with other workers on the same GPU)."""
@@ -168,6 +170,28 @@ class Share:
 
         self._flock(fcntl.LOCK_UN)
         self._enter_shared(self.device)
+
+    @contextmanager
+    def off_gpu(self) -> Iterator[None]:
+        """Host work inside a case (a float64 reference too large for the GPU, computed on the host): the case gives
+        its GPU's shared lock back meanwhile and takes it again through the gate after, as over a compile. In a
+        four-GPU nightly one such reference (attention B=8, H=31, S=4500) ran minutes on the host while its worker held
+        the lock, a worker waited to run alone behind it, and the GPU's 15 other workers queued at the gate: the GPU
+        did nothing for five minutes. Its tensors stay allocated meanwhile, which the case alone's wait for memory
+        counts."""
+        if self.fd is None or self.exclusive or not self.depth or self.compiling:
+            yield
+            return
+        import fcntl
+
+        self._flock(fcntl.LOCK_UN)
+        self.compiling = True  # the lock is given back (a compile inside ends it: compile_event takes it again)
+        try:
+            yield
+        finally:
+            if self.compiling:
+                self.compiling = False
+                self._enter_shared(self.device)
 
     def _enter_shared(self, device: str) -> None:
         """Take the GPU's shared lock through the gate (a worker waiting to run alone holds it, so new holders wait

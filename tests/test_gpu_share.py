@@ -399,6 +399,23 @@ def test_an_oom_alone_is_too_large_only_when_the_footprint_exceeds_the_gpu(monke
     assert gpu_share.judge_oom_alone("cuda", "", 0)[0] == "oom"  # a footprint it cannot tell
 
 
+def test_an_oom_alone_is_judged_by_the_memory_free_when_it_failed(monkeypatch) -> None:
+    """A four-H200 nightly failed row_argmax bf16 as "out of memory with the GPU to itself and 111.8 GiB free, more
+    than the case's footprint (91.9 GiB)": 111.8 GiB was free after the case let its own memory go; when the
+    allocation failed, torch's message said 23.64 GiB was free (other processes held 27 GiB). Judged by what was free
+    then: not run, memory held by others; where the allocation had the room it asked for, the kernel's own."""
+    _gpu(monkeypatch, 140, 16, free_gib=111.8)
+    error = ("OutOfMemoryError: CUDA out of memory. Tried to allocate 29.39 GiB. GPU 0 has a total capacity of 139.80 "
+             "GiB of which 23.64 GiB is free. Process 4360 has 11.13 GiB memory in use. Including non-PyTorch memory, "
+             "this process has 89.03 GiB memory in use. Of the allocated memory 62.49 GiB is allocated by PyTorch, and "
+             "25.72 GiB is reserved by PyTorch but unallocated.")
+    need = gpu_share.allocated_bytes(error) + gpu_share.requested_bytes(error)
+    assert gpu_share.judge_oom_alone("cuda", error, need)[0] == "oom_held"
+    roomy = error.replace("of which 23.64 GiB is free", "of which 60.00 GiB is free")
+    failure, message = gpu_share.judge_oom_alone("cuda", roomy, need)
+    assert failure == "oom" and "60.0 GiB free" in message, message
+
+
 def test_retry_alone_of_a_case_that_fits_the_gpu_is_not_run_and_counted(monkeypatch) -> None:
     _gpu(monkeypatch, 80, 16)
     monkeypatch.setattr(gpu_share.share(), "held", 0)

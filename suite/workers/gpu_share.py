@@ -403,6 +403,13 @@ def allocated_bytes(error: str) -> int:
     return int(float(found.group(1)) * _UNITS[found.group(2)]) if found else 0
 
 
+def free_bytes(error: str) -> int | None:
+    """What an out-of-memory message says was free on the GPU when the allocation failed ("GPU 0 has a total capacity
+    of 139.80 GiB of which 23.64 GiB is free"), in bytes; None if it says nothing."""
+    found = re.search(r"of which ([0-9.]+) ?(B|KiB|MiB|GiB|TiB) is free", error or "")
+    return int(float(found.group(1)) * _UNITS[found.group(2)]) if found else None
+
+
 def footprint(exc: BaseException, device: str) -> int:
     """What a case that ran out of memory needed of the GPU: this process's memory allocated at the failure (its
     inputs, outputs, reference, snapshots and the comparison's copies, as torch's message gives it, else as allocated
@@ -472,6 +479,15 @@ def judge_oom_alone(device: str, error: str, need: int) -> tuple[str, str]:
     free, total = info
     if need and need > capacity(total, share().workers):
         return "too_large", too_large_message(device, error, need)
+    # The free memory when the allocation failed, where torch's message says it: what is free now includes what this
+    # case itself held and let go since. A four-H200 nightly failed row_argmax "with 111.8 GiB free, more than the
+    # case's footprint (91.9 GiB)" where the message said 23.64 GiB was free for an allocation of 29.39 GiB, other
+    # processes (cases parked mid-compile) holding 27 GiB.
+    at_failure, asked = free_bytes(error), requested_bytes(error)
+    if need and at_failure is not None and asked:
+        if at_failure < asked + HELD_MARGIN:
+            return "oom_held", held_message(device, error, need)
+        return "oom", kernel_oom_message(device, error, need, at_failure)
     if need and free < need + HELD_MARGIN:
         return "oom_held", held_message(device, error, need)
     return "oom", kernel_oom_message(device, error, need, free)

@@ -617,7 +617,7 @@ def loose_tolerance(spec: KernelSpec, case: Case, backend: Any, outputs: dict, r
         judged_as, _ = returned.judged_dtype(spec, case.dtype, outputs[name], tol)
         problem = loose_bound(ref[name], mags.get(name), judged_as or outputs[name].dtype, tol.reduction(case),
                               safety=tol.safety_for(case.dtype), operand_u=operand_u,
-                              accumulator=tol.accumulator_for(case.dtype))
+                              accumulator=tol.accumulator_for(case.dtype), device=outputs[name].device)
         if problem:
             field = f"output_tolerances[{name!r}]" if name in spec.output_tolerances else "tolerance"
             safety = f"dtype_safety[{case.dtype!r}]" if case.dtype in tol.dtype_safety else "safety"

@@ -69,33 +69,36 @@ def bound(ref: torch.Tensor, mag: torch.Tensor, out_dtype: torch.dtype, reductio
 
 
 def loose_bound(ref: torch.Tensor, mag: torch.Tensor | None, out_dtype: torch.dtype, reduction_length: int, *,
-                safety: float, operand_u: float = 0.0, accumulator: str = "fp32") -> str | None:
+                safety: float, operand_u: float = 0.0, accumulator: str = "fp32",
+                device: torch.device | None = None) -> str | None:
     """Why this tolerance would pass a wrong answer, None where it would not, or "" where there is nothing to judge (an
     integer or empty output, a reference of zeros). Wrong answers: an element off by LOOSEST_FRACTION of its
     reference at the output's largest finite |reference|; with a magnitude, such an element at more than half of
     the elements whose reference is not zero (a magnitude loose everywhere but there); without one, where the safety
     is above the default, an elementwise result (a reduction length of 1) off by LOOSEST_DTYPE_FRACTION in this
     output's dtype (dtype_safety={'bf16': 100}). The absolute floor is left out: it is the dtype's own. A magnitude
-    that is not finite counts as 0, as in check_output."""
+    that is not finite counts as 0, as in check_output. Judged on ``device`` (the output's; the reference's where
+    None) in chunks, as check_output compares: a reference computed on the host (suite/checks/host_reference.py) of
+    2 billion elements took minutes on a worker's one thread."""
     if not out_dtype.is_floating_point or ref.numel() == 0:
         return ""
-    ref64 = ref.detach().to(torch.float64)
-    size = torch.where(torch.isfinite(ref64), ref64.abs(), torch.zeros_like(ref64))
-    idx = _first(size == size.max())
-    scale = float(size[idx])
+    device = ref.device if device is None else device
+    at, scale = _largest_finite(ref, device)
     if scale == 0.0:
         return ""
+    idx = _unravel(at, ref.shape)
     if mag is None:
         term = scale
     else:
-        term = float(torch.broadcast_to(mag.detach().to(torch.float64), ref.shape)[idx].abs().nan_to_num(posinf=0.0,
-                                                                                                           nan=0.0))
+        term = float(torch.broadcast_to(mag.detach(), ref.shape)[idx].to(torch.float64).abs().nan_to_num(posinf=0.0,
+                                                                                                          nan=0.0))
     k = max(int(reduction_length), 1)
     u_acc, u_out = ACCUMULATOR_ROUNDOFF[accumulator], unit_roundoff(out_dtype)
     allowed = safety * ((operand_u + math.sqrt(k) * u_acc) * term + u_out * scale)
     if allowed < LOOSEST_FRACTION * scale:
         if mag is not None:
-            return _loose_at_most(ref, mag, out_dtype, k, safety=safety, operand_u=operand_u, u_acc=u_acc)
+            return _loose_at_most(ref, mag, out_dtype, k, safety=safety, operand_u=operand_u, u_acc=u_acc,
+                                  device=device)
         elementwise = safety * (operand_u + u_acc + u_out)
         if safety <= DEFAULT_SAFETY or elementwise < LOOSEST_DTYPE_FRACTION:
             return None
@@ -117,8 +120,21 @@ def loose_bound(ref: torch.Tensor, mag: torch.Tensor | None, out_dtype: torch.dt
 FEWEST_JUDGED = 8
 
 
+def _largest_finite(ref: torch.Tensor, device: torch.device) -> tuple[int, float]:
+    """(flat index, value) of the first largest finite |ref|, in chunks on ``device``; (0, 0.0) where none is above 0."""
+    best, at = 0.0, 0
+    for s, e in _chunks(ref.numel()):
+        r = _flat(ref, s, e, device)
+        size = torch.where(torch.isfinite(r), r.abs(), torch.zeros_like(r))
+        top = size.max()
+        value, first = torch.stack([top, _first_index(size == top).to(torch.float64)]).tolist()
+        if value > best:  # strictly: the first chunk holding the largest keeps it
+            best, at = value, s + int(first)
+    return at, best
+
+
 def _loose_at_most(ref: torch.Tensor, mag: torch.Tensor, out_dtype: torch.dtype, k: int, *, safety: float,
-                   operand_u: float, u_acc: float) -> str | None:
+                   operand_u: float, u_acc: float, device: torch.device | None = None) -> str | None:
     """Why a magnitude would pass a result off by LOOSEST_FRACTION at more than half of the output's elements whose
     reference is finite and not zero (the largest |reference| alone judged one point: a magnitude loose everywhere
     but there passed), None, or "" for an output with fewer than FEWEST_JUDGED such elements: not judged. In
@@ -127,18 +143,20 @@ def _loose_at_most(ref: torch.Tensor, mag: torch.Tensor, out_dtype: torch.dtype,
     mag = torch.broadcast_to(mag.detach(), ref.shape)
     judged = loose = 0
     first: tuple[int, float, float, float] | None = None
+    device = ref.device if device is None else device
     for s, e in _chunks(ref.numel()):
-        r, m = _flat(ref, s, e, ref.device), _flat(mag, s, e, ref.device).abs().nan_to_num(posinf=0.0, nan=0.0)
+        r, m = _flat(ref, s, e, device), _flat(mag, s, e, device).abs().nan_to_num(posinf=0.0, nan=0.0)
         size = r.abs()
         counted = torch.isfinite(r) & (size > 0)
         allowed = safety * ((operand_u + math.sqrt(k) * u_acc) * m + u_out * size)
         over = counted & (allowed >= LOOSEST_FRACTION * size)
-        judged += int(counted.sum())
-        if over.any():
+        counted_n, over_n = (int(v) for v in torch.stack([counted.sum(), over.sum()]).tolist())  # one read a chunk
+        judged += counted_n
+        if over_n:
             if first is None:
                 at = int(over.nonzero()[0, 0])
                 first = (s + at, float(r[at]), float(m[at]), float(allowed[at]))
-            loose += int(over.sum())
+            loose += over_n
     if judged < FEWEST_JUDGED:  # too few to tell most of an output from a few of its elements
         return ""
     if first is None or 2 * loose <= judged:

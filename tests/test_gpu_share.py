@@ -287,6 +287,31 @@ def test_a_case_working_on_the_host_gives_the_gpu_to_a_case_waiting_to_run_alone
     assert events["A gpu"] >= events["B end"]  # A's GPU work waited for the case alone
 
 
+def test_a_case_alone_working_on_the_host_lets_the_other_cases_run(tmp_path) -> None:
+    """A four-H200 nightly's case, run alone after an out-of-memory error, computed its float64 reference on the host
+    (too large for the GPU even alone) and held the GPU at 0% for 95 s while the other 15 workers waited at the gate.
+    B runs alone and works 1.5 s on the host (off_gpu) inside; C asks for a case 0.3 s into it: C runs meanwhile, and
+    B's GPU work after waits until C's case is done, then has the GPU alone again."""
+    script = _role_script(tmp_path, """
+        def wait_for(what):
+            while what not in (open(log).read() if os.path.exists(log) else ""):
+                time.sleep(0.02)
+        if role == "B":
+            with s.alone("cpu"):
+                with s.off_gpu():
+                    note("host"); time.sleep(1.5); note("host_done")
+                note("gpu"); note(f"exclusive {int(s.exclusive)}")
+        else:
+            wait_for("B host")
+            time.sleep(0.3)
+            with s.case("cpu"):
+                note("start"); time.sleep(0.5); note("end")
+    """)
+    events = _run_roles(script, "BC", tmp_path / "log")
+    assert events["C start"] < events["B host_done"]  # C's case ran while B worked on the host
+    assert events["B gpu"] >= events["C end"] and events["B exclusive"] == 1  # then B had the GPU alone again
+
+
 def test_phases_are_exclusive_and_summed_per_run() -> None:
     clock = timing.Clock()
     outer = clock.enter("launch")

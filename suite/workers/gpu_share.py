@@ -13,10 +13,15 @@ another worker needs, and that case fails with an out-of-memory error that says 
   alone) gives torch's whole cache back, at the end of its case and before it waits at the gate; the worker that
   runs alone then waits (up to ``SUITE_DRAIN_WAIT_S``, 60 s by default, not counted as the case's time) until
   the GPU's free memory covers what the case needs, or stops growing.
+- **Off the GPU**: a case gives its lock back while Triton compiles (``compile_event``), between two of its configs
+  where a worker waits to run alone (``between_configs``), and while it works on the host (``off_gpu``: a float64
+  reference computed there; a case running alone gives the GPU back whole and takes it alone again after), so that
+  the GPU's other workers do not wait on work that needs no GPU.
 - **Footprint**: an out-of-memory error records what the case itself needed (this process's allocated memory at
   the failure plus the allocation that failed). Run alone and out of memory again, the case is "too large for
   this GPU" only when that footprint exceeds what the GPU can hold beside the other workers' CUDA contexts;
-  otherwise, where the free memory did not cover it, other processes held the memory (``oom_held``). Either way
+  otherwise, where the free memory did not cover it (as torch's message gives it at the failure, else as free
+  after), other processes held the memory (``oom_held``). Either way
   the case is not run, never a failure of the kernel: counted in the run file's ``gpu_share`` (too-large cases
   listed with their footprint and a reproduction line) and in the summary; a test whose every case was too large
   is skipped, saying so. Where the free memory covered the footprint with room to spare, or the footprint cannot be
@@ -85,6 +90,7 @@ class Share:
         self.alone_wait_s = 0.0  # waiting to run alone: for the cases running on the GPU to end, and its memory
         self.alone_s = 0.0  # running alone (the GPU's other workers wait at its gate all the while)
         self.device = ""
+        self.alone_need = 0  # what the case running alone needs of the GPU's memory (bytes; 0: unknown)
         # This case gave its shared lock back while Triton compiles (``compile_event``) or it works on the host
         # (``off_gpu``).
         self.compiling = False
@@ -179,7 +185,11 @@ class Share:
         the lock, a worker waited to run alone behind it, and the GPU's 15 other workers queued at the gate: the GPU
         did nothing for five minutes. Its tensors stay allocated meanwhile, which the case alone's wait for memory
         counts."""
-        if self.fd is None or self.exclusive or not self.depth or self.compiling:
+        if self.fd is not None and self.exclusive:
+            with self._alone_off_gpu():
+                yield
+            return
+        if self.fd is None or not self.depth or self.compiling:
             yield
             return
         import fcntl
@@ -192,6 +202,31 @@ class Share:
             if self.compiling:
                 self.compiling = False
                 self._enter_shared(self.device)
+
+    @contextmanager
+    def _alone_off_gpu(self) -> Iterator[None]:
+        """``off_gpu`` for a case running alone: the GPU is given back whole (its lock and gate) while the case works
+        on the host, and taken alone again after (the running cases end, their memory given back). In a four-H200
+        nightly a case alone held its GPU at 0% for 95 s, its float64 reference out of memory even there and computed
+        on the host, while the GPU's 15 other workers waited at the gate."""
+        import fcntl
+
+        self._flock(fcntl.LOCK_UN)
+        self._flock(fcntl.LOCK_UN, self.gate)
+        self.exclusive = False
+        journal = crash.process().journal
+        journal.gpu_state(None)
+        try:
+            yield
+        finally:
+            with crash.not_counted(), timing.phase("gpu_wait"):
+                self._flock_waiting(fcntl.LOCK_EX, self.gate, "waiting to run alone again, behind another worker "
+                                                              "that waits to run alone on its GPU")
+                self._flock_waiting(fcntl.LOCK_EX, None, "waiting to run alone again: for the cases running on its "
+                                                         "GPU to end (held by its workers that wait for nothing)")
+                wait_for_memory(self.device, self.alone_need, self.workers)
+            self.exclusive = True
+            journal.gpu_state("running alone on its GPU (the GPU's other workers wait at its gate)")
 
     def _enter_shared(self, device: str) -> None:
         """Take the GPU's shared lock through the gate (a worker waiting to run alone holds it, so new holders wait
@@ -245,6 +280,7 @@ class Share:
             return
         import fcntl
 
+        self.alone_need = need
         held = self.depth > 0  # called inside a case (a property's launch): give its shared lock up first
         if held:
             self._flock(fcntl.LOCK_UN)

@@ -125,12 +125,12 @@ def test_durations_decide_the_parts():
 def test_the_nightly_splits_its_longest_tests_finer():
     """The nightly's matmul reference tests (1100-1400 s summed) at four parts ran 300-440 s each: its parts go to
     NIGHTLY_MAX_PARTS, and the shipped nightly durations split every test so that no part is expected past the target,
-    but for those at NIGHTLY_MAX_PARTS (matmul fp16, 87 s a part)."""
+    but for those at NIGHTLY_MAX_PARTS."""
     nightly = schedule.split({f"{REF}[a-fp32]": 7 * schedule.NIGHTLY_TARGET_PART_S - 1, f"{REF}[b-fp32]": 5000.0},
                              schedule.NIGHTLY_TARGET_PART_S, schedule.NIGHTLY_MAX_PARTS)[1]
     assert nightly == {f"{REF}[a-fp32]": 7, f"{REF}[b-fp32]": schedule.NIGHTLY_MAX_PARTS}
     tests, split_into, problem = schedule.read(schedule.NIGHTLY_COSTS_PATH)
-    assert problem is None and split_into[f"{REF}[matmul-fp16]"] == schedule.NIGHTLY_MAX_PARTS, split_into
+    assert problem is None and split_into[f"{REF}[matmul-fp16]"] >= 12, split_into
     over = {k: v for k, v in tests.items() if REF in k and "-part" in k and v > schedule.NIGHTLY_TARGET_PART_S
             and not k.endswith(f"of{schedule.NIGHTLY_MAX_PARTS}]")}
     assert not over, over

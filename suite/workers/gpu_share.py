@@ -169,8 +169,14 @@ class Share:
         """A case moves on to its next config: where a worker waits to run alone on this GPU, the case gives its shared
         lock back and takes it again through the gate (after the case alone), so that the wait is one config's, not
         the whole case's (a nightly case runs every config of its kernel: 32 launches and checks of layernorm_backward
-        while the GPU's other workers queued at the gate). Its tensors stay allocated meanwhile, as over a compile."""
+        while the GPU's other workers queued at the gate). Its tensors stay allocated meanwhile, as over a compile:
+        so not where the waiting case's need (as it published it at the gate) is more than the GPU has free now, which
+        the parked tensors would keep it from (in a two-H200 nightly 8 cases of 100-103 GiB were not run, the memory
+        held by others)."""
         if self.fd is None or self.exclusive or not self.depth or self.compiling or not self.contended():
+            return
+        need = self.waiting_need()
+        if need and (info := mem_info(self.device)) is not None and info[0] < need + HELD_MARGIN:
             return
         import fcntl
 
@@ -212,6 +218,7 @@ class Share:
         import fcntl
 
         self._flock(fcntl.LOCK_UN)
+        self.publish_need(0)
         self._flock(fcntl.LOCK_UN, self.gate)
         self.exclusive = False
         journal = crash.process().journal
@@ -222,6 +229,7 @@ class Share:
             with crash.not_counted(), timing.phase("gpu_wait"):
                 self._flock_waiting(fcntl.LOCK_EX, self.gate, "waiting to run alone again, behind another worker "
                                                               "that waits to run alone on its GPU")
+                self.publish_need(self.alone_need)
                 self._flock_waiting(fcntl.LOCK_EX, None, "waiting to run alone again: for the cases running on its "
                                                          "GPU to end (held by its workers that wait for nothing)")
                 wait_for_memory(self.device, self.alone_need, self.workers)
@@ -290,6 +298,7 @@ class Share:
         with crash.not_counted(), timing.phase("gpu_wait"):
             self._flock_waiting(fcntl.LOCK_EX, self.gate, "waiting to run alone, behind another worker that waits "
                                                           "to run alone on its GPU")
+            self.publish_need(need)
         try:
             with crash.not_counted(), timing.phase("gpu_wait"):
                 self._flock_waiting(fcntl.LOCK_EX, None, "waiting to run alone: for the cases running on its GPU to "
@@ -315,7 +324,26 @@ class Share:
                 crash.free_memory(device)
                 self._flock(fcntl.LOCK_SH if held else fcntl.LOCK_UN)
         finally:
+            self.publish_need(0)
             self._flock(fcntl.LOCK_UN, self.gate)
+
+    def publish_need(self, need: int) -> None:
+        """What the case that holds the gate to run alone needs of the GPU's memory (bytes; 0: none, or unknown),
+        written into the gate's file for the GPU's other workers (``waiting_need``)."""
+        if self.gate is not None:
+            try:
+                os.pwrite(self.gate, max(0, int(need)).to_bytes(8, "little"), 0)
+            except OSError:
+                pass
+
+    def waiting_need(self) -> int:
+        """What the case waiting to run alone on this GPU needs, as it published it (0: unknown or none)."""
+        if self.gate is None:
+            return 0
+        try:
+            return int.from_bytes(os.pread(self.gate, 8, 0).ljust(8, b"\0"), "little")
+        except OSError:
+            return 0
 
     def known_too_large(self, case: Any) -> tuple[int, str] | None:
         """(footprint, message) of a case this test already found too large for the GPU, else None."""

@@ -22,7 +22,8 @@ GPU_80GIB = ("-p", "tests.fixtures.gpu_memory_80gib")  # a GPU's memory to judge
 
 def _role_script(tmp_path, body: str, setup: bool = False) -> str:
     """A role's script for :func:`_run_roles`: the suite's GPU lock and gate on files under ``tmp_path``, the role's
-    name (``role``, its argv) and ``note(what)`` (a line of ``tmp_path / 'log'``), then ``body``."""
+    name (``role``, its argv), ``note(what)`` (a line of ``tmp_path / 'log'``) and ``wait_for(what)`` (until the log
+    holds it), then ``body``."""
     prelude = textwrap.dedent(f"""
         import os, sys, time
         sys.path.insert(0, {str(ROOT)!r})
@@ -35,6 +36,9 @@ def _role_script(tmp_path, body: str, setup: bool = False) -> str:
         def note(what):
             with open(log, "a") as f:
                 f.write(f"{{role}} {{what}} {{time.monotonic():.3f}}\\n")
+        def wait_for(what):
+            while what not in (open(log).read() if os.path.exists(log) else ""):
+                time.sleep(0.02)
     """)
     return prelude + textwrap.dedent(body)
 
@@ -194,9 +198,6 @@ def test_a_case_compiling_gives_the_gpu_back_to_a_case_waiting_to_run_alone(tmp_
     compiles for 1.5 s (Triton's compile hooks, as the suite installs them); B asks to run alone 0.3 s into it: B runs
     during A's compile, and A's next launch waits until B is done."""
     script = _role_script(tmp_path, """
-        def wait_for(what):
-            while what not in (open(log).read() if os.path.exists(log) else ""):
-                time.sleep(0.02)
         if role == "A":
             with s.case("cpu"):
                 timing._before_compile()
@@ -220,9 +221,6 @@ def test_a_case_between_two_configs_lets_a_case_waiting_to_run_alone_go_first(tm
     two configs of 1 s each; B asks to run alone 0.3 s into the first: B runs between A's configs, and A's second
     config waits until B is done."""
     script = _role_script(tmp_path, """
-        def wait_for(what):
-            while what not in (open(log).read() if os.path.exists(log) else ""):
-                time.sleep(0.02)
         if role == "A":
             with s.case("cpu"):
                 note("first"); time.sleep(1.0); note("first_done")
@@ -245,9 +243,6 @@ def test_a_case_keeps_the_gpu_between_configs_where_its_tensors_would_starve_the
     the GPU has free (8 cases of 100-103 GiB not run in a two-H200 nightly, the memory held by others), the case goes
     on to the end instead: B asks to run alone needing 50 GiB with 10 GiB free; A's second config runs before B."""
     script = _role_script(tmp_path, """
-        def wait_for(what):
-            while what not in (open(log).read() if os.path.exists(log) else ""):
-                time.sleep(0.02)
         gpu_share.mem_info = lambda device: (10 * 2**30, 80 * 2**30)
         if role == "A":
             with s.case("cpu"):
@@ -272,9 +267,6 @@ def test_between_configs_keeps_the_gpu_where_nobody_waits_to_run_alone(tmp_path)
     """With no worker waiting to run alone, a case keeps its shared lock from one config to the next: C, asking to
     run alone after A's second config began, waits for the end of A's case."""
     script = _role_script(tmp_path, """
-        def wait_for(what):
-            while what not in (open(log).read() if os.path.exists(log) else ""):
-                time.sleep(0.02)
         if role == "A":
             with s.case("cpu"):
                 time.sleep(0.2)
@@ -296,9 +288,6 @@ def test_a_case_working_on_the_host_gives_the_gpu_to_a_case_waiting_to_run_alone
     queued at the gate. A works 1.5 s on the host (off_gpu) inside its case; B asks to run alone 0.3 s into it: B runs
     meanwhile, and A's GPU work after waits until B is done."""
     script = _role_script(tmp_path, """
-        def wait_for(what):
-            while what not in (open(log).read() if os.path.exists(log) else ""):
-                time.sleep(0.02)
         if role == "A":
             with s.case("cpu"):
                 with s.off_gpu():
@@ -321,9 +310,6 @@ def test_a_case_alone_working_on_the_host_lets_the_other_cases_run(tmp_path) -> 
     B runs alone and works 1.5 s on the host (off_gpu) inside; C asks for a case 0.3 s into it: C runs meanwhile, and
     B's GPU work after waits until C's case is done, then has the GPU alone again."""
     script = _role_script(tmp_path, """
-        def wait_for(what):
-            while what not in (open(log).read() if os.path.exists(log) else ""):
-                time.sleep(0.02)
         if role == "B":
             with s.alone("cpu"):
                 with s.off_gpu():
@@ -596,9 +582,6 @@ def test_a_stopped_run_says_where_each_worker_stood_on_its_gpus_lock(tmp_path) -
         from suite.workers import crash
         crash.process().journal = crash.Journal({str(journals)!r}, "gw" + role)
         crash.process().journal.start_test("t" + role, [])
-        def wait_for(what):
-            while what not in (open(log).read() if os.path.exists(log) else ""):
-                time.sleep(0.02)
         if role == "A":
             with s.case("cpu"):
                 note("start"); wait_for("D read"); note("end")

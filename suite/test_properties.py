@@ -76,7 +76,7 @@ def alone_on_oom(run, backend, case: Case, what: str = ""):
         raise gpu_share.TooLarge(f"{case}: {known[1]}") from None
     share.retried += 1
     try:
-        with share.alone(backend.device, need):
+        with share.alone(backend.device, need, case):
             result = run()
     except (gpu_share.MemoryHeld, memcheck.MemoryViolation, interpreter.InterpreterGap):
         raise

@@ -545,9 +545,38 @@ def test_the_summary_says_how_long_cases_waited_to_run_alone_and_ran_alone() -> 
     assert ("8 out-of-memory case(s) ran again alone (waiting 212.3 s for the cases running on their GPU to end and "
             "for its memory, then 95.1 s alone; all workers waited 4803.2 s at their GPU's gate), 6 then passed") in line, \
         line
+    data["gpu_share"]["alone_cases"] = [
+        {"kernel": "row_argmax", "dtype": "bf16", "case": "row_argmax[bf16] M=15048,N=262144", "need_gib": 91.9,
+         "waited_s": 0.4, "alone_s": 15.1},
+        {"kernel": "cross_entropy", "dtype": "fp32", "case": "cross_entropy[fp32] M=1869,V=262143", "need_gib": 0,
+         "waited_s": 3.12, "alone_s": 95.2}]
+    lines = summary.share_lines(data)
+    assert lines[1:] == ["  alone 95.2 s (after waiting 3.1 s): cross_entropy[fp32] cross_entropy[fp32] M=1869,V=262143",
+                         "  alone 15.1 s (after waiting 0.4 s): row_argmax[bf16] row_argmax[bf16] M=15048,N=262144"], lines
     data["gpu_share"].update(alone_wait_s=0.0, alone_s=0.0)  # the interpreter: nothing shared, nothing to say
     assert "waiting" not in summary.share_lines(data)[0]
     assert summary.share_lines({"gpu_share": {**data["gpu_share"], "oom_retried": 0}}) == []
+
+
+def test_each_case_run_alone_is_listed_with_its_wait_and_its_time_alone(tmp_path, monkeypatch) -> None:
+    """A four-H200 nightly's GPU sat at 0% for 95 s with 14 workers at its gate, and only the totals said that cases
+    ran alone: which case held the GPU had to be inferred. Each case run alone is now listed (the run file's
+    gpu_share.alone_cases), and the test's counts give them to the recorder once."""
+    from kernels.spec import Case
+
+    s = gpu_share.Share()
+    s.fd = os.open(str(tmp_path / "g.lock"), os.O_CREAT | os.O_RDWR)
+    s.gate = os.open(str(tmp_path / "g.gate"), os.O_CREAT | os.O_RDWR)
+    case = Case(kernel="cross_entropy", dtype="fp32", shape={"M": 1869, "V": 262143})
+    s.retried = 1
+    with s.alone("cpu", 3 * 2**30, case):
+        time.sleep(0.2)
+    counts = s.take_counts()
+    [listed] = counts["alone_cases"]
+    assert (listed["kernel"], listed["dtype"], listed["case"]) == ("cross_entropy", "fp32", str(case))
+    assert listed["need_gib"] == 3.0
+    assert 0.2 <= listed["alone_s"] < 1.0 and 0 <= listed["waited_s"] < 1.0
+    assert s.take_counts() is None and s.alone_cases == []  # given once
 
 
 def test_a_case_alone_stops_waiting_once_the_gpus_free_memory_stops_growing(monkeypatch) -> None:
@@ -636,3 +665,21 @@ def test_the_run_file_and_summary_place_each_unfinished_test(tmp_path) -> None:
     assert lines[2] == ("  gw5 (GPU 1): waiting for nothing on its GPU; case N=7;layout=contiguous;values=normal;"
                         "seed=2, for 290 s"), lines
     assert summary.stopped_lines([{"nodeid": "b", "worker": "gw5", "running_s": 3.0}]) == []
+
+
+def test_the_run_file_lists_every_case_run_alone_across_tests_up_to_a_cap() -> None:
+    """The recorder adds each test's cases run alone to the run file's list (not merged by case, unlike the too-large
+    cases: one case may run alone in several properties), up to ALONE_LISTED."""
+    from types import SimpleNamespace
+
+    from suite.plugin.recorder import RunRecorder
+
+    run_file = SimpleNamespace(data={"gpu_share": {"oom_retried": 0, "alone_cases": []}})
+    recorder = RunRecorder(run_file)
+    one = {"kernel": "k", "dtype": "fp32", "case": "c", "need_gib": 1.0, "waited_s": 0.1, "alone_s": 2.0}
+    recorder._count_share({"oom_retried": 1, "alone_cases": [one]})
+    recorder._count_share({"oom_retried": 2, "alone_cases": [one, {**one, "alone_s": 3.0}]})
+    share = run_file.data["gpu_share"]
+    assert share["oom_retried"] == 3 and [c["alone_s"] for c in share["alone_cases"]] == [2.0, 2.0, 3.0]
+    recorder._count_share({"oom_retried": 1, "alone_cases": [one] * (gpu_share.ALONE_LISTED + 5)})
+    assert len(share["alone_cases"]) == gpu_share.ALONE_LISTED

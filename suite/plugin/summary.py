@@ -137,6 +137,10 @@ def share_lines(data: dict) -> list[str]:
                 f"kernels')" if held else "")]
     lines += [f"  too large: {c['case'][:160]} (footprint at least {c['footprint_gib']} GiB)"
               for c in share.get("too_large_cases", [])[:5]]
+    alone = sorted((c for c in share.get("alone_cases") or [] if isinstance(c, dict)),
+                   key=lambda c: -(c.get("alone_s") or 0))
+    lines += [f"  alone {c.get('alone_s', 0):.1f} s (after waiting {c.get('waited_s', 0):.1f} s): "
+              f"{c.get('kernel')}[{c.get('dtype')}] {str(c.get('case'))[:140]}" for c in alone[:3]]
     return lines
 
 

@@ -69,8 +69,9 @@ class TooLarge(MemoryHeld):
     """Out of memory with the GPU to itself for a case whose footprint exceeds what the GPU holds (not run)."""
 
 
-# The too-large cases a run file lists (the count covers them all).
+# The too-large cases a run file lists (the count covers them all), and the cases run alone it lists.
 TOO_LARGE_LISTED = 100
+ALONE_LISTED = 200
 
 
 class Share:
@@ -89,6 +90,7 @@ class Share:
         self._too_large_now: dict[str, tuple[int, str]] = {}
         self.alone_wait_s = 0.0  # waiting to run alone: for the cases running on the GPU to end, and its memory
         self.alone_s = 0.0  # running alone (the GPU's other workers wait at its gate all the while)
+        self.alone_cases: list[dict[str, Any]] = []  # each case run alone in this test: what, how long it waited, ran
         self.device = ""
         self.alone_need = 0  # what the case running alone needs of the GPU's memory (bytes; 0: unknown)
         # This case gave its shared lock back while Triton compiles (``compile_event``) or it works on the host
@@ -279,9 +281,10 @@ class Share:
             self._flock(fcntl.LOCK_UN)
 
     @contextmanager
-    def alone(self, device: str, need: int = 0) -> Iterator[None]:
+    def alone(self, device: str, need: int = 0, case: Any = None) -> Iterator[None]:
         """The GPU to this worker: after the cases running on it finish (new ones wait) and the other workers gave
-        their caches back, up to ``need`` bytes free where it is known."""
+        their caches back, up to ``need`` bytes free where it is known. ``case``: what runs alone, listed in the run
+        file with its wait and its time alone (``alone_cases``: which case held a GPU while its workers waited)."""
         crash.free_memory(device)
         if self.fd is None or self.exclusive:
             yield
@@ -320,6 +323,11 @@ class Share:
                 journal.gpu_state(None)
             finally:
                 self.alone_s += time.monotonic() - began
+                if case is not None:
+                    self.alone_cases.append({"kernel": getattr(case, "kernel", ""), "dtype": getattr(case, "dtype", ""),
+                                             "case": str(case)[:300], "need_gib": round(need / GIB, 2),
+                                             "waited_s": round(began - asked, 3),
+                                             "alone_s": round(time.monotonic() - began, 3)})
                 self.exclusive = False
                 crash.free_memory(device)
                 self._flock(fcntl.LOCK_SH if held else fcntl.LOCK_UN)
@@ -363,9 +371,10 @@ class Share:
         counts: dict[str, Any] = {"oom_retried": self.retried, "oom_retried_passed": self.retried_passed,
                                   "oom_held": self.held, "too_large": len(self.too_large),
                                   "too_large_cases": self.too_large, "alone_wait_s": round(self.alone_wait_s, 3),
-                                  "alone_s": round(self.alone_s, 3)}
+                                  "alone_s": round(self.alone_s, 3), "alone_cases": self.alone_cases}
         self.retried = self.retried_passed = self.held = 0
         self.alone_wait_s = self.alone_s = 0.0
+        self.alone_cases = []
         self._too_large_now = {}
         self.too_large = []
         return counts if counts["oom_retried"] or counts["too_large"] else None
@@ -571,7 +580,7 @@ def run_with_retry(run: Any, device: str, case: Any = None) -> Any:
         return result
     share().retried += 1
     started = time.monotonic()
-    with share().alone(device, getattr(result, "footprint", 0)):
+    with share().alone(device, getattr(result, "footprint", 0), case):
         again = run()
     if again.failure == "oom":
         need = max(getattr(result, "footprint", 0), getattr(again, "footprint", 0))

@@ -41,6 +41,10 @@ if files:
     summary["not_passed"] = [(x["nodeid"], (x.get("message") or "")[:300]) for x in d["tests"]
                              if x["outcome"] not in ("passed", "skipped", "xfailed")]
     summary["longest"] = sorted(((x.get("duration_s") or 0, x["nodeid"]) for x in d["tests"]), reverse=True)[:8]
+    summary["over_120_s"] = sum((x.get("duration_s") or 0) > 120 for x in d["tests"])
+    summary["longest_alone"] = sorted((d.get("gpu_share") or {}).get("alone_cases") or [],
+                                      key=lambda c: -c.get("alone_s", 0))[:5]
+    summary["unfinished"] = d.get("unfinished") or []
 json.dump(summary, open(out + "/summary.json", "w"), indent=1)
 print(json.dumps(summary, indent=1)[:6000])
 PY

@@ -16,7 +16,7 @@ import torch
 from kernels.spec import Case, KernelSpec, Tolerance
 from suite.checks import autotune, deep_stack, flushes, host_reference, interpreter, launches, memcheck, returned, spec_code
 from suite.checks.tolerance import _MAGNITUDE_HINT as MAGNITUDE_HINT
-from suite.checks.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output, loose_bound
+from suite.checks.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output, loose_bound, read_back
 from suite.session import options
 from suite.session.results import json_number
 from suite.workers import crash, gpu_share, timing
@@ -88,19 +88,6 @@ def guard_violations(guards: dict[str, tuple[torch.Tensor, int]]) -> list[str]:
     counts = read_back([(~unwritten(region)).sum() for _, _, region in regions])
     return [f"{int(count)} elements written {where} output {name!r} (out-of-bounds store)"
             for (name, where, _), count in zip(regions, counts, strict=True) if count]
-
-
-def read_back(values: list[torch.Tensor]) -> list[float]:
-    """0-d tensors' values on the host, one read per device (each read waits for that device's queue)."""
-    out: list[float] = [0.0] * len(values)
-    by_device: dict[torch.device, list[int]] = {}
-    for i, v in enumerate(values):
-        by_device.setdefault(v.device, []).append(i)
-    for at in by_device.values():
-        got = torch.stack([values[i].to(torch.float64) for i in at]).tolist()
-        for i, v in zip(at, got, strict=True):
-            out[i] = v
-    return out
 
 
 def _storage_bytes(t: torch.Tensor) -> torch.Tensor:

@@ -127,7 +127,7 @@ def _largest_finite(ref: torch.Tensor, device: torch.device) -> tuple[int, float
         r = _flat(ref, s, e, device)
         size = torch.where(torch.isfinite(r), r.abs(), torch.zeros_like(r))
         top = size.max()
-        value, first = torch.stack([top, _first_index(size == top).to(torch.float64)]).tolist()
+        value, first = read_back([top, _first_index(size == top)])
         if value > best:  # strictly: the first chunk holding the largest keeps it
             best, at = value, s + int(first)
     return at, best
@@ -150,7 +150,7 @@ def _loose_at_most(ref: torch.Tensor, mag: torch.Tensor, out_dtype: torch.dtype,
         counted = torch.isfinite(r) & (size > 0)
         allowed = safety * ((operand_u + math.sqrt(k) * u_acc) * m + u_out * size)
         over = counted & (allowed >= LOOSEST_FRACTION * size)
-        counted_n, over_n = (int(v) for v in torch.stack([counted.sum(), over.sum()]).tolist())  # one read a chunk
+        counted_n, over_n = (int(v) for v in read_back([counted.sum(), over.sum()]))  # one read a chunk
         judged += counted_n
         if over_n:
             if first is None:
@@ -328,10 +328,10 @@ class _Scan:
         # 16 workers on a GPU each wait is its turn), not one per question.
         at = inf_first.reshape(1)
         (n_bad, bad_at, n_missing, missing_at, n_inf, inf_at, inf_got, inf_expected, any_finite, top,
-         max_abs) = torch.stack([v.reshape(()).to(torch.float64) for v in (
+         max_abs) = read_back([
             bad_nan.sum(), _first_index(bad_nan), missing_nan.sum(), _first_index(missing_nan), inf_mismatch.sum(),
             inf_first, out64.index_select(0, at), expected.index_select(0, at), finite.any(), ratios.max(),
-            torch.where(finite, err, torch.zeros_like(err)).max())]).tolist()
+            torch.where(finite, err, torch.zeros_like(err)).max()])
         if n_bad:
             self.bad_nan_at = self.bad_nan_at if self.bad_nan else s + int(bad_at)
             self.bad_nan += int(n_bad)
@@ -401,6 +401,20 @@ _MAGNITUDE_HINT = (" (every error is within the bound measured against the outpu
 _FP64_HINT = (" (every error is within the bound of an fp32 accumulator: this output is held to fp64's rounding, the "
               "default for an fp64 case, and a kernel that computes its fp64 cases in fp32 fails here. Only if the "
               "kernel is meant to compute in fp32 does its spec say so: Tolerance(accumulator='fp32'))")
+
+
+def read_back(values: list[torch.Tensor]) -> list[float]:
+    """Single-element tensors' values on the host as floats, one read per device (each read waits for that device's
+    queue: with 16 workers on a GPU, its turn)."""
+    out: list[float] = [0.0] * len(values)
+    by_device: dict[torch.device, list[int]] = {}
+    for i, v in enumerate(values):
+        by_device.setdefault(v.device, []).append(i)
+    for at in by_device.values():
+        got = torch.stack([values[i].reshape(()).to(torch.float64) for i in at]).tolist()
+        for i, v in zip(at, got, strict=True):
+            out[i] = v
+    return out
 
 
 def _first_index(mask: torch.Tensor) -> torch.Tensor:

@@ -27,8 +27,6 @@ AUTOTUNE_PROPERTY = "suite_autotune"
 MEMCHECK_PROPERTY = "suite_memcheck"
 
 
-ALONE_CASES = "alone_cases"  # gpu_share's list of the cases run alone (suite/workers/gpu_share.py)
-
 class RunRecorder:
     """Registered on the controller only: turns test reports (with the case records that
     workers attach as user_properties) into the run file."""
@@ -137,7 +135,7 @@ class RunRecorder:
         if not counts or record is None:
             return
         for key, n in counts.items():
-            if key == ALONE_CASES:  # every case run alone, in the order they ended, up to a cap
+            if key == gpu_share.ALONE_CASES:  # every case run alone, in the order they ended, up to a cap
                 listed = record.setdefault(key, [])
                 listed.extend(n[:max(0, gpu_share.ALONE_LISTED - len(listed))])
             elif isinstance(n, list):  # the too-large cases, each listed once, up to a cap (the count covers them all)

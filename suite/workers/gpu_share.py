@@ -72,6 +72,8 @@ class TooLarge(MemoryHeld):
 # The too-large cases a run file lists (the count covers them all), and the cases run alone it lists.
 TOO_LARGE_LISTED = 100
 ALONE_LISTED = 200
+ALONE_CASES = "alone_cases"  # the key of that list in the run file's gpu_share and in a test's counts
+RUNNING_ALONE = "running alone on its GPU (the GPU's other workers wait at its gate)"
 
 
 class Share:
@@ -158,12 +160,25 @@ class Share:
         case alone's wait for memory counts."""
         if self.fd is None or self.exclusive or not self.depth:
             return
+        if started:
+            self._give_back()
+        else:
+            self._take_back()
+
+    def _give_back(self) -> bool:
+        """Inside a shared case, give its lock back for work that needs no GPU (``compiling`` says so until
+        ``_take_back``); whether it was given back (not where none is held, or it is already)."""
+        if self.fd is None or self.exclusive or not self.depth or self.compiling:
+            return False
         import fcntl
 
-        if started and not self.compiling:
-            self._flock(fcntl.LOCK_UN)
-            self.compiling = True
-        elif not started and self.compiling:
+        self._flock(fcntl.LOCK_UN)
+        self.compiling = True
+        return True
+
+    def _take_back(self) -> None:
+        """The case's shared lock again, through the gate, where ``_give_back`` gave it back."""
+        if self.compiling:
             self.compiling = False
             self._enter_shared(self.device)
 
@@ -180,10 +195,8 @@ class Share:
         need = self.waiting_need()
         if need and (info := mem_info(self.device)) is not None and info[0] < need + HELD_MARGIN:
             return
-        import fcntl
-
-        self._flock(fcntl.LOCK_UN)
-        self._enter_shared(self.device)
+        if self._give_back():
+            self._take_back()
 
     @contextmanager
     def off_gpu(self) -> Iterator[None]:
@@ -197,26 +210,18 @@ class Share:
             with self._alone_off_gpu():
                 yield
             return
-        if self.fd is None or not self.depth or self.compiling:
-            yield
-            return
-        import fcntl
-
-        self._flock(fcntl.LOCK_UN)
-        self.compiling = True  # the lock is given back (a compile inside ends it: compile_event takes it again)
+        gave = self._give_back()  # a compile inside that ends takes it again (compile_event)
         try:
             yield
         finally:
-            if self.compiling:
-                self.compiling = False
-                self._enter_shared(self.device)
+            if gave:
+                self._take_back()
 
     @contextmanager
     def _alone_off_gpu(self) -> Iterator[None]:
         """``off_gpu`` for a case running alone: the GPU is given back whole (its lock and gate) while the case works
-        on the host, and taken alone again after (the running cases end, their memory given back). In a four-H200
-        nightly a case alone held its GPU at 0% for 95 s, its float64 reference out of memory even there and computed
-        on the host, while the GPU's 15 other workers waited at the gate."""
+        on the host, and taken alone again after (the running cases end, their memory given back): host work under
+        the lock is what held GPUs at 0% for minutes in the nightly while their other workers waited at the gate."""
         import fcntl
 
         self._flock(fcntl.LOCK_UN)
@@ -228,15 +233,29 @@ class Share:
         try:
             yield
         finally:
-            with crash.not_counted(), timing.phase("gpu_wait"):
-                self._flock_waiting(fcntl.LOCK_EX, self.gate, "waiting to run alone again, behind another worker "
-                                                              "that waits to run alone on its GPU")
-                self.publish_need(self.alone_need)
-                self._flock_waiting(fcntl.LOCK_EX, None, "waiting to run alone again: for the cases running on its "
-                                                         "GPU to end (held by its workers that wait for nothing)")
-                wait_for_memory(self.device, self.alone_need, self.workers)
+            self._take_gate(" again")
+            self._take_alone(self.device, " again")
             self.exclusive = True
-            journal.gpu_state("running alone on its GPU (the GPU's other workers wait at its gate)")
+            journal.gpu_state(RUNNING_ALONE)
+
+    def _take_gate(self, again: str = "") -> None:
+        """The gate, to run alone (new cases on this GPU wait behind it), and this case's need published there."""
+        import fcntl
+
+        with crash.not_counted(), timing.phase("gpu_wait"):
+            self._flock_waiting(fcntl.LOCK_EX, self.gate, f"waiting to run alone{again}, behind another worker that "
+                                                          f"waits to run alone on its GPU")
+            self.publish_need(self.alone_need)
+
+    def _take_alone(self, device: str, again: str = "") -> None:
+        """With the gate held: the lock alone (the running cases end), then the memory the others give back."""
+        import fcntl
+
+        with crash.not_counted(), timing.phase("gpu_wait"):
+            self._flock_waiting(fcntl.LOCK_EX, None, f"waiting to run alone{again}: for the cases running on its GPU "
+                                                     f"to end (held by its workers that wait for nothing)")
+            crash.process().journal.gpu_state(f"waiting to run alone{again}: for its GPU's memory to be given back")
+            wait_for_memory(device, self.alone_need, self.workers)
 
     def _enter_shared(self, device: str) -> None:
         """Take the GPU's shared lock through the gate (a worker waiting to run alone holds it, so new holders wait
@@ -298,18 +317,11 @@ class Share:
             self.compiling = False
         asked = time.monotonic()
         journal = crash.process().journal
-        with crash.not_counted(), timing.phase("gpu_wait"):
-            self._flock_waiting(fcntl.LOCK_EX, self.gate, "waiting to run alone, behind another worker that waits "
-                                                          "to run alone on its GPU")
-            self.publish_need(need)
+        self._take_gate()
         try:
-            with crash.not_counted(), timing.phase("gpu_wait"):
-                self._flock_waiting(fcntl.LOCK_EX, None, "waiting to run alone: for the cases running on its GPU to "
-                                                         "end (held by its workers that wait for nothing)")
-                journal.gpu_state("waiting to run alone: for its GPU's memory to be given back")
-                wait_for_memory(device, need, self.workers)
+            self._take_alone(device)
             self.exclusive = True
-            journal.gpu_state("running alone on its GPU (the GPU's other workers wait at its gate)")
+            journal.gpu_state(RUNNING_ALONE)
             began = time.monotonic()
             self.alone_wait_s += began - asked
             try:
@@ -371,7 +383,7 @@ class Share:
         counts: dict[str, Any] = {"oom_retried": self.retried, "oom_retried_passed": self.retried_passed,
                                   "oom_held": self.held, "too_large": len(self.too_large),
                                   "too_large_cases": self.too_large, "alone_wait_s": round(self.alone_wait_s, 3),
-                                  "alone_s": round(self.alone_s, 3), "alone_cases": self.alone_cases}
+                                  "alone_s": round(self.alone_s, 3), ALONE_CASES: self.alone_cases}
         self.retried = self.retried_passed = self.held = 0
         self.alone_wait_s = self.alone_s = 0.0
         self.alone_cases = []

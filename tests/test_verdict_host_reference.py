@@ -4,6 +4,8 @@ what the host path does with what it is given."""
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 from kernels.spec import Case
@@ -59,3 +61,63 @@ def test_a_host_reference_runs_with_a_quarter_of_the_cores_and_gives_the_threads
         assert seen == [16] and torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
+
+
+def _shared_gpu(monkeypatch, tmp_path, total_gib: float = 140, workers: int = 16) -> None:
+    """A GPU of ``total_gib`` shared by ``workers`` workers, played on the CPU: a real lock file, its memory faked."""
+    from suite.workers import gpu_share
+
+    fd = os.open(tmp_path / "gpu.lock", os.O_CREAT | os.O_RDWR)
+    monkeypatch.setattr(gpu_share.share(), "fd", fd)
+    monkeypatch.setattr(gpu_share.share(), "workers", workers)
+    monkeypatch.setattr(gpu_share, "mem_info", lambda device: (2**30, int(total_gib * 2**30)))
+
+
+def test_a_reference_too_large_beside_other_workers_is_worth_running_alone_only_where_it_fits(monkeypatch, tmp_path):
+    from suite.workers import gpu_share
+
+    _shared_gpu(monkeypatch, tmp_path)
+    assert gpu_share.worth_alone("cuda", 40 * 2**30) and gpu_share.worth_alone("cuda", 0)
+    # past the GPU less the other 15 workers' contexts: only the host can compute it
+    assert not gpu_share.worth_alone("cuda", 131 * 2**30)
+    monkeypatch.setattr(gpu_share.share(), "exclusive", True)  # alone already: nothing more to free
+    assert not gpu_share.worth_alone("cuda", 40 * 2**30)
+    monkeypatch.setattr(gpu_share.share(), "exclusive", False)
+    monkeypatch.setattr(gpu_share.share(), "workers", 1)  # no other worker to wait for
+    assert not gpu_share.worth_alone("cuda", 40 * 2**30)
+
+
+def test_a_reference_out_of_memory_beside_other_workers_runs_the_case_again_alone_before_the_host(monkeypatch,
+                                                                                                   tmp_path):
+    """A four-H200 nightly's cross_entropy 8192 x 262144 ran out of memory for its float64 reference beside the GPU's
+    other 15 workers and went to the host: 96 s for the reference and 78 s reading it back chunk by chunk over 12
+    configs, the run's last 60 s spent on that one test. Alone on the GPU it takes seconds: the case stops out of
+    memory (the test runs it again alone, suite/workers/gpu_share.py: run_with_retry), and only a case alone, or one
+    whose footprint the GPU cannot hold, goes to the host."""
+    import dataclasses
+
+    from suite.checks import harness
+    from suite.session.backend import resolve
+    from suite.workers import gpu_share
+
+    def reference(inp, case):
+        if not hosted:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 16.00 GiB (planted: the float64 "
+                                         "reference beside other workers)")
+        return {"out": inp["x"].double() + inp["y"].double()}
+
+    hosted: list = []
+
+    def on_host(spec, case, inputs, device, finish):
+        hosted.append(case)
+        return finish(inputs, spec.reference(inputs, case))
+
+    spec = dataclasses.replace(VECTOR_ADD, reference=reference)
+    case = Case.parse("vector_add", "fp32", "N=300;seed=3")
+    monkeypatch.setattr(host_reference, "on_host", on_host)
+    _shared_gpu(monkeypatch, tmp_path)
+    shared = harness.run_case(spec, case, resolve("interpret"), {})
+    assert shared.failure == "oom" and "computing the float64 reference" in shared.error and not hosted, shared.error
+    monkeypatch.setattr(gpu_share.share(), "exclusive", True)  # the test's retry: alone, it goes to the host
+    alone = harness.run_case(spec, case, resolve("interpret"), {})
+    assert alone.passed and hosted == [case], alone.error

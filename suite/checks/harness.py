@@ -529,6 +529,12 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
                 state["ref"] = check_reference(spec, case, inputs, outputs, spec.reference(inputs, case))
                 state["mags"] = magnitudes(spec, inputs, state["ref"])
         except torch.OutOfMemoryError as exc:
+            # Beside the GPU's other workers: the case runs again alone where it fits (its reference then takes
+            # seconds on the GPU; on the host a four-H200 nightly's cross_entropy 8192 x 262144 took 96 s, and
+            # reading it back onto the GPU chunk by chunk for each of 12 configs 78 s more). The host is for a
+            # reference too large for the GPU even alone.
+            if gpu_share.worth_alone(backend.device, gpu_share.footprint(exc, backend.device)):
+                raise _out_of_memory(exc, "computing the float64 reference", backend, state, result) from None
             exc.__traceback__ = None  # its frames hold what the reference allocated on the GPU
             with timing.phase("reference"):
                 host = host_reference.on_host(spec, case, inputs, backend.device, lambda inp, ref: (

@@ -4,8 +4,10 @@ not the case).
 
 The reference runs on copies of the case's inputs in host memory; the comparison then reads it a chunk at a time
 onto the GPU (suite/checks/tolerance.py), so the whole float64 reference never needs the GPU's memory. Only on a GPU
-and only after the reference ran out of memory there: where the host cannot compute it either (its own memory, a
-reference that needs the GPU), the case goes on as before (run again alone, then judged by its footprint)."""
+and only after the reference ran out of memory there with the GPU to itself, or where alone could not help (its
+footprint past the GPU, no other worker on it: suite/workers/gpu_share.py, worth_alone); beside other workers the case
+runs again alone first, where its reference takes seconds, not minutes. Where the host cannot compute it either (its
+own memory, a reference that needs the GPU), the case goes on as before (judged by its footprint)."""
 
 from __future__ import annotations
 

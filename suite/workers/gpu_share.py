@@ -578,6 +578,17 @@ def judge_oom_alone(device: str, error: str, need: int) -> tuple[str, str]:
     return "oom", kernel_oom_message(device, error, need, free)
 
 
+def worth_alone(device: str, need: int) -> bool:
+    """Whether what ran out of memory beside the GPU's other workers may fit with the GPU to itself: a shared GPU,
+    this worker not alone on it already, and a footprint of ``need`` bytes within what the GPU holds beside the other
+    workers' contexts (0, unknown: worth it). A float64 reference asks this before it goes to the host
+    (suite/checks/host_reference.py): on the GPU alone it takes seconds, on the host minutes."""
+    s = share()
+    if s.fd is None or s.workers <= 1 or s.exclusive or (info := mem_info(device)) is None:
+        return False
+    return not need or need <= capacity(info[1], s.workers)
+
+
 def run_with_retry(run: Any, device: str, case: Any = None) -> Any:
     """``run()`` -> a result with ``.failure``; an out-of-memory result runs again alone, and one that runs out of
     memory alone too becomes ``too_large``; one of ``case``, which this test found too large already, is too large

@@ -406,6 +406,12 @@ def test_an_out_of_memory_message_gives_the_case_footprint() -> None:
     assert gpu_share.footprint(torch_oom(message.removeprefix("CUDA out of memory. ")), "cpu") == int(70.25 * 2**30)
     error = torch_oom("Tried to allocate 1.50 GiB")
     assert gpu_share.footprint(error, "cpu") == int(1.5 * 2**30)  # no GPU: nothing allocated on one
+    # what the process had in use, its allocator's reserved blocks among live tensors with it: a four-H200 nightly's
+    # row_argmax ran alone once its allocated + asked were free and ran out again, 25.72 GiB reserved beside them
+    message = ("Tried to allocate 29.39 GiB. GPU 0 has a total capacity of 139.80 GiB of which 23.64 GiB is free. "
+               "Including non-PyTorch memory, this process has 89.03 GiB memory in use. Of the allocated memory 62.49 "
+               "GiB is allocated by PyTorch, and 25.72 GiB is reserved by PyTorch but unallocated.")
+    assert gpu_share.footprint(torch_oom(message), "cpu") == int(89.03 * 2**30) + int(29.39 * 2**30)
 
 
 def torch_oom(message: str) -> BaseException:

@@ -488,6 +488,14 @@ def allocated_bytes(error: str) -> int:
     return int(float(found.group(1)) * _UNITS[found.group(2)]) if found else 0
 
 
+def in_use_bytes(error: str) -> int:
+    """What torch's out-of-memory message says this process had in use on the GPU when it failed ("Including
+    non-PyTorch memory, this process has 89.03 GiB memory in use"): what it allocated, what its allocator kept reserved
+    and could not give back (blocks split among live tensors), and its context; in bytes, 0 if it says nothing."""
+    found = re.search(r"this process has ([0-9.]+) ?(B|KiB|MiB|GiB|TiB) memory in use", error or "")
+    return int(float(found.group(1)) * _UNITS[found.group(2)]) if found else 0
+
+
 def free_bytes(error: str) -> int | None:
     """What an out-of-memory message says was free on the GPU when the allocation failed ("GPU 0 has a total capacity
     of 139.80 GiB of which 23.64 GiB is free"), in bytes; None if it says nothing."""
@@ -496,10 +504,14 @@ def free_bytes(error: str) -> int | None:
 
 
 def footprint(exc: BaseException, device: str) -> int:
-    """What a case that ran out of memory needed of the GPU: this process's memory allocated at the failure (its
-    inputs, outputs, reference, snapshots and the comparison's copies, as torch's message gives it, else as allocated
-    now: call it before the case's tensors are dropped) plus the allocation that failed."""
-    if held := allocated_bytes(str(exc)):
+    """What a case that ran out of memory needed of the GPU: this process's memory in use at the failure (its
+    inputs, outputs, reference, snapshots and the comparison's copies, with what its allocator held reserved among
+    them, as torch's message gives it, else as allocated now: call it before the case's tensors are dropped) plus the
+    allocation that failed. In use, not only allocated: torch frees its unused cache before it gives up, so what it
+    still held reserved was split among live tensors, and the case needs it again alone. A four-H200 nightly's
+    row_argmax 16384 x 262143 was run alone once its 100.0 GiB allocated + asked were free, and failed again with
+    28.85 GiB free for 32 GiB: not run, though the GPU held 124.9 GiB free after."""
+    if held := max(allocated_bytes(str(exc)), in_use_bytes(str(exc))):
         return held + requested_bytes(str(exc))
     held = 0
     if device.startswith("cuda"):

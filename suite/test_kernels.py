@@ -351,8 +351,9 @@ def test_matches_reference(kernel_dtype, request: pytest.FixtureRequest) -> None
             return
         if result.failure == "not_checkable":  # a construct the interpreter evaluates otherwise: not run, saying why
             pytest.skip(f"{result.message()}\n{case}\nreproduce with: {line}")
-        if result.failure == "oom_held":  # other processes held the memory: not run, counted in gpu_share
-            warnings.warn(f"{case}: {result.message()[:600]}", UserWarning, stacklevel=1)
+        if result.failure == "oom_held":  # other processes held the memory: not run, counted and listed in gpu_share
+            gpu_share.share().note_held(case, getattr(result, "footprint", 0), result.message(), line)
+            warnings.warn(f"{case}: {result.message()[:600]}\nreproduce with: {line}", UserWarning, stacklevel=1)
             return
         if result.passed:
             earlier = next((w for w in wrong_before if w.case == case), None)

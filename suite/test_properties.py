@@ -90,6 +90,7 @@ def alone_on_oom(run, backend, case: Case, what: str = ""):
             raise gpu_share.KernelOutOfMemory(f"{case}: {text}") from None
         if failure == "oom_held":
             share.held += 1
+            share.note_held(case, need, text, "")
             raise gpu_share.MemoryHeld(f"{case}: {text}") from None
         share.note_too_large(case, need, text, "")
         raise gpu_share.TooLarge(f"{case}: {text}") from None

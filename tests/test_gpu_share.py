@@ -105,6 +105,24 @@ def test_an_oom_alone_is_too_large_not_run_never_a_failure_and_the_other_cases_s
                for c in listed)
 
 
+def test_a_case_not_run_for_memory_held_by_others_is_named_with_its_rerun_line(run_suite) -> None:
+    """A four-H200 nightly's verdict said "1 case not run ... rerun them on a GPU to themselves" and named none: the
+    case was only in a warning of the log. Each is listed in the run file with its reproduction line, the summary
+    gives the line, and the verdict names the first three. (An 80 GiB GPU played on the CPU, 2 GiB asked, 1 free.)"""
+    run = run_suite("suite/test_kernels.py", HUNGRY, "--kernels=zz_oom_held", *GPU_80GIB)
+    assert run.returncode == 0, run.output[-3000:]
+    share = run.run_data()["gpu_share"]
+    listed = share["held_cases"]
+    assert share["oom_held"] >= len(listed) > 0 and len({c["case"] for c in listed}) == len(listed), share
+    assert all(c["kernel"] == "zz_oom_held" and '"N": ' in c["case"] and c["footprint_gib"] == 2.0
+               and "--repro=N=" in c["repro"] and "--kernel-module=tests/fixtures/memory_hungry.py" in c["repro"]
+               for c in listed), listed
+    assert f"memory held: {listed[0]['case']} (footprint 2.0 GiB); rerun: {listed[0]['repro']}" in run.output
+    verdict = " ".join(run.output[run.output.index("VERDICT:"):].split())
+    assert re.match(r"VERDICT: PASSED: 1 of 1 test passed; \d+ cases? not run", verdict), verdict
+    assert "other processes held its memory" in verdict and "zz_oom_held[fp32] {\"N\": " in verdict, verdict
+
+
 def test_every_retry_alone_is_accounted_for_when_two_tests_meet_one_too_large_case(run_suite) -> None:
     """An H100 run counted 98 cases run again alone for 65 passed and 25 too large: the properties test met the
     reference test's too-large cases again and ran them alone, and the count left them out. Each test counts the

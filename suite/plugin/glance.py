@@ -387,9 +387,14 @@ def unrun_case_entries(data: dict) -> list[str]:
         out.append(f"{too_large} case{'s' if too_large > 1 else ''}, too large for this GPU (out of memory with the "
                    f"GPU to itself; each with a reproduction line in the result file): {named}{more}")
     if held := int(share.get("oom_held") or 0):
+        listed = [c for c in share.get("held_cases") or [] if isinstance(c, dict)]
+        named = "; ".join(f"{c.get('kernel')}[{c.get('dtype')}] {_shape_of(c.get('case', ''))}".rstrip()
+                          for c in listed[:3])
+        more = f"; {len(listed) - 3} more listed in the result file" if len(listed) > 3 else ""
         out.append(f"{held} case{'s' if held > 1 else ''}, out of memory although {'they fit' if held > 1 else 'it fits'}"
-                   f" the GPU: other processes held its memory (rerun them on a GPU to themselves; the summary's GPU "
-                   f"sharing line counts them)")
+                   f" the GPU: other processes held its memory (rerun {'them' if held > 1 else 'it'} on a GPU to "
+                   f"{'themselves' if held > 1 else 'itself'}: each with a reproduction line in the result file and "
+                   f"the summary)" + (f": {named}{more}" if named else ""))
     return out
 
 

@@ -113,7 +113,7 @@ def install(config: pytest.Config, ctx: context.SuiteContext) -> None:
                                           "split_by": shard.split_by(schedule.load(profile=ctx.profile))}
         ctx.run_file.data["gpu_share"] = {"workers": _workers(config), "oom_retried": 0, "oom_retried_passed": 0,
                                             "oom_held": 0, "too_large": 0, "too_large_cases": [],
-                                            "alone_cases": []}
+                                            "held_cases": [], "alone_cases": []}
         recorder = RunRecorder(ctx.run_file, ctx)
         config.pluginmanager.register(recorder, "suite-run-recorder")
         config.pluginmanager.register(SummaryPrinter(ctx), "suite-summary")

@@ -137,6 +137,9 @@ def share_lines(data: dict) -> list[str]:
                 f"kernels')" if held else "")]
     lines += [f"  too large: {c['case'][:160]} (footprint at least {c['footprint_gib']} GiB)"
               for c in share.get("too_large_cases", [])[:5]]
+    lines += [f"  memory held: {c['case'][:160]} (footprint {c['footprint_gib']} GiB)"
+              + (f"; rerun: {c['repro']}" if c.get("repro") else "")
+              for c in share.get("held_cases") or [] if isinstance(c, dict)][:5]
     alone = sorted((c for c in share.get("alone_cases") or [] if isinstance(c, dict)),
                    key=lambda c: -(c.get("alone_s") or 0))
     lines += [f"  alone {c.get('alone_s', 0):.1f} s (after waiting {c.get('waited_s', 0):.1f} s): "

@@ -69,7 +69,8 @@ class TooLarge(MemoryHeld):
     """Out of memory with the GPU to itself for a case whose footprint exceeds what the GPU holds (not run)."""
 
 
-# The too-large cases a run file lists (the count covers them all), and the cases run alone it lists.
+# The too-large cases a run file lists (the count covers them all; so for the cases not run because other processes held
+# the memory), and the cases run alone it lists.
 TOO_LARGE_LISTED = 100
 ALONE_LISTED = 200
 ALONE_CASES = "alone_cases"  # the key of that list in the run file's gpu_share and in a test's counts
@@ -86,6 +87,7 @@ class Share:
         self.retried = 0  # out-of-memory cases this process ran again alone (counted per test)
         self.retried_passed = 0
         self.held = 0  # out of memory alone, yet the case fits the GPU: other processes held it (not run)
+        self.held_cases: list[dict[str, Any]] = []  # those cases, each with its reproduction line
         self.too_large: list[dict[str, Any]] = []  # out of memory alone, past what the GPU holds (not run)
         # This test's too-large cases: a replay of one (Hypothesis replays a case that raised; a case run again to
         # count how often it is wrong) is not run alone again, which would stop the GPU's other workers for nothing.
@@ -379,14 +381,26 @@ class Share:
                                "case": str(case), "footprint_gib": round(need / GIB, 2),
                                "message": message[:600], "repro": repro})
 
+    def note_held(self, case: Any, need: int, message: str, repro: str) -> None:
+        """A case not run, out of memory alone although it fits the GPU (other processes held the memory), listed with
+        its reproduction line (a four-H200 nightly's verdict said "rerun them" naming none); counted where it ran
+        alone (run_with_retry, a property's retry)."""
+        if any(c["case"] == str(case) for c in self.held_cases):
+            return
+        self.held_cases.append({"kernel": getattr(case, "kernel", ""), "dtype": getattr(case, "dtype", ""),
+                                "case": str(case), "footprint_gib": round(need / GIB, 2), "message": message[:600],
+                                "repro": repro})
+
     def take_counts(self) -> dict[str, Any] | None:
         counts: dict[str, Any] = {"oom_retried": self.retried, "oom_retried_passed": self.retried_passed,
                                   "oom_held": self.held, "too_large": len(self.too_large),
-                                  "too_large_cases": self.too_large, "alone_wait_s": round(self.alone_wait_s, 3),
+                                  "too_large_cases": self.too_large, "held_cases": self.held_cases,
+                                  "alone_wait_s": round(self.alone_wait_s, 3),
                                   "alone_s": round(self.alone_s, 3), ALONE_CASES: self.alone_cases}
         self.retried = self.retried_passed = self.held = 0
         self.alone_wait_s = self.alone_s = 0.0
         self.alone_cases = []
+        self.held_cases = []
         self._too_large_now = {}
         self.too_large = []
         return counts if counts["oom_retried"] or counts["too_large"] else None
@@ -621,7 +635,7 @@ def run_with_retry(run: Any, device: str, case: Any = None) -> Any:
         need = max(getattr(result, "footprint", 0), getattr(again, "footprint", 0))
         again.failure, again.error = judge_oom_alone(device, again.error or "", need)
         again.footprint = need
-        if again.failure == "oom_held":
+        if again.failure == "oom_held":  # listed by the test, which has its reproduction line (Share.note_held)
             share().held += 1
     elif again.passed:
         share().retried_passed += 1

@@ -380,22 +380,26 @@ def unrun_case_entries(data: dict) -> list[str]:
     share = data.get("gpu_share") or {}
     out = []
     if too_large := int(share.get("too_large") or 0):
-        listed = [c for c in share.get("too_large_cases") or [] if isinstance(c, dict)]
-        named = "; ".join(f"{c.get('kernel')}[{c.get('dtype')}] {_shape_of(c.get('case', ''))}".rstrip()
-                          + (f" needs {c['footprint_gib']} GiB" if c.get("footprint_gib") else "") for c in listed[:3])
-        more = f"; {len(listed) - 3} more listed in the result file" if len(listed) > 3 else ""
         out.append(f"{too_large} case{'s' if too_large > 1 else ''}, too large for this GPU (out of memory with the "
-                   f"GPU to itself; each with a reproduction line in the result file): {named}{more}")
+                   f"GPU to itself; each with a reproduction line in the result file): "
+                   f"{_named(share.get('too_large_cases'), needs=True)}")
     if held := int(share.get("oom_held") or 0):
-        listed = [c for c in share.get("held_cases") or [] if isinstance(c, dict)]
-        named = "; ".join(f"{c.get('kernel')}[{c.get('dtype')}] {_shape_of(c.get('case', ''))}".rstrip()
-                          for c in listed[:3])
-        more = f"; {len(listed) - 3} more listed in the result file" if len(listed) > 3 else ""
+        named = _named(share.get("held_cases"))
         out.append(f"{held} case{'s' if held > 1 else ''}, out of memory although {'they fit' if held > 1 else 'it fits'}"
                    f" the GPU: other processes held its memory (rerun {'them' if held > 1 else 'it'} on a GPU to "
                    f"{'themselves' if held > 1 else 'itself'}: each with a reproduction line in the result file and "
-                   f"the summary)" + (f": {named}{more}" if named else ""))
+                   f"the summary)" + (f": {named}" if named else ""))
     return out
+
+
+def _named(listed: Any, needs: bool = False) -> str:
+    """The first three cases of a run file's list of cases not run, by kernel, dtype and shape (and ``needs``: the
+    footprint), and how many more it lists."""
+    listed = [c for c in listed or [] if isinstance(c, dict)]
+    named = "; ".join(f"{c.get('kernel')}[{c.get('dtype')}] {_shape_of(c.get('case', ''))}".rstrip()
+                      + (f" needs {c['footprint_gib']} GiB" if needs and c.get("footprint_gib") else "")
+                      for c in listed[:3])
+    return named + (f"; {len(listed) - 3} more listed in the result file" if len(listed) > 3 else "")
 
 
 def _shape_of(case: str) -> str:

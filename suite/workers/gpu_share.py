@@ -377,19 +377,14 @@ class Share:
         if str(case) in self._too_large_now:
             return
         self._too_large_now[str(case)] = (need, message)
-        self.too_large.append({"kernel": getattr(case, "kernel", ""), "dtype": getattr(case, "dtype", ""),
-                               "case": str(case), "footprint_gib": round(need / GIB, 2),
-                               "message": message[:600], "repro": repro})
+        self.too_large.append(_not_run(case, need, message, repro))
 
     def note_held(self, case: Any, need: int, message: str, repro: str) -> None:
         """A case not run, out of memory alone although it fits the GPU (other processes held the memory), listed with
         its reproduction line (a four-H200 nightly's verdict said "rerun them" naming none); counted where it ran
         alone (run_with_retry, a property's retry)."""
-        if any(c["case"] == str(case) for c in self.held_cases):
-            return
-        self.held_cases.append({"kernel": getattr(case, "kernel", ""), "dtype": getattr(case, "dtype", ""),
-                                "case": str(case), "footprint_gib": round(need / GIB, 2), "message": message[:600],
-                                "repro": repro})
+        if all(c["case"] != str(case) for c in self.held_cases):
+            self.held_cases.append(_not_run(case, need, message, repro))
 
     def take_counts(self) -> dict[str, Any] | None:
         counts: dict[str, Any] = {"oom_retried": self.retried, "oom_retried_passed": self.retried_passed,
@@ -404,6 +399,12 @@ class Share:
         self._too_large_now = {}
         self.too_large = []
         return counts if counts["oom_retried"] or counts["too_large"] else None
+
+
+def _not_run(case: Any, need: int, message: str, repro: str) -> dict[str, Any]:
+    """A case not run for memory, as the run file lists it (``too_large_cases``, ``held_cases``)."""
+    return {"kernel": getattr(case, "kernel", ""), "dtype": getattr(case, "dtype", ""), "case": str(case),
+            "footprint_gib": round(need / GIB, 2), "message": message[:600], "repro": repro}
 
 
 def between_configs() -> None:

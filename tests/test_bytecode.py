@@ -61,3 +61,66 @@ def test_an_xdist_runs_workers_write_their_bytecode_to_the_cache(tmp_path) -> No
     assert list((mirrored / "suite" / "checks").glob("harness.*.pyc")), sorted(cache.rglob("*.pyc"))[:5]
     assert list((mirrored / "suite").glob("test_compile_matrix.*-pytest-*.pyc"))  # pytest's rewritten test module
     assert set(ROOT.rglob("__pycache__")) == before
+
+
+def _tree(tmp_path: Path) -> tuple[Path, Path]:
+    """A sys.path entry with a package of three modules, and a manifest listing two of them and one this machine lacks."""
+    root = tmp_path / "site"
+    (root / "pkg").mkdir(parents=True)
+    for name in ("__init__", "a", "b"):
+        (root / "pkg" / f"{name}.py").write_text(f"X = {name!r}\n")
+    manifest = tmp_path / "modules.txt"
+    manifest.write_text("# a comment\npkg/__init__.py\npkg/a.py\npkg/gone.py\n\n")
+    return root, manifest
+
+
+def test_the_manifest_is_read_against_sys_path(tmp_path) -> None:
+    root, manifest = _tree(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    assert bytecode.sources(manifest, [str(other), str(root)]) == [root / "pkg" / "__init__.py", root / "pkg" / "a.py"]
+    assert bytecode.sources(tmp_path / "missing.txt", [str(root)]) == []
+
+
+def test_the_prefill_compiles_the_listed_sources_once_and_a_changed_one_again(tmp_path, monkeypatch) -> None:
+    root, manifest = _tree(tmp_path)
+    cache = tmp_path / "bytecode"
+    files = bytecode.sources(manifest, [str(root)])
+    job = bytecode.Prefill(cache, files)
+    assert job.proc is not None and job.wait() is not None
+    compiled = sorted(p.name.split(".")[0] for p in cache.rglob("*.pyc"))
+    assert compiled == ["__init__", "a"]  # pkg/b.py is not listed: a worker that imports it compiles it
+    assert (cache / bytecode.DONE).read_text().strip() == bytecode.fingerprint(files)
+    assert bytecode.Prefill(cache, files).proc is None  # done: the next run only checks
+    os.utime(files[1], ns=(0, 0))  # a source changed (a package upgraded): compiled again
+    job = bytecode.Prefill(cache, files)
+    assert job.proc is not None and job.wait() is not None
+    # What the prefill wrote is what an import reads: a child with the same prefix and bytecode off finds it.
+    env = {**os.environ, "PYTHONPATH": str(root), "PYTHONPYCACHEPREFIX": str(cache), "PYTHONDONTWRITEBYTECODE": "1"}
+    out = subprocess.run([sys.executable, "-c", "import importlib.util, pkg.a; "
+                          "print(importlib.util.cache_from_source(pkg.a.__file__)); print(pkg.a.__spec__.cached)"],
+                         env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    first, second = out.stdout.split()
+    assert Path(first).is_file() and first == second, out.stderr
+
+
+def test_the_controller_starts_the_prefill_and_waits_for_it_before_its_workers(tmp_path, monkeypatch) -> None:
+    root, manifest = _tree(tmp_path)
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
+    monkeypatch.setenv(bytecode.DIR_ENV, str(tmp_path / "bytecode"))
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    monkeypatch.setattr(sys, "pycache_prefix", None)
+    monkeypatch.setattr(bytecode, "sources", lambda: [root / "pkg" / "a.py"])
+    config = SimpleNamespace(stash=pytest.Stash())
+    bytecode.share_with_workers(config)
+    assert bytecode.wait_for_prefill(config) is not None
+    assert list((tmp_path / "bytecode").rglob("a.*.pyc"))
+    bytecode.restore(config)
+
+
+def test_the_committed_manifest_lists_what_a_worker_imports() -> None:
+    listed = set(bytecode.MANIFEST.read_text().split())
+    for source in ("torch/__init__.py", "triton/__init__.py", "triton/backends/nvidia/driver.py",
+                   "hypothesis/__init__.py", "suite/plugin/hooks.py", "kernels/inputs.py", "conftest.py"):
+        assert source in listed, f"{source} not in {bytecode.MANIFEST.name}: python -m suite.workers.bytecode --write-manifest"

@@ -171,5 +171,29 @@ def test_timeline_of_a_run():
     assert timing.timeline([{"nodeid": "x"}], {}, 3.0) is None
 
 
+def test_the_timeline_gives_the_workers_gpu_start_up():
+    """What each worker's first test reported of its GPU start-up (seconds since the epoch), as seconds from the
+    session's start, in the run file's timeline and on its line; checked against the run file's schema."""
+    from reports import schema_check
+
+    t0 = 1000.0
+    reported = {"gw0": {"began": 1003.0, "context": 1005.5, "ended": 1007.0, "waited_s": 1.5},
+                "gw1": {"began": 1003.5, "context": 1006.0, "ended": 1009.25, "waited_s": 2.0},
+                "gw2": {"began": 1004.0, "ended": 1004.5, "waited_s": 0.0}}  # no context: its torch raised
+    startup = timing.startup_times(reported, t0)
+    assert startup == {"began_s": {"first": 3.0, "median": 3.5, "last": 4.0},
+                       "context_s": {"first": 5.5, "median": 6.0, "last": 6.0},
+                       "ended_s": {"first": 4.5, "median": 7.0, "last": 9.25}, "first_test_waited_s": 3.5}
+    tests = [{"worker": "gw0", "began_s": 5.0, "ended_s": 15.0}]
+    line = timing.timeline(tests, {"gw0": 4.0}, 20.0, startup, 0.8)
+    assert line["startup"] == startup and line["bytecode_prefill_s"] == 0.8
+    assert "their GPU start-up done 4.5-9.2 s (their Python bytecode compiled first, in 0.8 s)" in timing.timeline_line(line)
+    assert timing.startup_times({}, t0) is None and "start-up" not in timing.timeline_line(timing.timeline(tests, {}, 9.0))
+    schema = json.loads((Path(__file__).parents[1] / "reports" / "schema" / "run.schema.json").read_text())
+    workers = schema["properties"]["timing"]["properties"]["workers"]
+    assert list(schema_check.problems(line, workers, schema)) == []
+    assert list(schema_check.problems({**line, "startup": {**startup, "ended_s": 9.25}}, workers, schema))  # not a spread
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__]))

@@ -31,7 +31,7 @@ from suite.session import backend as backend_mod
 from suite.session import kernel_names, options, provenance, results
 from suite.session import known_issues as known_mod
 from suite.session.stash import BACKEND, CHECKS_SNAPSHOT, CONTEXT, DEFERRED, PINNING
-from suite.workers import crash
+from suite.workers import crash, warmup
 
 __all__ = ["BACKEND", "CHECKS_SNAPSHOT", "CONTEXT", "DEFERRED", "PINNING"]  # the stash's keys, also importable from here
 
@@ -201,11 +201,15 @@ def build(config: pytest.Config) -> SuiteContext:
     settings.load_profile(profile)
     if not controller:
         crash.pin_worker(config.workerinput)
+        if config.workerinput.get("suite_gpu_variable") == crash.visibility_variable("nvidia"):
+            warmup.start("cuda", driver=True)  # its CUDA context while it imports torch (suite/workers/warmup.py)
     try:
         backend = backend_mod.resolve(opts.backend, driver=controller)
     except backend_mod.BackendUnavailable as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[BACKEND] = backend
+    if not controller:
+        warmup.start(backend.device)  # begun above on an NVIDIA GPU; elsewhere its context while it loads its kernels
     if backend.name == "interpret" and opts.compile_targets == "own":
         raise options.usage("--compile-targets", "own", "the CPU interpreter has no GPU arch of its own to compile "
                                                         "for (the matrix would build nothing); use all, the "

@@ -98,7 +98,8 @@ def install(config: pytest.Config, ctx: context.SuiteContext) -> None:
         compile_once.install(ctx.backend.name)  # one compile of a kernel variant per run, not one per worker
     if context.is_worker(config):
         share_cpu_threads(int(config.workerinput.get("workercount", 1)))
-        warmup.start(ctx.backend.device)  # the GPU's one-time start-up, while this worker collects and waits
+        warmup.start(ctx.backend.device)  # begun in context.build, as soon as the backend was known
+        warmup.kernels_loaded()  # the start-up may draw with the input generator now
         config.pluginmanager.register(WorkerExit(), "suite-worker-exit")
     if ctx.run_file is not None:
         ctx.run_file.data["autotune"] = autotune_record(ctx)
@@ -130,6 +131,7 @@ def pytest_sessionstart(session: pytest.Session):
     (without them), follow; the run's timeline still starts at the session's start."""
     config = session.config
     started = time.time()
+    bytecode.wait_for_prefill(config)  # the workers' sources compiled once, before they start (xdist, below)
     ctx = config.stash.get(CONTEXT, None)
     if ctx is not None:
         ctx.session = session
@@ -146,7 +148,7 @@ def pytest_sessionstart(session: pytest.Session):
         ctx.session = session
         recorder = config.pluginmanager.get_plugin("suite-run-recorder")
         if recorder is not None:
-            recorder.t0 = started
+            recorder.t0, recorder.config = started, config  # its own sessionstart was before it was registered
         tr = config.pluginmanager.get_plugin("terminalreporter")
         if tr is not None and tr.verbosity >= 0 and not config.option.no_header:
             for line in header_lines(config, ctx):
@@ -313,7 +315,8 @@ def _retune(config: pytest.Config, ctx: context.SuiteContext) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    warmup.wait()  # the worker's GPU start-up (suite/workers/warmup.py) is no test's time
+    if (startup := warmup.wait()) is not None:  # the worker's GPU start-up (suite/workers/warmup.py) is no test's time
+        item.user_properties.append((warmup.STARTUP_PROPERTY, startup))
 
 
 @pytest.hookimpl(wrapper=True)

@@ -19,8 +19,8 @@ import pytest
 
 from suite.checks import memcheck
 from suite.plugin.context import SuiteContext
-from suite.session import results
-from suite.workers import crash, gpu_share, timing
+from suite.session import results, stash
+from suite.workers import crash, gpu_share, timing, warmup
 
 KNOWN_PROPERTY = "suite_known_issue"
 AUTOTUNE_PROPERTY = "suite_autotune"
@@ -41,6 +41,7 @@ class RunRecorder:
         self.began: dict[str, float] = {}  # nodeid -> when its setup began (epoch)
         self.began_on: dict[str, str] = {}  # nodeid -> the worker it runs on
         self.records: dict[str, dict] = {}  # nodeid -> its test record (teardown's end is added to it)
+        self.startup: dict[str, dict] = {}  # worker -> its GPU start-up's times (suite/workers/warmup.py)
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.t0 = time.time()
@@ -110,6 +111,8 @@ class RunRecorder:
             self.run_file.data.setdefault("incidents", []).append(
                 {"kind": "fault", "nodeid": report.nodeid, "worker": _worker_id(report),
                  "message": f"GPU context poisoned by {props[crash.POISONED_PROPERTY]}"[:2000]})
+        if (startup := props.get(warmup.STARTUP_PROPERTY)) is not None:
+            self.startup[_worker_id(report) or "main"] = startup
         began = self.began.pop(report.nodeid, report.start or time.time())
         place = {"worker": _worker_id(report) or "main", "began_s": round(began - self.t0, 3),
                  "ended_s": round((report.stop or time.time()) - self.t0, 3)}
@@ -289,7 +292,9 @@ class RunRecorder:
             session.exitstatus = exitstatus = pytest.ExitCode.OK
         self._mark_unchecked()
         self.run_file.data["timing"] = timing.summed(self.run_file.data["tests"])
-        if workers := timing.timeline(self.run_file.data["tests"], self.ready, time.time() - self.t0):
+        prefill = self.config.stash.get(stash.PREFILL, None) if self.config is not None else None
+        if workers := timing.timeline(self.run_file.data["tests"], self.ready, time.time() - self.t0,
+                                      timing.startup_times(self.startup, self.t0), getattr(prefill, "took", None)):
             self.run_file.data["timing"]["workers"] = workers
         # Ctrl-C, or -x/--maxfail (pytest's shouldfail: the tests not run were never due): what finished is kept, and
         # the file says the run was stopped on purpose, not that it lost tests.

@@ -24,7 +24,7 @@ class Session:
         self.process: Any = None  # workers.crash.Process: in-flight journal, case timeout, a poisoned GPU context
         self.watchdog: Any = None  # workers.crash.watchdog: the innermost watchdog of the running case
         self.share: Any = None  # workers.gpu_share.Share: the GPU's lock and the out-of-memory retries of this test
-        self.warmup: threading.Thread | None = None  # workers.warmup: the GPU start-up thread, until joined
+        self.warmup: Any = None  # workers.warmup.Startup: the GPU start-up thread and its times, until joined
         self.parts_dir: str | None = None  # workers.parts: the rendezvous directory of a run without xdist
         self.lookup: Any = None  # checks.autotune.Lookup: the run's autotune lookup and what it counted this test
         self.purposes: list[str] = ["tuning"]  # checks.autotune: what a do_bench call is for (innermost last)
@@ -54,5 +54,6 @@ PINNING = pytest.StashKey["Pinning"]()  # suite.plugin.context.Pinning: the cont
 DEFERRED = pytest.StashKey[bool]()  # an xdist controller whose context is built once its workers have started
 # suite.workers.bytecode: the controller's PYTHONDONTWRITEBYTECODE and PYTHONPYCACHEPREFIX before its workers started
 SAVED_ENV = pytest.StashKey[dict]()
+PREFILL = pytest.StashKey[Any]()  # suite.workers.bytecode.Prefill: the controller's compile of its workers' sources
 # suite.checks.tampering.Snapshot: the suite's own checking code as it was before any kernel module was imported
 CHECKS_SNAPSHOT = pytest.StashKey()

@@ -156,10 +156,35 @@ def summed(tests: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def timeline(tests: list[dict[str, Any]], ready: dict[str, float], session_s: float) -> dict[str, Any] | None:
+def _spread(values: list[float]) -> dict[str, float]:
+    values = sorted(values)
+    return {"first": round(values[0], 3), "median": round(values[len(values) // 2], 3), "last": round(values[-1], 3)}
+
+
+def startup_times(reported: dict[str, dict[str, float]], t0: float) -> dict[str, Any] | None:
+    """The workers' GPU start-ups (suite/workers/warmup.py: what each worker's first test reported, in seconds since
+    the epoch) as the timeline gives them: when they began, had their CUDA context, had compiled the input generator's
+    kernels and ended, in seconds from the session's start (first, median and last worker), and how long the workers'
+    first tests waited for them, summed."""
+    if not reported:
+        return None
+    out: dict[str, Any] = {}
+    for key, name in (("began", "began_s"), ("context", "context_s"), ("compiled", "compiled_s"),
+                      ("ended", "ended_s")):
+        values = [r[key] - t0 for r in reported.values() if isinstance(r.get(key), (int, float))]
+        if values:
+            out[name] = _spread(values)
+    out["first_test_waited_s"] = round(sum(r.get("waited_s", 0.0) for r in reported.values()), 3)
+    return out
+
+
+def timeline(tests: list[dict[str, Any]], ready: dict[str, float], session_s: float,
+             startup: dict[str, Any] | None = None, prefill_s: float | None = None) -> dict[str, Any] | None:
     """Where the session's wall time went, worker by worker (seconds from the session's start): when the workers
     were ready (their collection reached the controller; with no xdist, the first test's start), how much of the
-    time from then to the session's end they spent in tests, and when the first test began and the last ended."""
+    time from then to the session's end they spent in tests, and when the first test began and the last ended;
+    ``startup``, the workers' GPU start-ups (``startup_times``); ``prefill_s``, how long the controller compiled its
+    workers' sources before it started them (suite/workers/bytecode.py)."""
     placed = [t for t in tests if "began_s" in t and "ended_s" in t]
     if not placed:
         return None
@@ -170,13 +195,15 @@ def timeline(tests: list[dict[str, Any]], ready: dict[str, float], session_s: fl
     ready_at.update({w: at for w, at in ready.items() if w not in ready_at})  # workers that ran no test
     busy = sum(t["ended_s"] - t["began_s"] for t in placed)
     available = sum(max(0.0, session_s - at) for at in ready_at.values())
-    times = sorted(ready_at.values())
-    return {"count": len(ready_at), "session_s": round(session_s, 3),
-            "ready_s": {"first": round(times[0], 3), "median": round(times[len(times) // 2], 3),
-                        "last": round(times[-1], 3)},
-            "first_test_s": round(min(t["began_s"] for t in placed), 3),
-            "last_test_ended_s": round(max(t["ended_s"] for t in placed), 3),
-            "busy": round(busy / available, 4) if available > 0 else 0.0}
+    out = {"count": len(ready_at), "session_s": round(session_s, 3), "ready_s": _spread(list(ready_at.values())),
+           "first_test_s": round(min(t["began_s"] for t in placed), 3),
+           "last_test_ended_s": round(max(t["ended_s"] for t in placed), 3),
+           "busy": round(busy / available, 4) if available > 0 else 0.0}
+    if startup:
+        out["startup"] = startup
+    if prefill_s is not None:
+        out["bytecode_prefill_s"] = prefill_s
+    return out
 
 
 def timeline_line(workers: dict[str, Any] | None) -> str:
@@ -184,8 +211,13 @@ def timeline_line(workers: dict[str, Any] | None) -> str:
     if not workers:
         return ""
     r = workers["ready_s"]
+    gpu = ""
+    if (ended := (workers.get("startup") or {}).get("ended_s")) is not None:
+        gpu = f", their GPU start-up done {ended['first']:.1f}-{ended['last']:.1f} s"
+    if workers.get("bytecode_prefill_s") is not None:
+        gpu += f" (their Python bytecode compiled first, in {workers['bytecode_prefill_s']:.1f} s)"
     return (f"timeline: {workers['count']} worker(s) ready {r['first']:.1f}-{r['last']:.1f} s into the session "
-            f"(median {r['median']:.1f} s), in tests {100 * workers['busy']:.0f}% of the time from then on; first "
+            f"(median {r['median']:.1f} s){gpu}, in tests {100 * workers['busy']:.0f}% of the time from then on; first "
             f"test began at {workers['first_test_s']:.1f} s, the last ended at {workers['last_test_ended_s']:.1f} s "
             f"of {workers['session_s']:.1f} s")
 

@@ -42,7 +42,7 @@ DIR_ENV = "SUITE_BYTECODE_DIR"
 _OFF = "PYTHONDONTWRITEBYTECODE"
 _PREFIX = "PYTHONPYCACHEPREFIX"
 MANIFEST = Path(__file__).with_name("bytecode_modules.txt")
-_ROOT = Path(__file__).resolve().parents[2]  # the checkout, where ``-m suite.workers.bytecode`` is found
+_ROOT = Path(__file__).resolve().parents[2]  # the checkout, where ``-m suite.workers.prefill`` is found
 DONE = "prefilled"  # the fingerprint of the last complete prefill, in the cache directory
 PREFILL_WAIT_S = 60.0  # at most this long before the workers start; they compile what is left themselves
 

@@ -98,8 +98,7 @@ def install(config: pytest.Config, ctx: context.SuiteContext) -> None:
         compile_once.install(ctx.backend.name)  # one compile of a kernel variant per run, not one per worker
     if context.is_worker(config):
         share_cpu_threads(int(config.workerinput.get("workercount", 1)))
-        warmup.start(ctx.backend.device)  # begun in context.build, as soon as the backend was known
-        warmup.kernels_loaded()  # the start-up may draw with the input generator now
+        warmup.kernels_loaded()  # the GPU start-up (begun in context.build) may draw with the input generator now
         config.pluginmanager.register(WorkerExit(), "suite-worker-exit")
     if ctx.run_file is not None:
         ctx.run_file.data["autotune"] = autotune_record(ctx)

@@ -109,7 +109,7 @@ class Prefill:
     (``suite/workers/prefill.py``)."""
 
     def __init__(self, where: Path, files: list[Path]) -> None:
-        self.where, self.files, self.began = where, files, time.monotonic()
+        self.where, self.began = where, time.monotonic()
         self.stamp = fingerprint(files)
         self.proc: subprocess.Popen | None = None
         self.took: float | None = None  # seconds from its start to its end, once waited for

@@ -211,14 +211,14 @@ def timeline_line(workers: dict[str, Any] | None) -> str:
     if not workers:
         return ""
     r = workers["ready_s"]
+    prefill = (f", their Python bytecode compiled first in {workers['bytecode_prefill_s']:.1f} s"
+               if workers.get("bytecode_prefill_s") is not None else "")
     gpu = ""
     if (ended := (workers.get("startup") or {}).get("ended_s")) is not None:
         gpu = f", their GPU start-up done {ended['first']:.1f}-{ended['last']:.1f} s"
-    if workers.get("bytecode_prefill_s") is not None:
-        gpu += f" (their Python bytecode compiled first, in {workers['bytecode_prefill_s']:.1f} s)"
     return (f"timeline: {workers['count']} worker(s) ready {r['first']:.1f}-{r['last']:.1f} s into the session "
-            f"(median {r['median']:.1f} s){gpu}, in tests {100 * workers['busy']:.0f}% of the time from then on; first "
-            f"test began at {workers['first_test_s']:.1f} s, the last ended at {workers['last_test_ended_s']:.1f} s "
+            f"(median {r['median']:.1f} s{prefill}){gpu}, in tests {100 * workers['busy']:.0f}% of the time from then "
+            f"on; first test began at {workers['first_test_s']:.1f} s, the last ended at {workers['last_test_ended_s']:.1f} s "
             f"of {workers['session_s']:.1f} s")
 
 

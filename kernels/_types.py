@@ -381,5 +381,13 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def row_chunks(rows: int, cols: int, elements: int = 1 << 24) -> list[slice]:
+    """Row ranges of about ``elements`` elements (at least one row each): a property's float64 work stays on the
+    case's device, in bounded pieces (a nightly case of 1024 x 262144 in float64 is 2 GiB a tensor). Softmax's
+    properties keep their own copy (kernels/softmax_online.py's bytes are its tuned configs' source hash)."""
+    step = max(1, elements // max(1, cols))
+    return [slice(r, min(rows, r + step)) for r in range(0, rows, step)]
+
+
 def next_power_of_2(n: int) -> int:
     return 1 << max(0, int(n) - 1).bit_length()

@@ -40,6 +40,7 @@ from kernels._types import (  # noqa: F401 - re-exported: kernel modules import 
     is_autotuner,
     jit_name,
     next_power_of_2,
+    row_chunks,
     scoped_config,
     signature,
     split_config,

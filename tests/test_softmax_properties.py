@@ -7,7 +7,7 @@ import re
 
 import torch
 
-from kernels.softmax_online import _row_chunks
+from kernels.softmax_online import _row_chunks as row_chunks
 
 FIXTURE = "--kernel-module=tests/fixtures/softmax_properties.py"
 
@@ -34,7 +34,7 @@ def test_each_property_fails_its_planted_softmax(run_suite):
 
 def test_row_chunks_cover_every_row_once_in_bounded_pieces():
     for rows, cols in ((1, 1), (7, 3), (1024, 262144), (5, 1 << 25), (300, 70000)):
-        chunks = _row_chunks(rows, cols)
+        chunks = row_chunks(rows, cols)
         covered = torch.cat([torch.arange(rows)[c] for c in chunks])
         assert torch.equal(covered, torch.arange(rows)), (rows, cols)
         assert all((c.stop - c.start) * cols <= max(cols, 1 << 24) for c in chunks), (rows, cols)

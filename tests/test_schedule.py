@@ -236,8 +236,9 @@ def _nightly_run(tmp_path, name: str, tests: dict[str, float], profile: str = "n
 
 
 def test_nightly_durations_come_from_several_run_files_and_lower_bounds(tmp_path) -> None:
-    """The nightly's durations file is written from several nightly run files (gzipped; a later file's duration wins,
-    a test's parts summed back) and --at-least floors for tests an interrupted run left running: those are split
+    """The nightly's durations file is written from several nightly run files (gzipped; a test's parts summed back,
+    and a test in several takes its longest: b's 210 s in two parts, not the later run's 20 s whole) and --at-least
+    floors for tests an interrupted run left running: those are split
     into parts of about NIGHTLY_TARGET_PART_S and start first; an interrupted run's unfinished tests count so too.
     A nightly run uses that file, a ci run the other."""
     import json
@@ -246,7 +247,8 @@ def test_nightly_durations_come_from_several_run_files_and_lower_bounds(tmp_path
     ref = "suite/test_kernels.py::test_matches_reference"
     first = _nightly_run(tmp_path, "a.json.gz", {f"{ref}[a-fp32]": 50.0, f"{ref}[b-fp32-part1of2]": 100.0,
                                                  f"{ref}[b-fp32-part2of2]": 110.0})
-    second = _nightly_run(tmp_path, "b.json.gz", {f"{ref}[a-fp32]": 70.0}, unfinished={f"{ref}[d-fp32]": 250.0})
+    second = _nightly_run(tmp_path, "b.json.gz", {f"{ref}[a-fp32]": 70.0, f"{ref}[b-fp32]": 20.0},
+                          unfinished={f"{ref}[d-fp32]": 250.0})
     out = tmp_path / "costs.json"
     env = {**os.environ, "SUITE_TEST_COSTS": str(out)}
     proc = subprocess.run([sys.executable, "-m", "suite.workers.schedule", "--at-least", f"{ref}[c-fp16]=300",

@@ -64,7 +64,7 @@ def test_json_nested_too_deeply_is_named(run_suite, tmp_path):
     ('{"tests": ["a"]}', "expected an object with 'tests'"),
     ('[1, 2]', "expected an object with 'tests'"),
     ('{"tests": {}, "parts": {"a": 1000000000}}', "parts['a'] is 1000000000; a test is split into a whole number of "
-                                                 "parts from 1 to 16"),
+                                                 "parts from 1 to 24"),
     ('{"tests": {}, "parts": {"a": 2.5}}', "parts['a'] is 2.5"),
     ('{"tests": {}, "parts": {"a": "3"}}', "parts['a'] is \"3\""),
     ('{"tests": {}, "parts": [3]}', "'parts' must be an object"),

@@ -54,7 +54,7 @@ _SPEC_NAMES = (
     "LAUNCH_OPTIONS", "VENDOR_ONLY_OPTIONS", "Case", "CodePath", "Dim", "IndexOutput", "JitKernel", "KernelSpec",
     "KnownIssue", "MissingArgument", "Property", "SpecError", "Tolerance", "amd_options", "autotune_config_space",
     "autotune_configs", "cdiv", "constexpr_names", "is_autotuned", "is_autotuner", "jit_name", "next_power_of_2",
-    "scoped_config", "signature", "split_config", "unwrap_jit",
+    "row_chunks", "scoped_config", "signature", "split_config", "unwrap_jit",
 )
 __all__ = [*_SPEC_NAMES, "register", "inputs", "paths", "HOME"]
 

@@ -89,9 +89,10 @@ def discover(directory: Path) -> list[Pair]:
         return []
     pairs = []
     for sub in sorted(d for d in directory.iterdir() if d.is_dir() and PAIR_DIR.fullmatch(d.name)):
-        files = sorted(sub.glob("run-*.json"))
+        files = sorted([*sub.glob("run-*.json"), *sub.glob("run-*.json.gz")])
         if len(files) != 2:
-            raise RunFileError(f"{sub}: a pair directory holds exactly two run files (run-*.json), found {len(files)}")
+            raise RunFileError(f"{sub}: a pair directory holds exactly two run files (run-*.json or run-*.json.gz), "
+                               f"found {len(files)}")
         first, second = load_runs(files)  # by start time
         kind = sub.name.split("-")[0]
         if kind == "aa":

@@ -6,6 +6,7 @@ config) with a planted slow winner, and on the command line."""
 from __future__ import annotations
 
 import copy
+import gzip
 import json
 import subprocess
 import sys
@@ -78,7 +79,7 @@ def test_the_h100_winners_checked_against_h200_timings() -> None:
 
 
 def _with_check(src: Path, dst: Path, entries: list[dict]) -> Path:
-    data = json.loads(src.read_text())
+    data = json.loads(gzip.decompress(src.read_bytes()) if src.suffix == ".gz" else src.read_bytes())
     data["autotune"]["check"] = {"cache": "hardware_profiles/autotune/sm_90.json", "margin": gate.MARGIN,
                                  "entries": entries}
     dst.write_text(json.dumps(data))
@@ -88,7 +89,7 @@ def _with_check(src: Path, dst: Path, entries: list[dict]) -> Path:
 def test_compare_fails_a_candidate_whose_cached_winner_loses_and_passes_an_a_a_check(tmp_path, capsys) -> None:
     """On the committed H100 A/A pair (no regression between them): the candidate with a check in which every
     winner holds passes; with the planted slow winner it is a regression, exit 1, named in the verdict."""
-    base, cand = sorted(AA.glob("run-*.json"))
+    base, cand = sorted(AA.glob("run-*.json*"))
     shipped = _cache("sm_90.json")
     timed = list(shipped.entries.values())
     held = _with_check(cand, tmp_path / "held.json", autotune.gate_records(shipped, timed))

@@ -28,7 +28,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from reports.loading import Run, RunFileError, load_some
+from reports.loading import Run, RunFileError, load_some, run_files
 from reports.outcomes import REPRO_TEST, kernel_dtype_of
 from reports.render import Section, Table
 from reports.shards import merge_some
@@ -59,17 +59,6 @@ class Row:
     dtype: str
     states: list[str | None]  # per night of the window
     streaks: list[dict[str, Any]] = field(default_factory=list)
-
-
-def run_files(paths: list[str | Path]) -> list[Path]:
-    """Every run file named, a directory standing for the ``run-*.json`` and ``run-*.json.gz`` files under it."""
-    files: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            files += sorted(f for f in p.rglob("run-*") if f.is_file() and f.name.endswith((".json", ".json.gz")))
-        else:
-            files.append(p)
-    return files
 
 
 def night_states(run: Run) -> dict[tuple[str, str], str]:

@@ -299,6 +299,17 @@ def load_some(paths: list[str | Path], by_start: bool = True) -> tuple[list[Run]
     return (sorted(runs, key=lambda r: (r.data["started"], r.run_id)) if by_start else runs), bad
 
 
+def run_files(paths: list[str | Path]) -> list[Path]:
+    """Every run file named, a directory standing for the ``run-*.json`` and ``run-*.json.gz`` files under it."""
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            files += sorted(f for f in p.rglob("run-*") if f.is_file() and f.name.endswith((".json", ".json.gz")))
+        else:
+            files.append(p)
+    return files
+
+
 def load_runs(paths: list[str | Path], by_start: bool = True) -> list[Run]:
     """Load and validate every file; the first unusable one is an error."""
     runs, bad = load_some(paths, by_start)

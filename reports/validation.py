@@ -22,7 +22,7 @@ from typing import Any
 
 from reports import changes, noise
 from reports.compare import compare
-from reports.loading import Run, RunFileError, load_runs
+from reports.loading import Run, RunFileError, load_runs, run_files
 from reports.render import Section, Table, markdown
 
 PAIR_DIR = re.compile(r"(aa|planted)-\d+")
@@ -89,7 +89,7 @@ def discover(directory: Path) -> list[Pair]:
         return []
     pairs = []
     for sub in sorted(d for d in directory.iterdir() if d.is_dir() and PAIR_DIR.fullmatch(d.name)):
-        files = sorted([*sub.glob("run-*.json"), *sub.glob("run-*.json.gz")])
+        files = run_files([sub])
         if len(files) != 2:
             raise RunFileError(f"{sub}: a pair directory holds exactly two run files (run-*.json or run-*.json.gz), "
                                f"found {len(files)}")

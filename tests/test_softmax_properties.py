@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import torch
 
-from kernels.softmax_online import _row_chunks as row_chunks
+from kernels import softmax_online, spec
 
 FIXTURE = "--kernel-module=tests/fixtures/softmax_properties.py"
 
@@ -32,7 +33,9 @@ def test_each_property_fails_its_planted_softmax(run_suite):
     assert sum(f["seconds"] for f in right.values()) <= test["duration_s"], (right, test["duration_s"])
 
 
-def test_row_chunks_cover_every_row_once_in_bounded_pieces():
+@pytest.mark.parametrize("row_chunks", [spec.row_chunks, softmax_online._row_chunks], ids=["spec", "softmax_online"])
+def test_row_chunks_cover_every_row_once_in_bounded_pieces(row_chunks):
+    """The public helper (fp8's property) and softmax's own copy (its file's bytes are its tuned configs' hash)."""
     for rows, cols in ((1, 1), (7, 3), (1024, 262144), (5, 1 << 25), (300, 70000)):
         chunks = row_chunks(rows, cols)
         covered = torch.cat([torch.arange(rows)[c] for c in chunks])

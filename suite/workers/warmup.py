@@ -11,11 +11,11 @@ H100 (0.36 s for one alone), time the driver spends, not the worker's CPU, so it
 importing torch and Triton and loading its kernels. On an NVIDIA worker it starts before torch is imported (``start``
 with ``driver=True``, once the worker is pinned to its GPU): the CUDA driver's primary context of the worker's device,
 which torch's runtime then uses as its own, is made through the driver library itself; elsewhere the thread starts once
-torch has resolved the backend, and torch makes the context. Once the worker has loaded its kernels, a second thread
-compiles the input generator's two kernels (``_compile_draws``: Triton's compile needs the GPU's arch, not its
-context), so that when the context is there they are only loaded. Once they
-are loaded (``kernels_loaded``; the thread imports none of them itself, so the two never wait on each other's imports)
-it draws with the input generator's two kernels, which Triton compiles, or reads from its cache, and launches. When the
+torch has resolved the backend, and torch makes the context. Once the worker has imported its kernels
+(``kernels_loaded``), a second thread compiles the input generator's two kernels (``_compile_draws``: Triton's compile
+needs the GPU's arch, not its context). The first thread, its context made, waits for that (it imports no kernel
+module before then, so the two never wait on each other's imports) and draws with the two kernels, which by then are
+only loaded and launched. When the
 start-up began, had its context and ended goes to the first test's report (``STARTUP_PROPERTY``) and from there into
 the run file's timeline.
 

@@ -315,8 +315,12 @@ def test_properties(kernel_dtype, request: pytest.FixtureRequest) -> None:
                         finally:  # each property's own time, its draws and launches included (the run file's findings)
                             findings[name]["seconds"] = round(findings[name].get("seconds", 0.0)
                                                               + time.perf_counter() - began, 4)
-                except gpu_share.MemoryHeld as held:  # not run: other processes held the GPU's memory
-                    warnings.warn(f"(checking {name!r}) {str(held)[:600]}", UserWarning, stacklevel=1)
+                except gpu_share.MemoryHeld as held:  # not run: other processes held the GPU's memory, or too large
+                    cfg = ctx.options.config or autotune.choose_config(spec, case.dtype, case.shape, backend)
+                    line = repro_line(request, case, options.config_args(spec, cfg, backend.family))
+                    gpu_share.share().note_repro(case, line)
+                    warnings.warn(f"(checking {name!r}) {str(held)[:600]}\nreproduce with: {line}", UserWarning,
+                                  stacklevel=1)
                     continue
                 except interpreter.SemanticGap as gap:  # not checkable on the interpreter: neither holds nor fails
                     findings[name].update(stopped=f"{case}: {gap}"[:2000])

@@ -123,6 +123,21 @@ def test_a_case_not_run_for_memory_held_by_others_is_named_with_its_rerun_line(r
     assert "other processes held its memory" in verdict and "zz_oom_held[fp32] {\"N\": " in verdict, verdict
 
 
+def test_a_property_case_not_run_for_memory_held_by_others_has_its_rerun_line(run_suite) -> None:
+    """A two-H200 nightly's verdict said of a properties test's case not run "each with a reproduction line in the
+    result file and the summary", and the run file's line was empty: the property's retry alone, deep in its draws
+    and launches, has no test to build the line from. The test that caught it gives it."""
+    run = run_suite("suite/test_properties.py", HUNGRY, "--kernels=zz_oom_held", *GPU_80GIB)
+    assert run.returncode == 0, run.output[-3000:]
+    listed = run.run_data()["gpu_share"]["held_cases"]
+    assert listed and all("--repro=N=" in c["repro"] and "suite/test_properties.py" in c["repro"]
+                          and "--kernel-module=tests/fixtures/memory_hungry.py" in c["repro"] for c in listed), listed
+    assert f"memory held: {listed[0]['case']} (footprint 2.0 GiB); rerun: {listed[0]['repro']}" in run.output
+    # Each case is met once per property: the verdict counts the cases, not the meetings.
+    verdict = " ".join(run.output[run.output.index("VERDICT:"):].split())
+    assert f"test passed; {len(listed)} case{'s' if len(listed) > 1 else ''} not run" in verdict, (len(listed), verdict)
+
+
 def test_every_retry_alone_is_accounted_for_when_two_tests_meet_one_too_large_case(run_suite) -> None:
     """An H100 run counted 98 cases run again alone for 65 passed and 25 too large: the properties test met the
     reference test's too-large cases again and ran them alone, and the count left them out. Each test counts the

@@ -176,7 +176,9 @@ def test_cases_the_suite_left_unrun_are_named_in_the_verdict():
     data = {"tests": [_record("passed", 0)], "status": "complete", "cases": [{"kernel": "attention"}],
             "gpu_share": {"too_large": 2, "oom_held": 2, "too_large_cases": [
                 {"kernel": "attention", "dtype": "fp32", "case": 'attention[fp32] {"B": 8, "H": 23, "S": 4500} '
-                                                                 'contiguous normal seed=3', "footprint_gib": 27.8}]}}
+                                                                 'contiguous normal seed=3', "footprint_gib": 27.8},
+                {"kernel": "attention", "dtype": "fp32", "case": 'attention[fp32] {"B": 7, "H": 31, "S": 4500} '
+                                                                 'contiguous large seed=9', "footprint_gib": 33.0}]}}
     lines = glance.verdict_lines(data, "r.json", 80, exitstatus=0)
     assert lines[0] == "VERDICT: PASSED: 1 of 1 test passed; 4 cases not run", lines
     text = " ".join(" ".join(lines).split())
@@ -184,6 +186,15 @@ def test_cases_the_suite_left_unrun_are_named_in_the_verdict():
            'attention[fp32] {"B": 8, "H": 23, "S": 4500} needs 27.8 GiB' in text, lines
     assert "2 cases, out of memory although they fit the GPU: other processes held its memory" in text, lines
     assert len(lines) <= glance.MAX_TOTAL and all(len(line) <= 80 for line in lines), lines
+    # One case met by two tests (the reference test and the properties test, once per property) is counted once: the
+    # run file lists each case once; the counts are of meetings.
+    data["gpu_share"].update(too_large=3, too_large_cases=data["gpu_share"]["too_large_cases"][:1], oom_held=5,
+                             held_cases=[{"kernel": "row_sum", "dtype": "fp16", "case": 'row_sum[fp16] {"M": 8734} '
+                                          'contiguous special seed=6', "footprint_gib": 59.1, "repro": "r"}])
+    lines = glance.verdict_lines(data, "r.json", 80, exitstatus=0)
+    assert lines[0] == "VERDICT: PASSED: 1 of 1 test passed; 2 cases not run", lines
+    text = " ".join(" ".join(lines).split())
+    assert "not run 1 case, too large" in text and "1 case, out of memory although it fits the GPU" in text, lines
 
 
 def test_a_skip_with_a_case_names_its_reason_and_never_mangles_a_reproduction_line():

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from suite.workers import parts
+from suite.workers.gpu_share import TOO_LARGE_LISTED
 
 MIN_WIDTH = 80
 # Tests parametrized with one kernel and one dtype (``kernel_dtype``, suite/plugin/hooks.py).
@@ -379,17 +380,25 @@ def unrun_case_entries(data: dict) -> list[str]:
     processes held the GPU's memory). Each entry starts with its count."""
     share = data.get("gpu_share") or {}
     out = []
-    if too_large := int(share.get("too_large") or 0):
+    if too_large := _distinct(int(share.get("too_large") or 0), share.get("too_large_cases")):
         out.append(f"{too_large} case{'s' if too_large > 1 else ''}, too large for this GPU (out of memory with the "
                    f"GPU to itself; each with a reproduction line in the result file): "
                    f"{_named(share.get('too_large_cases'), needs=True)}")
-    if held := int(share.get("oom_held") or 0):
+    if held := _distinct(int(share.get("oom_held") or 0), share.get("held_cases")):
         named = _named(share.get("held_cases"))
         out.append(f"{held} case{'s' if held > 1 else ''}, out of memory although {'they fit' if held > 1 else 'it fits'}"
                    f" the GPU: other processes held its memory (rerun {'them' if held > 1 else 'it'} on a GPU to "
                    f"{'themselves' if held > 1 else 'itself'}: each with a reproduction line in the result file and "
                    f"the summary)" + (f": {named}" if named else ""))
     return out
+
+
+def _distinct(count: int, listed: Any) -> int:
+    """How many cases a count of cases not run stands for: the count is of each time a test met one (a properties
+    test meets a case once per property, and the reference test may meet it too); the run file lists each case once,
+    up to gpu_share.TOO_LARGE_LISTED. The listed cases where the list is whole, else the count."""
+    listed = [c for c in listed or [] if isinstance(c, dict)]
+    return len(listed) if count and 0 < len(listed) < TOO_LARGE_LISTED else count
 
 
 def _named(listed: Any, needs: bool = False) -> str:

@@ -386,6 +386,14 @@ class Share:
         if all(c["case"] != str(case) for c in self.held_cases):
             self.held_cases.append(_not_run(case, need, message, repro))
 
+    def note_repro(self, case: Any, repro: str) -> None:
+        """The reproduction line of ``case``, noted not run without one: a property's retry alone (deep in its draws
+        and launches, suite/test_properties.py: alone_on_oom) has no test to build it from; the test that caught it
+        gives it here."""
+        for listed in (*self.held_cases, *self.too_large):
+            if listed["case"] == str(case) and not listed["repro"]:
+                listed["repro"] = repro
+
     def take_counts(self) -> dict[str, Any] | None:
         counts: dict[str, Any] = {"oom_retried": self.retried, "oom_retried_passed": self.retried_passed,
                                   "oom_held": self.held, "too_large": len(self.too_large),

@@ -172,7 +172,7 @@ def test_the_batch_check_takes_the_outputs_two_runs_agreed_on_and_nothing_else(m
     """After check_determinism found two runs of a case bitwise equal, the batch-invariance check of that case and
     config compares its half batch with those outputs (on those inputs) instead of a third run; for another case or
     config, or after runs that disagreed, it runs the whole batch itself."""
-    import suite.test_properties as props
+    import suite.checks.property_loop as props
 
     spec = SimpleNamespace(batch_dim="M", batch_inputs={"x"}, batch_outputs=["y"])
     runs: list[int] = []
@@ -210,7 +210,7 @@ def test_where_a_half_batch_differs_names_the_elements_it_never_wrote() -> None:
     says where the outputs differ and that those elements still hold the poison; a sum in another order differs
     where it was written, and says nothing of the poison."""
     from suite.checks.harness import poison
-    from suite.test_properties import where_bits_differ
+    from suite.checks.property_loop import where_bits_differ
 
     whole = torch.arange(8.0)
     half = {"y": torch.empty(8)}

@@ -47,7 +47,7 @@ def test_a_failure_at_the_smallest_case_stops_shrinking_at_once(run_suite, tmp_p
 
 def _budget(seconds: float = 30.0):
     from kernels.spec import Case
-    from suite.test_kernels import ShrinkBudget
+    from suite.checks.caseloop import ShrinkBudget
 
     budget = ShrinkBudget(seconds, {"M": 1, "N": 1})
     return budget, lambda m, n: Case("k", "fp32", {"M": m, "N": n}, "contiguous", "normal", 0)
@@ -74,7 +74,7 @@ def test_the_deadlines_note_names_the_first_case_only_where_it_is_another():
 
 def test_the_floor_is_the_least_choice_or_minimum_and_a_raised_batch():
     from kernels.registry import get, load_builtin
-    from suite.test_kernels import dim_floor
+    from suite.checks.caseloop import dim_floor
 
     load_builtin()
     spec = get("softmax")

@@ -139,8 +139,8 @@ def test_a_launcher_that_reuses_its_output_buffer_is_compared_run_against_run():
     they were, so two different results are not one tensor compared with itself."""
     from kernels import registry
     from suite.checks import interpreter, launches
+    from suite.checks.property_loop import check_determinism
     from suite.session.backend import resolve
-    from suite.test_properties import check_determinism
 
     registry.load_module("tests/fixtures/tinyquant_specs.py", str(ROOT))
     interpreter.install()

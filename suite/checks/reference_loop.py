@@ -1,0 +1,383 @@
+"""The reference test's loop (suite/test_kernels.py): each case's outputs against the float64 reference, under its
+own config and the others each case samples, then the test's end: the declared paths, value classes, layouts and
+configs no drawn case reached, searched and run; and every end-of-test rule, in ``finish``."""
+
+from __future__ import annotations
+
+import warnings
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from hypothesis import seed, settings
+
+from kernels.spec import Case
+from suite import compat
+from suite.checks import autotune, launches, reach, spec_code
+from suite.checks.caseloop import ABORTING, CaseLoop, Rate, fail, intermittent_text
+from suite.checks.harness import CaseResult, record, run_case
+from suite.checks.strategies import drawn_value_classes
+from suite.session import known_issues, options
+from suite.workers import crash, gpu_share, parts
+
+# Failures that are the kernel's findings (exported with --export-failures), not the suite's, the spec's or the
+# machine's.
+NOT_THE_KERNELS = ("spec", "interpreter", "oom", "oom_held", "too_large", "fault")
+
+
+@dataclass
+class Wrong:
+    """A case that gave a wrong result: the config that was wrong, the failure's detail and whole text, its record,
+    and how often it was wrong so far."""
+
+    case: Case
+    config: dict
+    message: str
+    text: str
+    rec: dict
+    rate: Rate
+
+
+@dataclass
+class Passed:
+    """What the passed cases of a test add up to: how many, the output elements they compared (each declared
+    output's too), the largest and smallest (by output elements), and the tolerance's looseness where judged."""
+
+    cases: int = 0
+    elements: int = 0
+    largest: tuple[Case, int] | None = None
+    smallest: tuple[Case, int] | None = None
+    judged: int = 0  # passed cases where looseness could be judged (a reference not all zero)
+
+    def __post_init__(self) -> None:
+        self.compared: dict[str, int] = {}
+        self.loose: list[str] = []  # passed cases whose tolerance's magnitude would pass a result off by 50%
+
+    def add(self, case: Case, result: CaseResult) -> None:
+        if self.largest is None or result.elements > self.largest[1]:
+            self.largest = (case, result.elements)
+        if self.smallest is None or result.elements < self.smallest[1]:
+            self.smallest = (case, result.elements)
+        self.cases += 1
+        self.elements += result.elements
+        for name, n in result.compared.items():
+            self.compared[name] = self.compared.get(name, 0) + n
+        if result.loose != "" and result.elements:
+            self.judged += 1
+            if result.loose:
+                self.loose.append(f"{case}: {result.loose}")
+
+
+class ReferenceLoop(CaseLoop):
+    """test_matches_reference's cases: see the module's docstring."""
+
+    def __init__(self, kernel_dtype: Any, request: Any, ctx: Any) -> None:
+        super().__init__(kernel_dtype, request, ctx)
+        self.part = getattr(kernel_dtype, "part", 0)  # suite/workers/parts.py
+        self.split = getattr(kernel_dtype, "parts", 1)
+        self.records: list[dict] = []
+        self.coverage = reach.Coverage(self.spec, self.dtype, self.backend.family)
+        self.last_failure: dict | None = None  # the record of the test's failure (Hypothesis replays the minimal last)
+        self.to_export: tuple | None = None  # the last failing case of the kernel's own, for --export-failures
+        self.every_config = ctx.large_shapes and self.backend.name != "interpret"  # nightly on a GPU: every config
+        self.too_large: list[str] = []
+        self.last = bool(ctx.options.repro)  # a part that adds up every part's coverage (a --repro case is its own)
+        self.passed = Passed()
+        # Parts: with the same cases drawn in every part, each runs those at its positions; with random draws, each
+        # part draws its own share of the budget.
+        self.same_draws = self.split > 1 and (settings.default.derandomize or ctx.profile == "validation")
+        self.position = iter(range(1 << 62))
+        self.wrong_before: list[Wrong] = []  # cases that gave a wrong result, and how often so far
+        # Cases that failed as the known issue describes (their record, their text): the other cases run on, and any
+        # other failure fails the test (suite/plugin/hooks.py keeps the xfail only for a failure the issue describes).
+        self.known: list[tuple[dict, str]] = []
+        launches.take_untuned()
+        launches.take_launched()
+        launches.take_widest()
+
+    # --- one case ------------------------------------------------------------------------------------------------
+    def run_once(self, case: Case, configs: list[dict]) -> CaseResult:
+        return gpu_share.run_with_retry(
+            lambda: run_case(self.spec, case, self.backend, configs[0], extra_configs=configs[1:]),
+            self.backend.device, case)
+
+    def measure(self, case: Case, config: dict, rate: Rate) -> Rate:
+        """``rate`` plus ``reruns`` more runs of the case under ``config`` (the one that was wrong), on inputs drawn
+        again from its seed; a run that breaks otherwise (a fault, out of memory) ends the count."""
+        wrong, runs = rate.wrong, rate.runs
+        for _ in range(self.reruns):
+            again = self.run_once(case, [config])
+            if not again.passed and again.failure in ABORTING:
+                break
+            wrong, runs = wrong + (not again.passed), runs + 1
+        return Rate(wrong, runs)
+
+    def fail_intermittent(self, w: Wrong, rate: Rate) -> None:
+        """From now on this case fails as found without running again, and every other case passes untested."""
+        text = intermittent_text(str(w.case), rate, w.config, w.message, w.rec["repro"])
+        first = self.wrong_before[0] if self.wrong_before else w
+        if first.case != w.case and first.rate.wrong == first.rate.runs:
+            text += (f"\n(the first failing case was wrong in every run, {first.rate.text()}: {first.case}; "
+                     f"reproduce with: {first.rec['repro']})")
+        self.last_failure = {**w.rec, "failure": "intermittent", "intermittent": rate.record(),
+                             "repro": rate.repro(w.rec["repro"])[1],
+                             "message": f"intermittent ({rate.text()}): {w.rec['message'] or ''}"[:2000]}
+        self.stick(w.case, text)
+
+    def others_case(self, configs: list[dict] | None) -> bool:
+        """A drawn case another part of a split test runs (the path search and --repro pass their configs)."""
+        if configs is not None or self.split == 1:
+            return False
+        at = next(self.position)
+        return (self.shrink.started is None and (self.same_draws or at < len(self.spec.examples))
+                and not parts.owns(at, self.part, self.split))
+
+    def configs_for(self, case: Case) -> list[dict]:
+        """A drawn case's configs: its own (or --config's), a sample of the family's others, the one that failed."""
+        spec, backend = self.spec, self.backend
+        primary = self.forced or autotune.choose_config(spec, case.dtype, case.shape, backend)
+        configs = [primary] + ([] if self.forced else reach.extra_configs(spec, case, backend.family, primary,
+                                                                           self.every_config))
+        if self.shrink.config is not None and self.shrink.config not in configs:  # keep testing the config that failed
+            configs.append(self.shrink.config)
+        return configs
+
+    def check(self, case: Case, configs: list[dict] | None = None, runs: int = 1) -> None:
+        if self.others_case(configs) or self.replaying(case):
+            return
+        configs = configs if configs is not None else self.configs_for(case)
+        result, repeated = self.run_case(case, configs, runs)
+        line = self.config_line(case, result.config)
+        rec = record(result, self.request.node.nodeid, line)
+        if self.not_run(case, result, line):
+            return
+        if result.passed:
+            self.on_passed(case, result, rec, line)
+        elif self.known_issue and result.failure not in ("fault", "oom") and self.known_issue.covers(result.message()):
+            self.known.append((rec, f"{case}\n{result.message()}\nreproduce with: {line}"))  # expected: on to the next
+        else:
+            self.on_failed(case, result, rec, line, repeated, runs)
+
+    def run_case(self, case: Case, configs: list[dict], runs: int) -> tuple[CaseResult, Rate | None]:
+        """The case run once, or ``runs`` times (--repro-runs: its runs count as its classification)."""
+        result = self.run_once(case, configs)
+        if runs == 1:
+            return result, None
+        seen = [result]
+        while len(seen) < runs and not (seen[-1].failure in ABORTING and not seen[-1].passed):
+            seen.append(self.run_once(case, configs))
+        wrong = [r for r in seen if not r.passed]
+        result = next((r for r in wrong if r.failure in ABORTING), wrong[0] if wrong else seen[0])
+        return result, Rate(len(wrong), len(seen))
+
+    def not_run(self, case: Case, result: CaseResult, line: str) -> bool:
+        """A case the GPU could not run (too large, memory held by others; listed in gpu_share, never the kernel's
+        fault) or the interpreter cannot check (the test is skipped, saying why): whether it was one."""
+        if result.failure == "too_large":  # the other cases still run
+            gpu_share.share().note_too_large(case, getattr(result, "footprint", 0), result.message(), line)
+            self.too_large.append(f"{case}: {result.message()}\nreproduce with: {line}")
+            return True
+        if result.failure == "not_checkable":  # a construct the interpreter evaluates otherwise
+            pytest.skip(f"{result.message()}\n{case}\nreproduce with: {line}")
+        if result.failure == "oom_held":
+            gpu_share.share().note_held(case, getattr(result, "footprint", 0), result.message(), line)
+            warnings.warn(f"{case}: {result.message()[:600]}\nreproduce with: {line}", UserWarning, stacklevel=1)
+            return True
+        return False
+
+    def on_passed(self, case: Case, result: CaseResult, rec: dict, line: str) -> None:
+        earlier = next((w for w in self.wrong_before if w.case == case), None)
+        if earlier is not None:  # wrong before, right now (Hypothesis's replay of it, say): how often is it wrong?
+            rate = self.measure(case, earlier.config, Rate(earlier.rate.wrong,
+                                                           earlier.rate.runs + (earlier.config in result.ran)))
+            if rate.intermittent:
+                self.fail_intermittent(earlier, rate)
+            self.last_failure = earlier.rec
+            fail(earlier.text)  # wrong in every run under its config: the failure as it was
+        if self.last_failure is not None:  # passes seen while shrinking a failure are not cases of the run
+            return
+        self.passed.add(case, result)
+        try:
+            self.coverage.add(case, result.ran, result.skipped_configs)
+        except spec_code.SpecRaised as exc:  # a CodePath's taken raised: the spec's, in one line
+            broken = f"broken spec: {exc}"
+            self.last_failure = {**rec, "outcome": "failed", "failure": "spec", "message": broken}
+            raise crash.CaseAborted(f"{case}\n{broken}\nreproduce with: {line}") from None
+        self.records.append(rec)
+
+    def on_failed(self, case: Case, result: CaseResult, rec: dict, line: str, repeated: Rate | None,
+                  runs: int) -> None:
+        self.last_failure = rec
+        if result.failure not in NOT_THE_KERNELS:  # the kernel's findings
+            self.to_export = (case, dict(result.config), result.message(), line, result.failure)
+        self.shrink.failed(case, result.config, line)
+        if result.failure in ("fault", "oom", "spec", "interpreter"):  # shrinking would only repeat these
+            if self.known_issue and self.known_issue.covers(result.message()):  # its reach leaves this dtype out
+                self.coverage.stopped_by = f"known issue {self.known_issue.id}"
+            raise crash.CaseAborted(f"{case}\n{result.message()}\nreproduce with: {line}")
+        text = f"{case}\n{result.message()}\nreproduce with: {line}"
+        if repeated is None and not self.wrong_before:  # the test's first wrong result: how often is it wrong?
+            repeated = self.measure(case, result.config, Rate(1, 1))
+            self.shrink.restart_clock()
+        w = Wrong(case, dict(result.config), result.message(), text, rec, repeated or Rate(1, 1))
+        self.wrong_before.append(w)
+        if w.rate.intermittent:
+            self.fail_intermittent(w, w.rate)
+        if runs > 1:
+            text = f"{case}\n{result.message()}\n({w.rate.text()})\nreproduce with: {line}"
+        fail(f"{text}{self.shrink.note(line)}")
+
+    def unreliable(self, why: str) -> None:
+        """Hypothesis found a failure that did not happen again (a safety net: each case that was wrong and then
+        right is classified as it happens): the verdict of the test's first wrong case, from its runs."""
+        if self.sticky is not None:
+            fail(self.sticky[1])
+        if not self.wrong_before:
+            fail(f"intermittent: a failure of this test did not happen again when its case ran again ({why})")
+        first = self.wrong_before[0]
+        if first.rate.intermittent:
+            self.fail_intermittent(first, first.rate)
+        self.last_failure = first.rec
+        fail(f"{first.text}\n({first.rate.text()} of this case; another failure did not happen again: {why})")
+
+    # --- the test ------------------------------------------------------------------------------------------------
+    def run(self) -> None:
+        """Every case of the test, then what the test concludes (``finish``)."""
+        if self.forced is not None and (problem := options.config_problem(self.spec, self.forced)):
+            fail(f"--config: {problem}")
+        if self.ctx.options.repro:
+            case = self.repro_case()
+            self.check(case, [self.forced or autotune.choose_config(self.spec, case.dtype, case.shape, self.backend)],
+                       runs=self.ctx.options.repro_runs)
+            self.finish(searched=False)
+            return
+        strategy = self.strategy()
+        failed, why = True, None
+        try:
+            why = self.drive(self.hypothesis_run(strategy))
+            failed = why is not None
+        finally:
+            if self.split > 1:  # the last part to finish adds up every part's coverage
+                self.last, failed = parts.finish(self.request.config, self.request.node.nodeid, self.part,
+                                                 self.coverage, failed)
+        if why is not None:
+            self.unreliable(why)
+        if self.forced is None and not failed and not self.known and (self.split == 1 or self.last):
+            self.search(strategy)
+        self.finish(searched=True)
+
+    def hypothesis_run(self, strategy):
+        run = self.given(strategy, self.check, f"{self.spec.name}-{self.dtype}")
+        if self.split > 1 and not self.same_draws:
+            run = self.settings_for(-(-settings.default.max_examples // self.split))(run)
+            if (forced_seed := compat.forced_seed()) is not None:
+                run = seed(zlib.crc32(f"{forced_seed}-part{self.part}".encode()))(run)
+        return self.seeded(self.with_examples(run), self.validation_seed())
+
+    def search(self, strategy) -> None:
+        """What no drawn case reached, run: each declared path, each value class and layout, each config."""
+        self.reach_missing_paths(strategy)
+        for label, case in reach.find_classes_never_drawn(
+                strategy, self.coverage, drawn_value_classes(self.spec, self.dtype, self.backend.name),
+                self.spec.layouts, self.passed.smallest[0] if self.passed.smallest else None):
+            self.coverage.searched.append(label)
+            self.check(case)
+        if self.passed.largest is not None and (never := reach.configs_never_run(self.spec, self.backend.family,
+                                                                                   self.coverage)):
+            self.check(self.passed.largest[0], never)  # every config of the family at least once
+
+    def reach_missing_paths(self, strategy) -> None:
+        """Run a case for each declared path the drawn cases missed; fail for a path no allowed case reaches."""
+        spec, backend, coverage = self.spec, self.backend, self.coverage
+        pool = [spec.default_config_for(backend.family), *reach.config_space(spec, backend.family)]
+        for path in coverage.missing():
+            try:
+                found = reach.find_case(strategy, path, pool, spec)
+            except spec_code.SpecRaised as exc:  # a CodePath's taken raised: the spec's, in one line
+                fail(f"broken spec: {exc}")
+            if found is None:
+                coverage.unreachable.append(path.name)
+                continue
+            case, config = found
+            coverage.searched.append(path.name)
+            self.check(case, [config])
+        if coverage.unreachable:
+            fail(f"{spec.name}: declared path(s) {coverage.unreachable} are taken by no case the dims allow on "
+                 f"{backend.name} with any {backend.family} config; widen the dims, add a config, or drop the path")
+
+    # --- the test's end ------------------------------------------------------------------------------------------
+    def finish(self, searched: bool) -> None:
+        """Every end-of-test rule, in one place (docs/checks.md)."""
+        self.end_too_large()
+        self.end_nothing_compared()
+        if searched:  # one --repro case proves nothing about launches or a magnitude's looseness
+            self.end_never_launched()
+            self.end_loose_everywhere()
+        self.end_known()
+
+    def end_too_large(self) -> None:
+        """Too-large cases are not run (counted and listed in the run file's gpu_share); a test none of whose cases
+        could run is skipped, saying why. Never a failure: what does not fit is the suite's draw, not the kernel."""
+        if self.too_large and not self.passed.cases:
+            pytest.skip(f"not run: all {len(self.too_large)} case(s) too large for this GPU (out of memory with the "
+                        f"GPU to themselves; not a wrong result): lower the dims' gpu_max for this GPU or run on a "
+                        f"larger one.\n{self.too_large[0]}")
+        if self.too_large:
+            warnings.warn(f"{len(self.too_large)} case(s) not run, too large for this GPU (not a wrong result); the "
+                          f"first: {self.too_large[0][:600]}", UserWarning, stacklevel=1)
+
+    def end_nothing_compared(self) -> None:
+        spec, dtype, p = self.spec, self.dtype, self.passed
+        never = [name for name in spec.outputs if p.elements and name in p.compared and not p.compared[name]]
+        if never:
+            fail(f"{spec.name}[{dtype}]: output(s) {never} had no element in any of the {p.cases} case(s), so they "
+                 f"were never compared and prove nothing: make_outputs or the reference gives them empty tensors, or "
+                 f"their dims allow only empty sizes here")
+        if p.cases and not p.elements:
+            fail(f"{spec.name}[{dtype}]: all {p.cases} case(s) had empty outputs (no element), so nothing was "
+                 f"compared and the test proves nothing: the dims allow only empty tensors here (give a Dim sizes "
+                 f"above 0), or make_outputs returns empty tensors")
+
+    def end_never_launched(self) -> None:  # a test split into parts: each part's own count cannot judge it
+        spec, dtype, p = self.spec, self.dtype, self.passed
+        if p.elements and self.split == 1 and not launches.take_launched():
+            if spec.untested_reason:  # the spec says why: not tested, never passed
+                    pytest.skip(f"not tested: none of the {p.cases} case(s) of {spec.name}[{dtype}] launched a "
+                            f"@triton.jit function ({spec.untested_reason})")
+            fail(launches.never_launched(spec.name, dtype, p.cases))
+        widest = launches.take_widest()
+        if p.elements and self.split == 1 and (single := launches.one_program_grids(spec, dtype, widest, p.cases)):
+            fail(single)
+
+    def end_loose_everywhere(self) -> None:
+        p = self.passed
+        if p.loose and len(p.loose) == p.judged:
+            fail(f"broken spec: in every one of the {p.judged} case(s) the tolerance would pass a result off by 50%, "
+                 f"so the cases prove nothing; the first: {p.loose[0]}")
+
+    def end_known(self) -> None:
+        if self.known:
+            self.records.extend(known_issues.first_each(self.known_issue, self.known)[1:])  # each issue's first case
+            self.coverage.stopped_by = f"known issue {self.known_issue.id}"  # its dtype's paths were not all reachable
+            raise known_issues.KnownIssueFailure(
+                f"known issue {self.known_issue.id}: {len(self.known)} case(s) failed as it describes "
+                f"(failure_pattern {self.known_issue.failure_pattern!r}); the first:\n{self.known[0][1]}")
+
+    def close(self) -> list[tuple[str, Any]]:
+        """After the test, passed or not: the untuned kernels warned of, the records kept (Hypothesis replays the
+        minimal failing example last: that one only, else a known issue's first), and the coverage to record (a
+        part's once, added up, by the last part): the user properties to give the test."""
+        self.warn_untuned()
+        self.records.extend([self.last_failure] if self.last_failure else [rec for rec, _ in self.known[:1]])
+        if self.last_failure and not self.coverage.stopped_by:  # stopped at its first failing case
+            self.coverage.stopped_by = "a failure"
+        return [(reach.COVERAGE_PROPERTY, [self.coverage.record()])] if self.split == 1 or self.last else []
+
+    def warn_untuned(self) -> None:
+        spec, dtype = self.spec, self.dtype
+        self.coverage.untuned = launches.take_untuned()  # the summary names them (launches.untuned_lines)
+        for name, count in sorted(self.coverage.untuned.items()):
+            warnings.warn(f"{spec.name}[{dtype}]: autotuned kernel {name} ran the first of its {count} configs in "
+                          f"every case: the spec's configs name none of its parameters, so its other configs were "
+                          f"never run: {launches.untuned_advice(name)}", UserWarning, stacklevel=1)

@@ -41,18 +41,22 @@ class Wrong:
 
 @dataclass
 class Passed:
-    """What the passed cases of a test add up to: how many, the output elements they compared (each declared
-    output's too), the largest and smallest (by output elements), and the tolerance's looseness where judged."""
+    """What the passed cases of a test add up to, for the rules its end judges: how many, the output elements they
+    compared (each declared output's too), the largest and smallest (by output elements), the tolerance's looseness
+    where judged, and what the kernels' launches were (how many, each kernel's widest grid). A test split into parts
+    adds up every part's (``state``, ``merge``) in the last part to finish, which judges the whole test."""
 
     cases: int = 0
     elements: int = 0
     largest: tuple[Case, int] | None = None
     smallest: tuple[Case, int] | None = None
     judged: int = 0  # passed cases where looseness could be judged (a reference not all zero)
+    launched: int = 0  # @triton.jit launches the test's cases made
 
     def __post_init__(self) -> None:
         self.compared: dict[str, int] = {}
         self.loose: list[str] = []  # passed cases whose tolerance's magnitude would pass a result off by 50%
+        self.widest: dict[str, int] = {}  # each kernel launched, with the most programs one of its launches ran
 
     def add(self, case: Case, result: CaseResult) -> None:
         if self.largest is None or result.elements > self.largest[1]:
@@ -67,6 +71,26 @@ class Passed:
             self.judged += 1
             if result.loose:
                 self.loose.append(f"{case}: {result.loose}")
+
+    def take_launches(self) -> None:
+        """The launches made since the last take (suite/checks/launches.py), added to the test's."""
+        self.launched += launches.take_launched()
+        for name, count in launches.take_widest().items():
+            self.widest[name] = max(count, self.widest.get(name, 0))
+
+    def state(self) -> dict[str, Any]:
+        return {"cases": self.cases, "elements": self.elements, "judged": self.judged, "launched": self.launched,
+                "compared": self.compared, "loose": self.loose, "widest": self.widest}
+
+    def merge(self, state: dict[str, Any]) -> None:
+        """Another part's ``state`` added to this one (the largest and smallest cases stay this part's own)."""
+        for name in ("cases", "elements", "judged", "launched"):
+            setattr(self, name, getattr(self, name) + int(state.get(name, 0)))
+        for name, n in (state.get("compared") or {}).items():
+            self.compared[name] = self.compared.get(name, 0) + int(n)
+        self.loose += list(state.get("loose") or [])
+        for name, count in (state.get("widest") or {}).items():
+            self.widest[name] = max(int(count), self.widest.get(name, 0))
 
 
 class ReferenceLoop(CaseLoop):
@@ -258,14 +282,23 @@ class ReferenceLoop(CaseLoop):
             why = self.drive(self.hypothesis_run(strategy))
             failed = why is not None
         finally:
-            if self.split > 1:  # the last part to finish adds up every part's coverage
-                self.last, failed = parts.finish(self.request.config, self.request.node.nodeid, self.part,
-                                                 self.coverage, failed)
+            self.passed.take_launches()
+            if self.split > 1:  # the last part to finish adds up every part's coverage and tallies, and judges them
+                self.last, failed, others = parts.finish(self.request.config, self.request.node.nodeid, self.part,
+                                                         self.coverage, failed, self.passed.state())
+                for state in others:
+                    self.passed.merge(state)
         if why is not None:
             self.unreliable(why)
-        if self.forced is None and not failed and not self.known and (self.split == 1 or self.last):
+        # A known issue excuses the cases it describes, nothing else: the search runs whether or not cases met it.
+        if self.forced is None and not failed and self.judges_whole:
             self.search(strategy)
         self.finish(searched=True)
+
+    @property
+    def judges_whole(self) -> bool:
+        """Whether this test (or this part: the last of a split test's to finish) judges the whole test's end."""
+        return self.split == 1 or self.last
 
     def hypothesis_run(self, strategy):
         run = self.given(strategy, self.check, f"{self.spec.name}-{self.dtype}")
@@ -288,7 +321,8 @@ class ReferenceLoop(CaseLoop):
             self.check(self.passed.largest[0], never)  # every config of the family at least once
 
     def reach_missing_paths(self, strategy) -> None:
-        """Run a case for each declared path the drawn cases missed; fail for a path no allowed case reaches."""
+        """Run a case for each declared path the drawn cases missed; a path no allowed case reaches is listed (unreachable,
+        judged in ``finish``)."""
         spec, backend, coverage = self.spec, self.backend, self.coverage
         pool = [spec.default_config_for(backend.family), *reach.config_space(spec, backend.family)]
         for path in coverage.missing():
@@ -302,59 +336,82 @@ class ReferenceLoop(CaseLoop):
             case, config = found
             coverage.searched.append(path.name)
             self.check(case, [config])
-        if coverage.unreachable:
-            fail(f"{spec.name}: declared path(s) {coverage.unreachable} are taken by no case the dims allow on "
-                 f"{backend.name} with any {backend.family} config; widen the dims, add a config, or drop the path")
 
     # --- the test's end ------------------------------------------------------------------------------------------
     def finish(self, searched: bool) -> None:
-        """Every end-of-test rule, in one place (docs/checks.md)."""
-        self.end_too_large()
-        self.end_nothing_compared()
-        if searched:  # one --repro case proves nothing about launches or a magnitude's looseness
-            self.end_never_launched()
-            self.end_loose_everywhere()
+        """Every end-of-test rule, in one place (docs/checks.md). Each rule is judged whatever another found, and
+        every one that fails is said, together; only where none failed does the test end as its known issue
+        describes (xfail), or as not run (skip: every case too large, or a spec that says why it is not tested).
+        A part of a split test judges nothing of the whole unless it is the last part to finish; a --repro case
+        (``searched`` False) proves nothing about launches or a magnitude's looseness."""
+        self.passed.take_launches()
+        self.warn_too_large()
+        rules = [self.nothing_compared, self.unreachable_paths] if self.judges_whole else []
+        if searched and self.judges_whole:
+            rules += [self.never_launched, self.one_program, self.loose_everywhere]
+        failures = [message for rule in rules if (message := rule())]
+        if failures:
+            known = (f"\n\n(besides, {len(self.known)} case(s) failed as known issue {self.known_issue.id} "
+                     f"describes)" if self.known else "")
+            fail("\n\n".join(failures) + known)
         self.end_known()
+        self.skip_not_run(searched)
 
-    def end_too_large(self) -> None:
-        """Too-large cases are not run (counted and listed in the run file's gpu_share); a test none of whose cases
-        could run is skipped, saying why. Never a failure: what does not fit is the suite's draw, not the kernel."""
-        if self.too_large and not self.passed.cases:
-            pytest.skip(f"not run: all {len(self.too_large)} case(s) too large for this GPU (out of memory with the "
-                        f"GPU to themselves; not a wrong result): lower the dims' gpu_max for this GPU or run on a "
-                        f"larger one.\n{self.too_large[0]}")
-        if self.too_large:
+    def warn_too_large(self) -> None:
+        """Too-large cases are not run (counted and listed in the run file's gpu_share): never a failure, what does
+        not fit is the suite's draw, not the kernel."""
+        if self.too_large and self.passed.cases:
             warnings.warn(f"{len(self.too_large)} case(s) not run, too large for this GPU (not a wrong result); the "
                           f"first: {self.too_large[0][:600]}", UserWarning, stacklevel=1)
 
-    def end_nothing_compared(self) -> None:
+    def skip_not_run(self, searched: bool) -> None:
+        """A test none of whose cases could run (all too large) is skipped, saying why; so is one whose cases never
+        launched the kernel where the spec says why (untested_reason): not tested, never passed."""
+        spec, dtype, p = self.spec, self.dtype, self.passed
+        if self.too_large and not p.cases:
+            pytest.skip(f"not run: all {len(self.too_large)} case(s) too large for this GPU (out of memory with the "
+                        f"GPU to themselves; not a wrong result): lower the dims' gpu_max for this GPU or run on a "
+                        f"larger one.\n{self.too_large[0]}")
+        if searched and self.judges_whole and p.elements and not p.launched and spec.untested_reason:
+            pytest.skip(f"not tested: none of the {p.cases} case(s) of {spec.name}[{dtype}] launched a "
+                        f"@triton.jit function ({spec.untested_reason})")
+
+    def nothing_compared(self) -> str | None:
         spec, dtype, p = self.spec, self.dtype, self.passed
         never = [name for name in spec.outputs if p.elements and name in p.compared and not p.compared[name]]
         if never:
-            fail(f"{spec.name}[{dtype}]: output(s) {never} had no element in any of the {p.cases} case(s), so they "
-                 f"were never compared and prove nothing: make_outputs or the reference gives them empty tensors, or "
-                 f"their dims allow only empty sizes here")
+            return (f"{spec.name}[{dtype}]: output(s) {never} had no element in any of the {p.cases} case(s), so they "
+                    f"were never compared and prove nothing: make_outputs or the reference gives them empty tensors, "
+                    f"or their dims allow only empty sizes here")
         if p.cases and not p.elements:
-            fail(f"{spec.name}[{dtype}]: all {p.cases} case(s) had empty outputs (no element), so nothing was "
-                 f"compared and the test proves nothing: the dims allow only empty tensors here (give a Dim sizes "
-                 f"above 0), or make_outputs returns empty tensors")
+            return (f"{spec.name}[{dtype}]: all {p.cases} case(s) had empty outputs (no element), so nothing was "
+                    f"compared and the test proves nothing: the dims allow only empty tensors here (give a Dim sizes "
+                    f"above 0), or make_outputs returns empty tensors")
+        return None
 
-    def end_never_launched(self) -> None:  # a test split into parts: each part's own count cannot judge it
-        spec, dtype, p = self.spec, self.dtype, self.passed
-        if p.elements and self.split == 1 and not launches.take_launched():
-            if spec.untested_reason:  # the spec says why: not tested, never passed
-                    pytest.skip(f"not tested: none of the {p.cases} case(s) of {spec.name}[{dtype}] launched a "
-                            f"@triton.jit function ({spec.untested_reason})")
-            fail(launches.never_launched(spec.name, dtype, p.cases))
-        widest = launches.take_widest()
-        if p.elements and self.split == 1 and (single := launches.one_program_grids(spec, dtype, widest, p.cases)):
-            fail(single)
+    def unreachable_paths(self) -> str | None:
+        if not self.coverage.unreachable:
+            return None
+        return (f"{self.spec.name}: declared path(s) {self.coverage.unreachable} are taken by no case the dims allow "
+                f"on {self.backend.name} with any {self.backend.family} config; widen the dims, add a config, or drop "
+                f"the path")
 
-    def end_loose_everywhere(self) -> None:
+    def never_launched(self) -> str | None:
+        p = self.passed
+        if p.elements and not p.launched and not self.spec.untested_reason:
+            return launches.never_launched(self.spec.name, self.dtype, p.cases)
+        return None
+
+    def one_program(self) -> str | None:
+        p = self.passed
+        return launches.one_program_grids(self.spec, self.dtype, p.widest, p.cases) if p.elements else None
+
+    def loose_everywhere(self) -> str | None:
         p = self.passed
         if p.loose and len(p.loose) == p.judged:
-            fail(f"broken spec: in every one of the {p.judged} case(s) the tolerance would pass a result off by 50%, "
-                 f"so the cases prove nothing; the first: {p.loose[0]}")
+            return (f"broken spec: in every one of the {p.judged} case(s) the tolerance would pass a result off by "
+                    f"50%, so the cases prove nothing; the first: {p.loose[0]}")
+        return None
 
     def end_known(self) -> None:
         if self.known:

@@ -143,21 +143,24 @@ def finish_part(directory: Path, base: str, part: int, selected: set[int], state
         return states
 
 
-def coverage_state(coverage: Any, part: int, failed: bool) -> dict[str, Any]:
+def coverage_state(coverage: Any, part: int, failed: bool, tallies: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"part": part, "configs": dict(coverage.configs), "paths": dict(coverage.paths),
             "not_fitting": dict(coverage.not_fitting), "values": dict(coverage.values),
-            "layouts": dict(coverage.layouts), "failed": failed}
+            "layouts": dict(coverage.layouts), "failed": failed, "tallies": tallies or {}}
 
 
-def finish(config: Any, nodeid: str, part: int, coverage: Any, failed: bool) -> tuple[bool, bool]:
-    """Part ``part`` of the test ``nodeid`` has run its cases: leave its coverage; if it is the last part to finish,
-    add the others' into ``coverage``. (whether it is the last, whether any part that finished failed)."""
+def finish(config: Any, nodeid: str, part: int, coverage: Any, failed: bool,
+           tallies: dict[str, Any] | None = None) -> tuple[bool, bool, list[dict[str, Any]]]:
+    """Part ``part`` of the test ``nodeid`` has run its cases: leave its coverage and ``tallies`` (what the end of
+    the test judges: suite/checks/reference_loop.py's Passed); if it is the last part to finish, add the others'
+    coverage into ``coverage``. (whether it is the last, whether any part that finished failed, the other parts'
+    tallies where it is the last)."""
     base = base_id(nodeid)
     states = finish_part(shared_dir(config), base, part, selected_parts(config, base),
-                         coverage_state(coverage, part, failed))
+                         coverage_state(coverage, part, failed, tallies))
     if states is None:
-        return False, failed
-    return True, merge_into(coverage, states, part)
+        return False, failed, []
+    return True, merge_into(coverage, states, part), [s.get("tallies") or {} for s in states if s["part"] != part]
 
 
 def merge_into(coverage: Any, states: list[dict[str, Any]], part: int) -> bool:

@@ -286,30 +286,6 @@ PATCHES: tuple[Patch, ...] = (
            Target("hypothesis.internal.conjecture.providers", "Constants"),
            Target("hypothesis.internal.conjecture.providers", "CONSTANTS_CACHE.cache")),
           package="hypothesis"),
-    Patch("compile-once-kernels", "suite/workers/compile_once.py",
-          "a kernel variant several workers need at once compiled by one of them: triton.compile (the JIT's "
-          "triton.compiler.compile and the compile matrix's) run under a lock keyed on the source's hash, the target "
-          "and the options; the others wait, then find it in Triton's cache",
-          (Target("triton.compiler", "compile", ("src", "target", "options")),
-           Target("triton.compiler.compiler", "compile", ("src", "target", "options")),
-           Target("triton.compiler.compiler", "ASTSource.hash", ("self",)),
-           Target("triton.runtime.jit", "JITFunction.create_binder", ("self",))),
-          extra_check=lambda: _reads("triton.runtime.jit", "JITFunction.create_binder",
-                                     "from ..compiler import CompiledKernel, compile"),
-          backends=("cuda", "rocm")),
-    Patch("compile-once-c-modules-3.6", "suite/workers/compile_once.py",
-          "Triton's C modules (its driver module, a launcher per kernel signature) built by one worker at a time per "
-          "source: triton.runtime.build.compile_module_from_src, as the drivers import it, under a lock keyed on its "
-          "arguments",
-          (Target("triton.runtime.build", "compile_module_from_src", ("src", "name")),),
-          # 3.9 builds through _compile_so (the next patch); 3.7 and 3.8 are not checked: their C modules are built
-          # as Triton does.
-          triton="<3.7", backends=("cuda", "rocm")),
-    Patch("compile-once-c-modules-3.9", "suite/workers/compile_once.py",
-          "Triton's C modules (its driver module) built by one worker at a time per source: "
-          "triton.runtime.build._compile_so under a lock keyed on its arguments but the source's temporary path",
-          (Target("triton.runtime.build", "_compile_so", ("src", "src_path", "name")),),
-          triton=">=3.9", backends=("cuda", "rocm")),
     Patch("timing-knobs-hooks", "suite/workers/timing.py",
           "Triton's compiles timed and counted (compilation listener, JIT cache and post-compile hooks)",
           (Target("triton.knobs", "compilation.listener"), Target("triton.knobs", "runtime.jit_cache_hook"),

@@ -56,8 +56,8 @@ def _plant_missing(monkeypatch, target: compat.Target) -> None:
         monkeypatch.setattr(parent, parts[-2], stand_in)
 
 
-# A patch for other Triton versions only may name a target this one lacks (compile-once-c-modules-3.9's _compile_so):
-# its missing target is planted where that Triton is installed.
+# A patch for other Triton versions only may name a target this one lacks: its missing target is planted where that
+# Triton is installed.
 TARGETS = [(p, t) for p in compat.PATCHES for t in p.targets if not t.optional and (p.applies() or not t.problem())]
 
 

@@ -31,7 +31,7 @@ from suite.plugin import context, glance, summary
 from suite.plugin.context import BACKEND, CONTEXT
 from suite.plugin.recorder import AUTOTUNE_PROPERTY, KNOWN_PROPERTY, MEMCHECK_PROPERTY, RunRecorder
 from suite.session import options
-from suite.workers import bytecode, compile_once, crash, gpu_share, parts, schedule, shard, timing, warmup
+from suite.workers import bytecode, crash, gpu_share, parts, schedule, shard, timing, warmup
 
 __all__ = ["BACKEND", "CONTEXT", "KNOWN_PROPERTY", "repro_prefix"]
 
@@ -95,7 +95,6 @@ def install(config: pytest.Config, ctx: context.SuiteContext) -> None:
     timing.install()
     if context.is_worker(config) or not context.xdist_on(config):  # the processes that run cases
         gpu_share.share().setup(ctx.backend.device)
-        compile_once.install(ctx.backend.name)  # one compile of a kernel variant per run, not one per worker
     if context.is_worker(config):
         share_cpu_threads(int(config.workerinput.get("workercount", 1)))
         warmup.kernels_loaded()  # the GPU start-up (begun in context.build) may draw with the input generator now
@@ -130,7 +129,6 @@ def pytest_sessionstart(session: pytest.Session):
     (without them), follow; the run's timeline still starts at the session's start."""
     config = session.config
     started = time.time()
-    bytecode.wait_for_prefill(config)  # the workers' sources compiled once, before they start (xdist, below)
     ctx = config.stash.get(CONTEXT, None)
     if ctx is not None:
         ctx.session = session

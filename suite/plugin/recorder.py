@@ -19,7 +19,7 @@ import pytest
 
 from suite.checks import memcheck
 from suite.plugin.context import SuiteContext
-from suite.session import results, stash
+from suite.session import results
 from suite.workers import crash, gpu_share, timing, warmup
 
 KNOWN_PROPERTY = "suite_known_issue"
@@ -292,9 +292,8 @@ class RunRecorder:
             session.exitstatus = exitstatus = pytest.ExitCode.OK
         self._mark_unchecked()
         self.run_file.data["timing"] = timing.summed(self.run_file.data["tests"])
-        prefill = self.config.stash.get(stash.PREFILL, None) if self.config is not None else None
         if workers := timing.timeline(self.run_file.data["tests"], self.ready, time.time() - self.t0,
-                                      timing.startup_times(self.startup, self.t0), getattr(prefill, "took", None)):
+                                      timing.startup_times(self.startup, self.t0)):
             self.run_file.data["timing"]["workers"] = workers
         # Ctrl-C, or -x/--maxfail (pytest's shouldfail: the tests not run were never due): what finished is kept, and
         # the file says the run was stopped on purpose, not that it lost tests.

@@ -54,6 +54,5 @@ PINNING = pytest.StashKey["Pinning"]()  # suite.plugin.context.Pinning: the cont
 DEFERRED = pytest.StashKey[bool]()  # an xdist controller whose context is built once its workers have started
 # suite.workers.bytecode: the controller's PYTHONDONTWRITEBYTECODE and PYTHONPYCACHEPREFIX before its workers started
 SAVED_ENV = pytest.StashKey[dict]()
-PREFILL = pytest.StashKey[Any]()  # suite.workers.bytecode.Prefill: the controller's compile of its workers' sources
 # suite.checks.tampering.Snapshot: the suite's own checking code as it was before any kernel module was imported
 CHECKS_SNAPSHOT = pytest.StashKey()

@@ -68,8 +68,8 @@ MAX_PARTS = 4
 NIGHTLY_TARGET_PART_S = 60.0
 # The nightly's longest tests (matmul's reference tests, 1100-1400 s summed over their parts) at four parts ran 300-440
 # s each, past the 120 s target, and a whole run waited on them. Its parts may be finer: each draws its own share of
-# the 200 examples, and a variant one part compiled is a Triton cache hit for the others (the run's workers share the
-# cache, suite/workers/compile_once.py), so a part costs a cache load where it meets another's variant, not a compile.
+# the 200 examples, and a variant one part has compiled is a Triton cache hit for the others that need it later (the
+# run's workers share the cache), so a part costs a cache load where it meets another's variant, not a compile.
 # 16, not 12: on four GPUs (64 workers compiling at once) matmul fp32's twelve parts ran 115-136 s, nearly all compile;
 # 24, not 16: its fifteen ran 61-121 s there (1319 s summed; evidence/nightly/whole/four-h200-f).
 NIGHTLY_MAX_PARTS = 24

@@ -31,7 +31,6 @@ class Clock:
         self.totals: dict[str, float] = dict.fromkeys(PHASES, 0.0)
         self.compiled = 0  # kernels Triton compiled from source (its cache missed)
         self.cached = 0  # kernels Triton loaded from its on-disk cache
-        self.shared = 0  # compiles that waited for another process compiling the same (suite/workers/compile_once.py)
         self._stack: list[list[Any]] = []  # [phase, started]
 
     def enter(self, name: str) -> int:
@@ -56,10 +55,8 @@ class Clock:
         record: dict[str, Any] = {f"{k}_s": round(v, 4) for k, v in self.totals.items() if v > 0}
         if self.compiled or self.cached:
             record["triton_compiled"], record["triton_cached"] = self.compiled, self.cached
-        if self.shared:
-            record["triton_shared"] = self.shared
         self.totals = dict.fromkeys(PHASES, 0.0)
-        self.compiled = self.cached = self.shared = 0
+        self.compiled = self.cached = 0
         return record
 
 
@@ -179,12 +176,11 @@ def startup_times(reported: dict[str, dict[str, float]], t0: float) -> dict[str,
 
 
 def timeline(tests: list[dict[str, Any]], ready: dict[str, float], session_s: float,
-             startup: dict[str, Any] | None = None, prefill_s: float | None = None) -> dict[str, Any] | None:
+             startup: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """Where the session's wall time went, worker by worker (seconds from the session's start): when the workers
     were ready (their collection reached the controller; with no xdist, the first test's start), how much of the
     time from then to the session's end they spent in tests, and when the first test began and the last ended;
-    ``startup``, the workers' GPU start-ups (``startup_times``); ``prefill_s``, how long the controller compiled its
-    workers' sources before it started them (suite/workers/bytecode.py)."""
+    ``startup``, the workers' GPU start-ups (``startup_times``)."""
     placed = [t for t in tests if "began_s" in t and "ended_s" in t]
     if not placed:
         return None
@@ -201,8 +197,6 @@ def timeline(tests: list[dict[str, Any]], ready: dict[str, float], session_s: fl
            "busy": round(busy / available, 4) if available > 0 else 0.0}
     if startup:
         out["startup"] = startup
-    if prefill_s is not None:
-        out["bytecode_prefill_s"] = prefill_s
     return out
 
 
@@ -211,13 +205,11 @@ def timeline_line(workers: dict[str, Any] | None) -> str:
     if not workers:
         return ""
     r = workers["ready_s"]
-    prefill = (f", their Python bytecode compiled first in {workers['bytecode_prefill_s']:.1f} s"
-               if workers.get("bytecode_prefill_s") is not None else "")
     gpu = ""
     if (ended := (workers.get("startup") or {}).get("ended_s")) is not None:
         gpu = f", their GPU start-up done {ended['first']:.1f}-{ended['last']:.1f} s"
     return (f"timeline: {workers['count']} worker(s) ready {r['first']:.1f}-{r['last']:.1f} s into the session "
-            f"(median {r['median']:.1f} s{prefill}){gpu}, in tests {100 * workers['busy']:.0f}% of the time from then "
+            f"(median {r['median']:.1f} s){gpu}, in tests {100 * workers['busy']:.0f}% of the time from then "
             f"on; first test began at {workers['first_test_s']:.1f} s, the last ended at {workers['last_test_ended_s']:.1f} s "
             f"of {workers['session_s']:.1f} s")
 
@@ -230,8 +222,6 @@ def breakdown_line(total: dict[str, Any]) -> str:
              if total.get(f"{p}_s", 0) >= 0.05]  # a phase that shows as 0.0 s says nothing
     parts.append(f"other (Hypothesis, pytest, harness) {total['other_s']:.1f} s")
     cache = {"cold": "Triton cache started cold", "warm": "Triton cache warm", "none": ""}[total["triton_cache"]]
-    shared = (f", {total['triton_shared']} of them after waiting for another worker's compile"
-              if total.get("triton_shared") else "")
-    compiles = (f" ({total['triton_compiled']} kernels compiled, {total['triton_cached']} from the cache{shared}; {cache})"
+    compiles = (f" ({total['triton_compiled']} kernels compiled, {total['triton_cached']} from the cache; {cache})"
                 if total["triton_cache"] != "none" else "")
     return f"time in tests: {total['tests_s']:.1f} s summed over workers: " + ", ".join(parts) + compiles

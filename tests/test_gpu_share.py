@@ -722,3 +722,38 @@ def test_the_run_file_lists_every_case_run_alone_across_tests_up_to_a_cap() -> N
     assert share["oom_retried"] == 3 and [c["alone_s"] for c in share["alone_cases"]] == [2.0, 2.0, 3.0]
     recorder._count_share({"oom_retried": 1, "alone_cases": [one] * (gpu_share.ALONE_LISTED + 5)})
     assert len(share["alone_cases"]) == gpu_share.ALONE_LISTED
+
+
+@pytest.mark.parametrize("need_gib, failure", [(200, "too_large"), (3, "oom_held")])
+def test_both_tests_take_one_out_of_memory_path_and_record_the_case_once(monkeypatch, need_gib, failure) -> None:
+    """The reference test's result and the property test's exception meet one path (gpu_share.alone_on_oom): the
+    same verdict and text for the same out-of-memory error alone, the case listed once, its line added by the test."""
+    from kernels.spec import Case
+    from suite.checks import property_loop
+
+    _gpu(monkeypatch, 80, 16)
+    share = gpu_share.share()
+    for name, value in (("held", 0), ("retried", 0), ("held_cases", []), ("too_large", []), ("_too_large_now", {})):
+        monkeypatch.setattr(share, name, value)
+    case = Case("k", "fp32", {"N": 4}, "contiguous", "normal", 0)
+    error = f"CUDA out of memory. Tried to allocate {need_gib}.00 GiB"
+    result = gpu_share.run_with_retry(lambda: SimpleNamespace(failure="oom", passed=False, error=error, note="",
+                                                              footprint=need_gib * 2**30), "cuda", case)
+
+    class OutOfMemoryError(RuntimeError):
+        pass
+
+    def attempt():
+        raise OutOfMemoryError(error)
+
+    monkeypatch.setattr(gpu_share, "footprint", lambda exc, device: need_gib * 2**30)
+    raised = {"too_large": gpu_share.TooLarge, "oom_held": gpu_share.MemoryHeld}[failure]
+    with pytest.raises(raised) as err:
+        property_loop.alone_on_oom(attempt, SimpleNamespace(device="cuda"), case)
+    assert type(err.value) is raised and result.failure == failure, (result.failure, err.value)
+    said = str(err.value).removeprefix(f"{case}: ")  # the same verdict's words, the case named where it is raised
+    assert said != str(err.value) and said.split(". ")[0] == result.error.split(". ")[0], (result.error, said)
+    listed = share.too_large if failure == "too_large" else share.held_cases
+    assert [c["case"] for c in listed] == [str(case)] and listed[0]["repro"] == ""
+    share.note_repro(case, "pytest --repro=N=4")
+    assert listed[0]["repro"] == "pytest --repro=N=4"

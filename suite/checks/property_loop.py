@@ -43,45 +43,14 @@ def draw_inputs(spec: KernelSpec, case: Case, backend) -> dict:
 
 
 def alone_on_oom(run, backend, case: Case, what: str = ""):
-    """``run()``, shared with the GPU's other workers; out of memory anywhere in it, once more with the GPU to itself;
-    out of memory there too, judged by the footprint (suite/workers/gpu_share.py): not run, too large (TooLarge) or
-    the memory held by others (MemoryHeld); else (no GPU, or the memory was free) the kernel's own failure
-    (KernelOutOfMemory). Any other error goes on as it is."""
-    share = gpu_share.share()
+    """``run()`` through the one out-of-memory path (suite/workers/gpu_share.py: alone_on_oom): out of memory alone
+    too, not run (TooLarge, MemoryHeld: counted and listed there) or the kernel's own failure (KernelOutOfMemory).
+    A memory violation or an interpreter gap is a verdict already, never retried."""
     try:
-        with share.case(backend.device):
-            return run()
-    except (gpu_share.MemoryHeld, memcheck.MemoryViolation, interpreter.InterpreterGap):  # judged already
-        raise
-    except Exception as exc:  # noqa: BLE001 - anything else goes on as it is
-        if crash.note_launch_error(exc, backend.device, case) != "oom":
-            raise
-        need = gpu_share.footprint(exc, backend.device)
-        exc.__traceback__ = None  # its frames hold the case's tensors
-    if (known := share.known_too_large(case)) is not None:  # this test found it too large already: not alone again
-        raise gpu_share.TooLarge(f"{case}: {known[1]}") from None
-    share.retried += 1
-    try:
-        with share.alone(backend.device, need, case):
-            result = run()
-    except (gpu_share.MemoryHeld, memcheck.MemoryViolation, interpreter.InterpreterGap):
-        raise
-    except Exception as exc:  # noqa: BLE001
-        if crash.note_launch_error(exc, backend.device, case) != "oom":
-            raise
-        need = max(need, gpu_share.footprint(exc, backend.device))
-        exc.__traceback__ = None
-        failure, text = gpu_share.judge_oom_alone(backend.device, f"{what}{type(exc).__name__}: {exc}", need)
-        if failure == "oom":  # the kernel's own: no GPU, or the memory was there
-            raise gpu_share.KernelOutOfMemory(f"{case}: {text}") from None
-        if failure == "oom_held":
-            share.held += 1
-            share.note_held(case, need, text, "")
-            raise gpu_share.MemoryHeld(f"{case}: {text}") from None
-        share.note_too_large(case, need, text, "")
-        raise gpu_share.TooLarge(f"{case}: {text}") from None
-    share.retried_passed += 1
-    return result
+        return gpu_share.alone_on_oom(run, backend.device, case, what,
+                                      passthrough=(memcheck.MemoryViolation, interpreter.InterpreterGap))
+    except gpu_share.NotRun as verdict:
+        raise verdict.raised() from None
 
 
 def make_runner(spec: KernelSpec, case: Case, backend, config: dict | None = None):

@@ -198,14 +198,14 @@ class ReferenceLoop(CaseLoop):
     def not_run(self, case: Case, result: CaseResult, line: str) -> bool:
         """A case the GPU could not run (too large, memory held by others; listed in gpu_share, never the kernel's
         fault) or the interpreter cannot check (the test is skipped, saying why): whether it was one."""
+        if result.failure in ("too_large", "oom_held"):  # listed in gpu_share already: its reproduction line
+            gpu_share.share().note_repro(case, line)
         if result.failure == "too_large":  # the other cases still run
-            gpu_share.share().note_too_large(case, getattr(result, "footprint", 0), result.message(), line)
             self.too_large.append(f"{case}: {result.message()}\nreproduce with: {line}")
             return True
         if result.failure == "not_checkable":  # a construct the interpreter evaluates otherwise
             pytest.skip(f"{result.message()}\n{case}\nreproduce with: {line}")
         if result.failure == "oom_held":
-            gpu_share.share().note_held(case, getattr(result, "footprint", 0), result.message(), line)
             warnings.warn(f"{case}: {result.message()[:600]}\nreproduce with: {line}", UserWarning, stacklevel=1)
             return True
         return False

@@ -624,32 +624,90 @@ def worth_alone(device: str, need: int) -> bool:
     return not need or need <= capacity(info[1], s.workers)
 
 
-def run_with_retry(run: Any, device: str, case: Any = None) -> Any:
-    """``run()`` -> a result with ``.failure``; an out-of-memory result runs again alone, and one that runs out of
-    memory alone too becomes ``too_large``; one of ``case``, which this test found too large already, is too large
-    again without running alone."""
+class NotRun(Exception):  # noqa: N818 - raised by the one out-of-memory path: it names the verdict
+    """Out of memory with the GPU to itself, judged (alone_on_oom): ``failure`` is "too_large" or "oom_held" (the
+    case is not run) or "oom" (the kernel's own failure); ``text`` says why, ``need`` is its footprint, ``outcome``
+    the last run's returned outcome (None where it raised)."""
+
+    def __init__(self, failure: str, text: str, need: int, outcome: Any = None) -> None:
+        super().__init__(text)
+        self.failure, self.text, self.need, self.outcome = failure, text, need, outcome
+
+    def raised(self) -> Exception:
+        """As the property test raises it: TooLarge, MemoryHeld or KernelOutOfMemory, the case named."""
+        kind = {"too_large": TooLarge, "oom_held": MemoryHeld}.get(self.failure, KernelOutOfMemory)
+        return kind(self.text)
+
+
+def _oom_in(attempt: Any, device: str, case: Any, passthrough: tuple[type, ...],
+            oom_of: Any) -> tuple[Any, tuple[str, int] | None]:
+    """(the outcome, (error, footprint) where ``attempt()`` ran out of memory): raised (an exception crash classifies
+    as "oom", its frames let go: they hold the case's tensors), or returned (``oom_of(outcome)``)."""
+    try:
+        outcome = attempt()
+    except passthrough:
+        raise
+    except Exception as exc:  # noqa: BLE001 - anything but out of memory goes on as it is
+        if crash.note_launch_error(exc, device, case) != "oom":
+            raise
+        need = footprint(exc, device)
+        exc.__traceback__ = None
+        return None, (f"{type(exc).__name__}: {exc}", need)
+    return outcome, oom_of(outcome) if oom_of is not None else None
+
+
+def alone_on_oom(attempt: Any, device: str, case: Any = None, what: str = "", passthrough: tuple[type, ...] = (),
+                 oom_of: Any = None) -> Any:
+    """The one out-of-memory path of both generic tests (suite/checks/reference_loop.py through run_with_retry,
+    suite/checks/property_loop.py directly): ``attempt()``, shared with the GPU's other workers; out of memory in it
+    (raised, or returned: ``oom_of(outcome)`` -> (error, footprint) or None), once more with the GPU to itself and
+    its footprint, unless this test found the case too large already; out of memory there too, judged by the
+    footprint (judge_oom_alone), counted and recorded here (the test that knows the case's reproduction line adds it:
+    Share.note_repro), and raised as NotRun. Exceptions of ``passthrough`` (verdicts made already, deeper) go on as
+    they are. Returns the outcome that did not run out of memory."""
     with share().case(device):
-        result = run()
-    if getattr(result, "failure", None) != "oom":
-        return result
-    if case is not None and (known := share().known_too_large(case)) is not None:
-        result.failure, result.footprint = "too_large", known[0]
-        result.error = known[1]
-        return result
+        outcome, oom = _oom_in(attempt, device, case, (NotRun, MemoryHeld, KernelOutOfMemory, *passthrough), oom_of)
+    if oom is None:
+        return outcome
+    if case is not None and (known := share().known_too_large(case)) is not None:  # not alone again
+        raise NotRun("too_large", f"{case}: {known[1]}" if oom_of is None else known[1], known[0], outcome)
     share().retried += 1
+    with share().alone(device, oom[1], case):
+        again, oom_again = _oom_in(attempt, device, case, (NotRun, MemoryHeld, KernelOutOfMemory, *passthrough),
+                                   oom_of)
+    if oom_again is None:
+        if getattr(again, "passed", True):
+            share().retried_passed += 1
+        return again
+    need = max(oom[1], oom_again[1])
+    failure, text = judge_oom_alone(device, f"{what}{oom_again[0]}", need)
+    if failure == "oom_held":
+        share().held += 1
+    if failure != "oom":  # listed once each; the test adds the reproduction line
+        (share().note_held if failure == "oom_held" else share().note_too_large)(case, need, text, "")
+    raise NotRun(failure, text if oom_of is not None else f"{case}: {text}", need, again)
+
+
+def run_with_retry(run: Any, device: str, case: Any = None) -> Any:
+    """``run()`` -> a result with ``.failure`` (suite/checks/harness.py's CaseResult), through alone_on_oom: an
+    out-of-memory result runs again alone; out of memory alone too, the result says the verdict (too_large,
+    oom_held, or the kernel's oom) with the footprint, and where it ran again alone, how long it waited and ran."""
     started = time.monotonic()
-    with share().alone(device, getattr(result, "footprint", 0), case):
-        again = run()
-    if again.failure == "oom":
-        need = max(getattr(result, "footprint", 0), getattr(again, "footprint", 0))
-        again.failure, again.error = judge_oom_alone(device, again.error or "", need)
-        again.footprint = need
-        if again.failure == "oom_held":  # listed by the test, which has its reproduction line (Share.note_held)
-            share().held += 1
-    elif again.passed:
-        share().retried_passed += 1
-    again.note = (again.note or "") + (
-        f"\n(ran again alone after an out-of-memory error with other workers on the GPU; waited and ran "
-        f"{time.monotonic() - started:.1f} s)" if device.startswith("cuda") else
-        "\n(ran again after an out-of-memory error)")
-    return again
+    alone_before = share().retried
+    try:
+        result = alone_on_oom(run, device, case, oom_of=_result_oom)
+    except NotRun as verdict:
+        result = verdict.outcome
+        result.failure, result.error, result.footprint = verdict.failure, verdict.text, verdict.need
+    if share().retried > alone_before:
+        result.note = (result.note or "") + (
+            f"\n(ran again alone after an out-of-memory error with other workers on the GPU; waited and ran "
+            f"{time.monotonic() - started:.1f} s)" if device.startswith("cuda") else
+            "\n(ran again after an out-of-memory error)")
+    return result
+
+
+def _result_oom(result: Any) -> tuple[str, int] | None:
+    if getattr(result, "failure", None) != "oom":
+        return None
+    return result.error or "", getattr(result, "footprint", 0)

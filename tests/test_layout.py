@@ -184,3 +184,142 @@ def test_no_scripts_in_the_reports_package():
     """reports/ is the report builder: one-off scripts live with the evidence they made (evidence/)."""
     assert sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "reports").rglob("*.sh")) == []
     assert not (ROOT / "reports" / "runs").exists()
+
+
+# --- the rules between the top-level folders (docs/design.md, "Which way imports go") ----------------------------
+TOPS = ("suite", "kernels", "reports", "hardware_profiles", "triton_portability")
+# What each top-level folder may import of the others and of the heavy libraries; anything else is a finding.
+ALLOWED = {
+    "kernels": {"torch", "triton", "numpy"},  # never pytest or Hypothesis, never the suite
+    "reports": set(),  # run files only: never kernels, triton, torch or the suite (a report builds on a laptop)
+    "hardware_profiles": set(),
+    "suite": {"kernels", "hardware_profiles", "reports", "torch", "triton", "numpy", "pytest", "hypothesis"},
+    "triton_portability": {"suite", "kernels", "reports", "hardware_profiles"},
+}
+WATCHED = set(TOPS) | {"torch", "triton", "numpy", "pytest", "hypothesis"}
+
+
+def top_level_imports(root=ROOT) -> dict[tuple[str, str], set[str]]:
+    """(importing folder, imported folder or library) -> the importing files (module-level and function-local)."""
+    found: dict[tuple[str, str], set[str]] = {}
+    for top in TOPS:
+        for path in (root / top).rglob("*.py"):
+            if "example" in path.relative_to(root).parts:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                         [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else [])
+                for name in names:
+                    other = name.split(".")[0]
+                    if other in WATCHED and other != top:
+                        found.setdefault((top, other), set()).add(str(path.relative_to(root)))
+    return found
+
+
+def forbidden_top_level_imports(root=ROOT) -> list[str]:
+    return sorted(f"{a} -> {b}: {', '.join(sorted(files))}" for (a, b), files in top_level_imports(root).items()
+                  if b not in ALLOWED[a])
+
+
+def suite_imports_of_reports(root=ROOT) -> set[str]:
+    """The reports modules the suite imports: each standard library only (checked below), so that the suite and
+    `reports compare` apply one rule and a copy of the suite without reports/ still runs (design.md names them)."""
+    found = set()
+    for path in (root / "suite").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "reports":
+                found |= ({f"{node.module}.{a.name}" for a in node.names} if node.module == "reports"
+                          else {node.module})
+    return found
+
+
+def test_imports_between_the_top_level_folders():
+    assert forbidden_top_level_imports() == []
+
+
+def test_the_suite_imports_of_reports_are_standard_library_only_and_named_in_the_design():
+    design = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    for module in sorted(suite_imports_of_reports()):
+        path = ROOT / (module.replace(".", "/") + ".py")
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names} | {
+            n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module and not n.level}
+        assert not imported & WATCHED - {"reports"}, (module, imported & WATCHED)
+        assert path.name in design, f"docs/design.md does not name {path.name}, which the suite imports"
+
+
+def test_the_top_level_check_sees_a_forbidden_import(tmp_path):
+    """Planted: reports importing torch, kernels importing pytest, hardware_profiles importing the suite."""
+    for top in TOPS:
+        (tmp_path / top).mkdir()
+    (tmp_path / "reports" / "build.py").write_text("import json\n\ndef f():\n    import torch\n")
+    (tmp_path / "kernels" / "k.py").write_text("import pytest\nimport torch\n")
+    (tmp_path / "hardware_profiles" / "loader.py").write_text("from suite.checks import harness\n")
+    (tmp_path / "suite" / "a.py").write_text("from reports import build\nimport torch\n")
+    assert forbidden_top_level_imports(tmp_path) == ["hardware_profiles -> suite: hardware_profiles/loader.py",
+                                                     "kernels -> pytest: kernels/k.py",
+                                                     "reports -> torch: reports/build.py"]
+
+
+# --- docs/design.md names every module --------------------------------------------------------------------------
+def modules_design_leaves_out(root=ROOT) -> list[str]:
+    """Modules of suite/, reports/, triton_portability/, hardware_profiles/ and kernels' spec API (not the kernel
+    modules, which design.md names as <kernel>.py) whose file name docs/design.md does not mention."""
+    design = (root / "docs" / "design.md").read_text(encoding="utf-8")
+    paths = [p for top in ("suite", "reports", "triton_portability", "hardware_profiles")
+             for p in (root / top).rglob("*.py") if "example" not in p.relative_to(root).parts]
+    paths += [p for p in (root / "kernels").glob("*.py") if p.name.startswith("_") or p.stem in SPEC_API]
+    return sorted(str(p.relative_to(root)) for p in paths
+                  if p.name != "__init__.py" and p.name not in design and p.stem not in design)
+
+
+SPEC_API = ("spec", "registry", "inputs", "paths")
+
+
+def test_the_design_names_every_module():
+    assert modules_design_leaves_out() == []
+
+
+def test_the_design_check_sees_a_module_it_does_not_name(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "design.md").write_text("  suite/checks/harness.py   one case\n")
+    for top in ("suite/checks", "reports", "triton_portability", "hardware_profiles", "kernels"):
+        (tmp_path / top).mkdir(parents=True)
+    (tmp_path / "suite" / "checks" / "harness.py").write_text("")
+    (tmp_path / "suite" / "checks" / "new_rule.py").write_text("")
+    (tmp_path / "kernels" / "matmul.py").write_text("")  # a kernel module: named as <kernel>.py
+    assert modules_design_leaves_out(tmp_path) == ["suite/checks/new_rule.py"]
+
+
+# --- functions short enough to read -----------------------------------------------------------------------------
+LONGEST = 120  # lines, any function in suite/
+LONGEST_TEST = 80  # the generic test functions: a case's life is a loop class on the checks floor
+
+
+def long_functions(root=ROOT) -> list[str]:
+    found = []
+    for path in sorted((root / "suite").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                limit = LONGEST_TEST if node.name in ("test_matches_reference", "test_properties") else LONGEST
+                if (length := node.end_lineno - node.lineno + 1) > limit:
+                    found.append(f"{path.relative_to(root)}:{node.lineno} {node.name} {length} lines (at most {limit})")
+    return found
+
+
+def test_no_function_in_the_suite_is_too_long_to_read():
+    assert long_functions() == []
+
+
+def test_the_length_check_sees_a_long_function(tmp_path):
+    (tmp_path / "suite").mkdir()
+    body = "\n".join(f"    x{i} = {i}" for i in range(85))
+    (tmp_path / "suite" / "test_kernels.py").write_text(f"def test_matches_reference():\n{body}\n")
+    assert long_functions(tmp_path) == ["suite/test_kernels.py:1 test_matches_reference 86 lines (at most 80)"]
+
+
+def test_no_test_module_imports_another():
+    """A test module's helpers live on the checks floor, where both generic tests reach them."""
+    graph = import_graph()
+    tests = {m for m in graph if m.rsplit(".", 1)[-1].startswith("test_")}
+    assert sorted(f"{a} -> {b}" for a in graph for b in graph[a] if a in tests and b in tests) == []

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 import time
 from types import SimpleNamespace
 
@@ -394,19 +395,49 @@ def test_a_run_file_breaks_each_test_time_down(run_suite) -> None:
 
 
 def test_lock_files_are_per_gpu_and_unlocked_when_a_holder_dies(tmp_path) -> None:
-    path = tmp_path / "g.lock"
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-        import fcntl, os, time
-        fd = os.open({str(path)!r}, os.O_CREAT | os.O_RDWR)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        time.sleep(60)
-    """)])
-    time.sleep(0.5)
-    holder.kill()
-    holder.wait()
-    fd = os.open(path, os.O_RDWR)
-    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a worker that died (a GPU fault) leaves no lock behind
-    os.close(fd)
+    """The suite's own lock (Share.setup, Share.alone), not the OS's flock alone: a worker running alone on GPU A
+    holds A's lock, not B's (a lock file per GPU, named by the GPU's UUID); a second worker of A waits for it; and
+    a holder that dies (a GPU fault ends its process) leaves no lock behind."""
+    script = textwrap.dedent(f"""
+        import os, sys, tempfile, time
+        from types import SimpleNamespace
+        import torch
+        sys.path.insert(0, {str(ROOT)!r})
+        tempfile.tempdir = {str(tmp_path)!r}
+        torch.cuda.get_device_properties = lambda index: SimpleNamespace(uuid=sys.argv[1])
+        from suite.workers import gpu_share
+        s = gpu_share.share()
+        s.setup("cuda")
+        with s.alone("cpu"):  # the GPU's memory is not asked about: only its lock
+            open(os.path.join(tempfile.tempdir, "alone-" + sys.argv[2]), "w").close()
+            time.sleep(float(sys.argv[3]))
+    """)
+    log = tmp_path / "alone-"
+
+    def start(gpu: str, name: str, hold: float) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", script, f"GPU-{gpu}", name, str(hold)])
+
+    def wait_for(name: str, seconds: float) -> bool:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            if Path(f"{log}{name}").exists():
+                return True
+            time.sleep(0.05)
+        return False
+
+    holder = start("A", "holder", 120)
+    try:
+        assert wait_for("holder", 60)
+        other_gpu = start("B", "other-gpu", 0)
+        assert other_gpu.wait(timeout=60) == 0 and wait_for("other-gpu", 1)  # B's lock is another file
+        same_gpu = start("A", "same-gpu", 0)
+        assert not wait_for("same-gpu", 3)  # A's lock is held: it waits
+        holder.kill()
+        holder.wait()
+        assert same_gpu.wait(timeout=60) == 0 and wait_for("same-gpu", 1)  # a dead holder leaves no lock behind
+    finally:
+        holder.kill()
+    assert sorted(p.name for p in tmp_path.glob("suite-gpu-*.lock")) == ["suite-gpu-GPU-A.lock", "suite-gpu-GPU-B.lock"]
 
 
 def test_workers_share_the_cpu_cores_for_torch_threads(monkeypatch) -> None:

@@ -95,15 +95,20 @@ def test_the_lint_names_construct_function_file_and_line():
     assert f"_helper at tests/test_semantic_gaps.py:{f['line']}: `(offs >= 0) and (offs < n)`" in f["message"]
 
 
+# What each supported Triton's interpreter evaluates otherwise than compiled Triton (measured with the probe; 3.9.0
+# rewrites chained comparisons into the & of their parts). CI runs this test on both (.ci/run's newest stack).
+MISEVALUATED = {"3.6.0": {AND, OR, NOT, CHAIN}, "3.9.0": {AND, OR, NOT}}
+
+
 @pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="interpreter only")
 def test_the_probe_says_what_the_installed_interpreter_gets_wrong():
     from suite.checks import interpreter
 
+    if triton.__version__ not in MISEVALUATED:
+        pytest.skip(f"Triton {triton.__version__}'s interpreter was not measured: add its row to MISEVALUATED")
     wrong = interpreter.misevaluated()
-    assert set(wrong) <= set(semantic_gaps.CONSTRUCTS)
-    if triton.__version__ == "3.6.0":  # measured: all four; 3.9.0 gets the chained comparison right
-        assert set(wrong) == {AND, OR, NOT, CHAIN}
-        assert wrong[AND].startswith("for x = 0..7 it gave [1, 1, 1, 1, 1, 1, 0, 0]")
+    assert set(wrong) == MISEVALUATED[triton.__version__], wrong
+    assert wrong[AND].startswith("for x = 0..7 it gave [1, 1, 1, 1, 1, 1, 0, 0]")  # `a and b` is b: x < 6
 
 
 def test_a_right_kernel_masking_with_and_is_not_checkable_on_the_interpreter(run_suite):

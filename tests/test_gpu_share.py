@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest

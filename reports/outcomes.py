@@ -8,28 +8,24 @@ import re
 from collections import defaultdict
 from typing import Any
 
+from reports import nodeids
 from reports.loading import Run
+from reports.nodeids import RAN
 
 Platform = tuple[str, str]
-DTYPE_NAME = re.compile(r"(fp|bf|int|uint|float|bool)\w*")
-PART = re.compile(r"-part\d+of\d+$")  # a part of a split test (suite/workers/parts.py): [matmul-fp32-part1of3]
 UNSUPPORTED = re.compile(r"^(\S+) is not supported on (\S+)")  # the suite's skip of a dtype the arch lacks
 REPRO_TEST = re.compile(r"pytest '([^']+)'")
-RAN = ("passed", "failed", "xfailed", "xpassed", "xpassed-strict")
 REFERENCE_TEST = "test_matches_reference"  # what a known issue without a 'test' applies to (suite/session/known_issues.py)
 
 
 def kernel_dtype_of(nodeid: str) -> tuple[str, str] | None:
     """The [kernel-dtype] parameter of a generated test, as the suite's plugin names them ([kernel-sm_90] is not),
-    a part's ([kernel-dtype-part1of3]) included."""
-    if not nodeid.endswith("]") or "[" not in nodeid:
-        return None
-    kernel, sep, dtype = PART.sub("", nodeid.rsplit("[", 1)[1][:-1]).rpartition("-")
-    return (kernel, dtype) if sep and kernel and DTYPE_NAME.fullmatch(dtype) else None
+    a part's ([kernel-dtype-part1of3]) included (reports/nodeids.py)."""
+    return nodeids.parse(nodeid).kernel_dtype
 
 
 def test_function(nodeid: str) -> str:
-    return nodeid.split("::")[-1].split("[")[0]
+    return nodeids.parse(nodeid).function
 
 
 def known_issue_of(run: Run, test: dict[str, Any]) -> str | None:

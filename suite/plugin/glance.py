@@ -25,7 +25,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from suite.workers import parts
+from reports import nodeids
 from suite.workers.gpu_share import TOO_LARGE_LISTED
 
 MIN_WIDTH = 80
@@ -196,13 +196,8 @@ def fit_lines(text: str, width: int) -> list[str]:
 
 def _split(nodeid: str) -> tuple[str, str | None, str | None]:
     """(test function, kernel, the rest of its id: dtype or target) for a suite test id; parts merged."""
-    nodeid = parts.base_id(nodeid)
-    name = nodeid.split("::")[-1]
-    if not name.endswith("]") or "[" not in name:
-        return name, None, None
-    func, param = name[:-1].split("[", 1)
-    kernel, dash, rest = param.rpartition("-")
-    return (func, kernel, rest) if dash else (func, param, None)
+    test = nodeids.parse(nodeid)
+    return test.function, test.kernel, test.variant
 
 
 def subjects(tests: list[dict], kernels: set[str] | None = None, under: str | None = None) -> str:
@@ -312,7 +307,7 @@ def _tests(n: int) -> str:
 
 
 def _module(nodeid: str) -> str:
-    return Path(nodeid.split("::")[0]).stem.removeprefix("test_").replace("_", " ")
+    return Path(nodeids.parse(nodeid).module or nodeid).stem.removeprefix("test_").replace("_", " ")
 
 
 def unchecked_entries(data: dict) -> list[str]:

@@ -73,11 +73,6 @@ def kernels_of(run: Run) -> set[str]:
     return names
 
 
-def skip_reason(message: Any) -> str:
-    text = str(message or "").strip().splitlines()[0] if str(message or "").strip() else ""
-    return text.removeprefix("Skipped: ").strip() or "no reason given"
-
-
 def not_run(runs: list[Run]) -> dict[tuple[str, str, Platform], str]:
     """(kernel, dtype, platform) -> why it did not run: every test of it on the platform was skipped and no case or
     benchmark of it was recorded there. The reason is the first skip's ('fp8e4nv is not supported on interpreter
@@ -90,7 +85,7 @@ def not_run(runs: list[Run]) -> dict[tuple[str, str, Platform], str]:
             if kd is None:
                 continue
             if t["outcome"] == "skipped":
-                skipped.setdefault((*kd, run.platform), skip_reason(t["message"]))
+                skipped.setdefault((*kd, run.platform), nodeids.skip_reason(t))
             elif t["outcome"] in RAN:
                 ran.add((*kd, run.platform))
         ran |= {(r["kernel"], r["dtype"], run.platform) for r in run.data["cases"] + run.data["benchmarks"]}

@@ -4,6 +4,8 @@ does not write, which read as a test with no kernel and never raise."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from reports import nodeids
@@ -148,3 +150,26 @@ def test_outcomes_read_from_the_record():
     assert [nodeids.failing({"outcome": o}) for o in nodeids.OUTCOMES] == [False, True, False, False, False, True]
     assert [nodeids.ran({"outcome": o}) for o in nodeids.OUTCOMES] == [True, True, False, True, True, True]
     assert nodeids.failing({"outcome": "error"}) and nodeids.outcome({}) == "" and not nodeids.ran({})
+
+
+@pytest.mark.parametrize("message, report, verdict", [
+    ("Skipped: fp8e5 is not supported on interpreter (interpreter profile)\ncase ...",
+     "fp8e5 is not supported on interpreter (interpreter profile)",
+     "the dtype is not supported on interpreter (interpreter profile)"),
+    ("  Skipped: fp8e5 is not supported on sm_80 (a100 profile)", "fp8e5 is not supported on sm_80 (a100 profile)",
+     "the dtype is not supported on sm_80 (a100 profile)"),  # the verdict kept 'Skipped: ' where blanks came before it
+    ("Skipped:\nwhy", "why", "why"),  # the reports read 'Skipped:'
+    ("   ", nodeids.NO_REASON, nodeids.NO_REASON),  # the verdict read an empty reason: 'not run: k[fp8e5]: '
+])
+def test_the_verdict_and_the_reports_read_one_skip_reason(message, report, verdict):
+    from reports.loading import Run
+    from reports.outcomes import not_run
+    from suite.plugin import glance
+    from tests.report_helpers import make_run
+
+    data = make_run(kernels=())
+    data["tests"] = [{"nodeid": f"{REF}[fp8_codes-fp8e5]", "outcome": "skipped", "duration_s": 0.0,
+                      "message": message, "known_issue": None}]
+    run = Run(Path("run.json"), data)
+    assert not_run([run]) == {("fp8_codes", "fp8e5", run.platform): report}
+    assert glance.not_run_lines(data["tests"], "test_matches_reference") == [f"not run: fp8_codes[fp8e5]: {verdict}"]

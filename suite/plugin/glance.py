@@ -229,22 +229,17 @@ def known_issues_of(tests: list[dict]) -> dict[tuple[str, str | None, str | None
     return {_split(t["nodeid"]): t["known_issue"] for t in tests if t.get("known_issue") and t["outcome"] == "xfailed"}
 
 
-def skip_message(test: dict) -> str:
-    """Why a test was skipped, as its skip said it (without pytest's 'Skipped: ')."""
-    return (test.get("message") or "no reason given").removeprefix("Skipped: ").strip()
-
-
-def skip_reason(test: dict) -> str:
-    """A skip's reason with the test's own kernel, dtype or target taken out, so that alike reasons group: its first
-    line (what follows, a case and its reproduction line, is the result file's), never inside a test id or a case's
-    name ('[attention-fp32]' stays whole)."""
-    reason = skip_message(test).strip().splitlines()[0] if skip_message(test).strip() else skip_message(test)
+def grouped_reason(test: dict) -> str:
+    """A skip's reason (reports/nodeids.py skip_reason: its first line) with the test's own kernel, dtype or target
+    taken out, so that alike reasons group; never inside a test id or a case's name ('[attention-fp32]' stays
+    whole)."""
+    reason = nodeids.skip_reason(test)
     _, kernel, rest = _split(test["nodeid"])
     if kernel:
         reason = re.sub(rf"^{re.escape(kernel)}: ", "", reason)
     if rest:
-        reason = re.sub(rf"(?<![\w.\[-]){re.escape(rest)}(?![\w.\]])", "the dtype" if _is_dtype(rest) else "the target",
-                        reason)
+        reason = re.sub(rf"(?<![\w.\[-]){re.escape(rest)}(?![\w.\]])",
+                        "the dtype" if nodeids.is_dtype(rest) else "the target", reason)
     reason = re.sub(r" \([^()]*,[^()]*\)", "", reason)  # a list that differs per kernel: (fp8e4nv, fp8e5)
     return reason[0].lower() + reason[1:] if reason else reason
 
@@ -254,14 +249,8 @@ def not_run_lines(tests: list[dict], function: str) -> list[str]:
     by_reason: dict[str, list[dict]] = defaultdict(list)
     for t in tests:
         if t["outcome"] == "skipped" and _split(t["nodeid"])[0] == function:
-            by_reason[skip_reason(t)].append(t)
+            by_reason[grouped_reason(t)].append(t)
     return [f"not run: {subjects(ts)}: {reason}" for reason, ts in sorted(by_reason.items())]
-
-
-def _is_dtype(name: str) -> bool:
-    from kernels._types import DTYPE_NAMES
-
-    return name in DTYPE_NAMES
 
 
 def _natural(entries: list[str], width: int, label: int = LABEL) -> int:
@@ -512,7 +501,7 @@ def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH, unwritte
     if skipped or unrun:
         by_reason: dict[str, list[dict]] = defaultdict(list)
         for t in skipped:
-            by_reason[skip_reason(t)].append(t)
+            by_reason[grouped_reason(t)].append(t)
         parts_.append(("not run", unrun + [f"{_tests(len(ts))}, {reason}: {subjects(ts, kernels)}" for reason, ts in
                                            sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0]))]))
     if unchecked := unchecked_entries(data):

@@ -14,7 +14,6 @@ from reports.nodeids import RAN
 
 Platform = tuple[str, str]
 UNSUPPORTED = re.compile(r"^(\S+) is not supported on (\S+)")  # the suite's skip of a dtype the arch lacks
-REPRO_TEST = re.compile(r"pytest '([^']+)'")
 REFERENCE_TEST = "test_matches_reference"  # what a known issue without a 'test' applies to (suite/session/known_issues.py)
 
 
@@ -53,8 +52,8 @@ def finding_known_issue(run: Run, finding: dict[str, Any], tests: dict[str, dict
     """The known issue a finding that does not hold was expected under: its test (the one its reproduction line
     names, else the kernel x dtype's property test) was xfailed under one."""
     tests = tests_by_nodeid(run) if tests is None else tests
-    m = REPRO_TEST.match(str(finding.get("repro") or ""))
-    nodeid = m.group(1) if m else f"suite/test_properties.py::test_properties[{finding['kernel']}-{finding['dtype']}]"
+    nodeid = (nodeids.repro_test_id(finding.get("repro"))
+              or f"suite/test_properties.py::test_properties[{finding['kernel']}-{finding['dtype']}]")
     test = tests.get(nodeid)
     if test is None or test["outcome"] != "xfailed":
         return None

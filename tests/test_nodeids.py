@@ -173,3 +173,20 @@ def test_the_verdict_and_the_reports_read_one_skip_reason(message, report, verdi
     run = Run(Path("run.json"), data)
     assert not_run([run]) == {("fp8_codes", "fp8e5", run.platform): report}
     assert glance.not_run_lines(data["tests"], "test_matches_reference") == [f"not run: fp8_codes[fp8e5]: {verdict}"]
+
+
+@pytest.mark.parametrize("launcher", ["pytest", "python -m pytest", "triton-portability"])
+def test_the_history_reads_a_finding_s_test_however_the_run_was_started(launcher):
+    """A property wrong in some runs only is an intermittent night, whatever command the reproduction line starts
+    with (the reports read only 'pytest ...' lines before: a run started by python -m pytest had failed nights)."""
+    from reports.history import night_states
+    from reports.loading import Run
+    from tests.report_helpers import make_run
+
+    data = make_run(kernels=(("softmax", "fp16"),))
+    nodeid = "suite/test_properties.py::test_properties[softmax-fp16]"
+    data["tests"].append({"nodeid": nodeid, "outcome": "failed", "duration_s": 1.0, "message": "wrong",
+                          "known_issue": None})
+    data["findings"][0].update(holds=False, intermittent={"wrong": 2, "runs": 5},
+                               repro=f"{launcher} '{nodeid}' --backend=cuda '--repro=N=1;seed=0' --repro-runs=5")
+    assert night_states(Run(Path("run.json"), data)) == {("softmax", "fp16"): "intermittent"}

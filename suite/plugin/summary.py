@@ -13,14 +13,14 @@ from typing import Any
 from reports import nodeids
 from suite.checks import returned
 from suite.checks.launches import untuned_lines
-from suite.plugin import glance
+from suite.plugin import fit, glance
 
 
-def write_summary(tr, data: dict, path: Path, width: int = glance.MIN_WIDTH) -> None:
+def write_summary(tr, data: dict, path: Path, width: int = fit.MIN_WIDTH) -> None:
     """The portability summary at the end of a run, from the run file's data; its tables fitted to ``width`` (the
     run's verdict follows at the very end, with the result file's path, or the line that says the file could not be
     written: suite/plugin/glance.py)."""
-    from suite.plugin.glance import fit_table as tabulate
+    tabulate = fit.fit_table
 
     rows = case_summary_rows(data["cases"], data["tests"])
     tr.section("portability summary")
@@ -40,7 +40,7 @@ def write_summary(tr, data: dict, path: Path, width: int = glance.MIN_WIDTH) -> 
 
         headers, rows = compile_matrix.compile_summary_rows(data["compiles"])
         tr.write_line("")
-        headers, rows = glance.spills_with_registers(headers, rows)
+        headers, rows = fit.spills_with_registers(headers, rows)
         tr.write_line(tabulate(rows, headers, width))
         for line in textwrap.wrap(compile_matrix.selection_line(), width, subsequent_indent="  "):
             tr.write_line(line)

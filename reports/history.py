@@ -77,7 +77,7 @@ def night_states(run: Run) -> dict[tuple[str, str], str]:
         outcome = t["outcome"]
         if kd is None or outcome == "skipped":
             continue
-        if outcome in ("failed", "xpassed-strict"):
+        if outcome in nodeids.FAILING:
             kinds = failure_kinds.get(t["nodeid"])
             state = "intermittent" if outcome == "failed" and kinds and all(k == "intermittent" for k in kinds) \
                 else "failed"

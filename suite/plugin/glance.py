@@ -168,9 +168,10 @@ def unchecked_entries(data: dict) -> list[str]:
     return out
 
 
-# The outcomes that fail a run (pytest's exit code 1): a strict known issue's test that passed (XPASS(strict)) too. A
-# known issue's test that passed without --strict-known-issues (``xpassed``) is an issue this run did not meet.
-FAILING = ("failed", "error", "xpassed-strict")
+# The outcomes that fail a run (pytest's exit code 1), as the reports read them too: a strict known issue's test that
+# passed (XPASS(strict)) too. A known issue's test that passed without --strict-known-issues (``xpassed``) is an issue
+# this run did not meet.
+FAILING = nodeids.FAILING
 # The verdict's first word, and the exit codes it goes with (pytest.ExitCode: 0 OK, 1 TESTS_FAILED, 2 INTERRUPTED,
 # 5 NO_TESTS_COLLECTED).
 EXIT_CODES = {"PASSED": (0,), "NOTHING RAN": (0, 5), "FAILED": (1,), "INTERRUPTED": (2,)}
@@ -181,7 +182,7 @@ def verdict_state(data: dict, exitstatus: int | None = None) -> str:
     "interrupted" with no failure), FAILED where a test failed or pytest counted a failure, else PASSED where a test
     passed or failed as a known issue says, else NOTHING RAN. It agrees with exit_status's code (EXIT_CODES)."""
     tests = data.get("tests") or []
-    bad = any(t["outcome"] in FAILING for t in tests)
+    bad = any(nodeids.failing(t) for t in tests)
     if exitstatus == 2 or (exitstatus is None and data.get("status") == "interrupted" and not bad):
         return "INTERRUPTED"
     if bad or exitstatus == 1:
@@ -195,7 +196,7 @@ def verdict_state(data: dict, exitstatus: int | None = None) -> str:
 def exit_status(data: dict, exitstatus: int) -> int:
     """The run's exit code, given pytest's: a test the run file records as failed fails the run (1) whatever pytest
     counted; an interrupted run stays 2. The verdict's first word (verdict_state) agrees with it."""
-    if exitstatus in (0, 5) and any(t["outcome"] in FAILING for t in data.get("tests") or []):
+    if exitstatus in (0, 5) and any(nodeids.failing(t) for t in data.get("tests") or []):
         return 1
     return exitstatus
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 import textwrap
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -244,30 +245,48 @@ def _shape_of(case: str) -> str:
     return found.group(0) if found else ""
 
 
-def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH, unwritten: str | None = None,
-                  exitstatus: int | None = None, not_started: int = 0) -> list[str]:
-    """The verdict: one line that says it, then what failed and where to look, what passed, the known issues by
-    name, what was not run and why, and the result file (or ``unwritten``, the line that says it could not be
-    written). At most MAX_TOTAL lines, none wider than ``width`` but the last (the result file's path, whole).
-    ``exitstatus``: the run's exit code (exit_status), which its first word agrees with; ``not_started``: tests of an
-    interrupted run that never started."""
-    tests = data.get("tests") or []
-    # The run's kernels: where a test's parameter is none of them (a hazard's), the test is named by its function.
-    kernels = {r["kernel"] for key in ("cases", "findings", "compiles", "coverage", "known_issues")
-               for r in data.get(key) or [] if isinstance(r, dict) and r.get("kernel")}
-    kernels |= {k for t in tests for f, k, r in [_split(t["nodeid"])] if k and (r or f in KERNEL_DTYPE_TESTS)}
-    kernels = kernels or None
+@dataclass
+class _Sorted:
+    """A run's tests by what the verdict says of them."""
+
+    tests: list[dict]
+    failed: list[dict] = field(default_factory=list)
+    passed: list[dict] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)
+    known: list[dict] = field(default_factory=list)  # failed as a known issue says they do
+    unmet: list[dict] = field(default_factory=list)  # a known issue's tests that passed (not met in this run)
+    others: list[dict] = field(default_factory=list)  # xfailed or xpassed with no known issue
+
+
+def _sorted(tests: list[dict]) -> _Sorted:
     by_outcome: dict[str, list[dict]] = defaultdict(list)
     for t in tests:
         by_outcome[t["outcome"]].append(t)
-    failed = [t for outcome in FAILING for t in by_outcome[outcome]]
-    passed, skipped = by_outcome["passed"], by_outcome["skipped"]
-    known = [t for t in by_outcome["xfailed"] if t.get("known_issue")]
-    unmet = [t for t in by_outcome["xpassed"] if t.get("known_issue")]
-    others = [t for t in by_outcome["xfailed"] + by_outcome["xpassed"] if not t.get("known_issue")]
-    state = verdict_state(data, exitstatus)
-    unfinished = [u for u in data.get("unfinished") or [] if isinstance(u, dict) and u.get("nodeid")]
+    xfailed, xpassed = by_outcome["xfailed"], by_outcome["xpassed"]
+    return _Sorted(tests, failed=[t for outcome in FAILING for t in by_outcome[outcome]], passed=by_outcome["passed"],
+                   skipped=by_outcome["skipped"], known=[t for t in xfailed if t.get("known_issue")],
+                   unmet=[t for t in xpassed if t.get("known_issue")],
+                   others=[t for t in xfailed + xpassed if not t.get("known_issue")])
 
+
+def _run_kernels(data: dict, tests: list[dict]) -> set[str] | None:
+    """The run's kernels: where a test's parameter is none of them (a hazard's), the test is named by its function."""
+    kernels = {r["kernel"] for key in ("cases", "findings", "compiles", "coverage", "known_issues")
+               for r in data.get(key) or [] if isinstance(r, dict) and r.get("kernel")}
+    kernels |= {k for t in tests for f, k, r in [_split(t["nodeid"])] if k and (r or f in KERNEL_DTYPE_TESTS)}
+    return kernels or None
+
+
+def _shard(data: dict) -> str:
+    """'shard 1/2 of run ID: ' for a shard's run file, else ''."""
+    sh = data.get("shard") if isinstance(data.get("shard"), dict) else {}
+    return f"shard {sh['index']}/{sh['count']} of run {sh['run_id']}: " if sh.get("count", 1) > 1 else ""
+
+
+def _head(data: dict, state: str, s: _Sorted, unfinished: list[dict], not_started: int, unrun: list[str],
+          width: int) -> list[str]:
+    """The verdict's first line (wrapped): its word, then the counts."""
+    tests, failed, passed = s.tests, s.failed, s.passed
     counts = [f"{len(failed)} of {_tests(len(tests))} failed" if failed else f"{len(passed)} of {_tests(len(tests))} passed"]
     if state == "INTERRUPTED":
         left = len(unfinished) + not_started
@@ -277,91 +296,128 @@ def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH, unwritte
     elif state == "FAILED" and not failed:  # pytest counted a failure the tests' records do not hold
         counts = [f"pytest counted a failure outside the tests' results (an error in a fixture's setup or teardown, "
                   f"or a test outside the suite): see above; {counts[0]}"]
-    if known:
-        ids = {t["known_issue"] for t in known}
+    if s.known:
+        ids = {t["known_issue"] for t in s.known}
         counts.append(f"{len(ids)} known issue{'s' if len(ids) > 1 else ''}")
-    if skipped:
-        counts.append(f"{len(skipped)} not run")
-    unrun = unrun_case_entries(data)
+    if s.skipped:
+        counts.append(f"{len(s.skipped)} not run")
     if unrun:
         n = sum(int(e.split(" ", 1)[0]) for e in unrun)
         counts.append(f"{n} case{'s' if n > 1 else ''} not run")
     if data.get("status") not in (None, "complete") and state != "INTERRUPTED":
         counts.append(f"the run did not finish ({data.get('status')})")
-    sh = data.get("shard") if isinstance(data.get("shard"), dict) else {}
-    shard = f"shard {sh['index']}/{sh['count']} of run {sh['run_id']}: " if sh.get("count", 1) > 1 else ""
-    head = textwrap.wrap(f"VERDICT: {state}: {shard}" + "; ".join(counts), width, subsequent_indent="  ")
-    every = "this shard's tests of" if shard else "every test of"  # a shard ran only its part of each pair
-    # One line, never wrapped: a path to copy (the terminal folds it where it is longer).
-    tail = [unwritten or f"result file ({data.get('status', '?')}): {path}"]
+    return textwrap.wrap(f"VERDICT: {state}: {_shard(data)}" + "; ".join(counts), width, subsequent_indent="  ")
 
-    parts_: list[tuple[str, list[str]]] = []  # (label, entries), in the order printed
-    if unfinished or (state == "INTERRUPTED" and not_started):
-        entries = []
-        if unfinished:
-            entries.append(f"{_tests(len(unfinished))} running when it stopped: {subjects(unfinished, kernels)}")
-        if not_started:
-            entries.append(f"{_tests(not_started)} never started")
-        parts_.append(("unfinished", entries))
-    if failed:
-        parts_.append(("failed", _per_function(failed, kernels)))
-        parts_.append(("", ["each failure is above with its message and 'reproduce with:' line"]))
-    if passed:
-        bad = {(k, r) for t in tests if t["outcome"] != "passed"
-               for f, k, r in [_split(t["nodeid"])] if f in KERNEL_DTYPE_TESTS}
-        clean = [t for t in passed if _split(t["nodeid"])[0] in KERNEL_DTYPE_TESTS
-                 and _split(t["nodeid"])[1:] not in bad]
-        text = _tests(len(passed)) + (f": {every} {subjects(clean, kernels)}" if clean else "")
-        modules: dict[str, int] = defaultdict(int)  # the other passed tests, how many per test file
-        rest = [t for t in passed if t not in clean]
-        for t in rest:
-            modules[_module(t["nodeid"])] += 1
-        per_module = ", ".join(f"{m} {n}" for m, n in sorted(modules.items(), key=lambda kv: (-kv[1], kv[0])))
-        if rest:
-            named = "; ".join(_per_function(rest, kernels))
-            if len(named) > 2 * (width - 2 - LABEL):  # too many to name: how many per test file
-                named = per_module
-            text += (f"; {len(rest)} more: " if clean else ": ") + named
-        pairs = {_split(t["nodeid"])[1:] for t in clean}
-        # The count alone, where room is short: still says which passed tests are not the kernel x dtype pairs'.
-        compact = _tests(len(passed)) + (f": {every} {len(pairs)} kernel x dtype pairs of "
-                                          f"{len({k for k, _ in pairs})} kernels" if clean else "")
-        if rest:
-            compact += (f"; {len(rest)} more: " if clean else ": ") + per_module
-        parts_.append(("passed", [text]))
-    if known or unmet:
-        entries = []
-        for tests_, how in ((known, ""), (unmet, ": not met in this run (no case failed as it describes; "
-                                                  "--strict-known-issues fails a test it does not meet)")):
-            by_issue: dict[str, list[dict]] = defaultdict(list)
-            for t in tests_:
-                by_issue[t["known_issue"]].append(t)
-            entries += [f"{issue}: {subjects(ts, kernels)} ({', '.join(sorted({_split(t['nodeid'])[0] for t in ts}))})"
-                        f"{how}" for issue, ts in sorted(by_issue.items())]
-        parts_.append(("known", entries))
-    if others:
-        parts_.append(("xfailed", [f"{_tests(len(others))}: {subjects(others, kernels)}"]))
-    if skipped or unrun:
-        by_reason: dict[str, list[dict]] = defaultdict(list)
-        for t in skipped:
-            by_reason[grouped_reason(t)].append(t)
-        parts_.append(("not run", unrun + [f"{_tests(len(ts))}, {reason}: {subjects(ts, kernels)}" for reason, ts in
-                                           sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0]))]))
-    if unchecked := unchecked_entries(data):
-        parts_.append(("unchecked", unchecked))
+
+def _unfinished_entries(unfinished: list[dict], not_started: int, kernels: set[str] | None) -> list[str]:
+    entries = []
+    if unfinished:
+        entries.append(f"{_tests(len(unfinished))} running when it stopped: {subjects(unfinished, kernels)}")
+    if not_started:
+        entries.append(f"{_tests(not_started)} never started")
+    return entries
+
+
+def _passed_entry(s: _Sorted, kernels: set[str] | None, every: str, width: int) -> tuple[str, str]:
+    """What passed: the kernel x dtype pairs every test of which passed, then the other passed tests by function
+    (by test file where they are too many to name); and the same where room is short, the pairs counted."""
+    passed = s.passed
+    bad = {(k, r) for t in s.tests if t["outcome"] != "passed"
+           for f, k, r in [_split(t["nodeid"])] if f in KERNEL_DTYPE_TESTS}
+    clean = [t for t in passed if _split(t["nodeid"])[0] in KERNEL_DTYPE_TESTS
+             and _split(t["nodeid"])[1:] not in bad]
+    text = _tests(len(passed)) + (f": {every} {subjects(clean, kernels)}" if clean else "")
+    modules: dict[str, int] = defaultdict(int)  # the other passed tests, how many per test file
+    rest = [t for t in passed if t not in clean]
+    for t in rest:
+        modules[_module(t["nodeid"])] += 1
+    per_module = ", ".join(f"{m} {n}" for m, n in sorted(modules.items(), key=lambda kv: (-kv[1], kv[0])))
+    if rest:
+        named = "; ".join(_per_function(rest, kernels))
+        if len(named) > 2 * (width - 2 - LABEL):  # too many to name: how many per test file
+            named = per_module
+        text += (f"; {len(rest)} more: " if clean else ": ") + named
+    pairs = {_split(t["nodeid"])[1:] for t in clean}
+    # The count alone, where room is short: still says which passed tests are not the kernel x dtype pairs'.
+    compact = _tests(len(passed)) + (f": {every} {len(pairs)} kernel x dtype pairs of "
+                                      f"{len({k for k, _ in pairs})} kernels" if clean else "")
+    if rest:
+        compact += (f"; {len(rest)} more: " if clean else ": ") + per_module
+    return text, compact
+
+
+def _known_entries(s: _Sorted, kernels: set[str] | None) -> list[str]:
+    """Per known issue, the tests that failed as it says (then those of issues this run did not meet)."""
+    entries = []
+    for tests, how in ((s.known, ""), (s.unmet, ": not met in this run (no case failed as it describes; "
+                                                "--strict-known-issues fails a test it does not meet)")):
+        by_issue: dict[str, list[dict]] = defaultdict(list)
+        for t in tests:
+            by_issue[t["known_issue"]].append(t)
+        entries += [f"{issue}: {subjects(ts, kernels)} ({', '.join(sorted({_split(t['nodeid'])[0] for t in ts}))})"
+                    f"{how}" for issue, ts in sorted(by_issue.items())]
+    return entries
+
+
+def _skipped_entries(skipped: list[dict], kernels: set[str] | None) -> list[str]:
+    """The skipped tests per reason, the most first."""
+    by_reason: dict[str, list[dict]] = defaultdict(list)
+    for t in skipped:
+        by_reason[grouped_reason(t)].append(t)
+    return [f"{_tests(len(ts))}, {reason}: {subjects(ts, kernels)}"
+            for reason, ts in sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
+
+
+def _body(parts: list[tuple[str, list[str]]], compact: str | None, width: int, room: int) -> list[str]:
+    """The parts under their labels in at most ``room`` lines: each as long as it needs until the whole fits; what
+    passed gives way first (to ``compact``, a count), then the longest part."""
     # The labels' column: wider only where a label needs it ("unchecked").
-    label_width = max(LABEL, *(len(label) + 2 for label, _ in parts_)) if parts_ else LABEL
-    # Each part as long as it needs until the whole fits MAX_TOTAL lines: what passed gives way first (to a count),
-    # then the longest part.
-    budget = [_natural(entries, width, label_width) for _, entries in parts_]
-    room = MAX_TOTAL - len(head) - len(tail)
-    labels = [label for label, _ in parts_]
+    label_width = max(LABEL, *(len(label) + 2 for label, _ in parts)) if parts else LABEL
+    budget = [_natural(entries, width, label_width) for _, entries in parts]
+    labels = [label for label, _ in parts]
     if sum(budget) > room and "passed" in labels:
         i = labels.index("passed")
-        parts_[i] = ("passed", [compact])
+        parts[i] = ("passed", [compact])
         budget[i] = _natural([compact], width, label_width)
     while sum(budget) > room and max(budget) > 1:
         budget[budget.index(max(budget))] -= 1
-    body = [line for (label, entries), most in zip(parts_, budget, strict=True)
+    return [line for (label, entries), most in zip(parts, budget, strict=True)
             for line in _entries(label, entries, width, most, label_width)]
-    return head + body + tail
+
+
+def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH, unwritten: str | None = None,
+                  exitstatus: int | None = None, not_started: int = 0) -> list[str]:
+    """The verdict: one line that says it, then what failed and where to look, what passed, the known issues by
+    name, what was not run and why, and the result file (or ``unwritten``, the line that says it could not be
+    written). At most MAX_TOTAL lines, none wider than ``width`` but the last (the result file's path, whole).
+    ``exitstatus``: the run's exit code (exit_status), which its first word agrees with; ``not_started``: tests of an
+    interrupted run that never started."""
+    s = _sorted(data.get("tests") or [])
+    kernels = _run_kernels(data, s.tests)
+    state = verdict_state(data, exitstatus)
+    unfinished = [u for u in data.get("unfinished") or [] if isinstance(u, dict) and u.get("nodeid")]
+    unrun = unrun_case_entries(data)
+    head = _head(data, state, s, unfinished, not_started, unrun, width)
+    every = "this shard's tests of" if _shard(data) else "every test of"  # a shard ran only its part of each pair
+    # One line, never wrapped: a path to copy (the terminal folds it where it is longer).
+    tail = [unwritten or f"result file ({data.get('status', '?')}): {path}"]
+
+    parts: list[tuple[str, list[str]]] = []  # (label, entries), in the order printed
+    if unfinished or (state == "INTERRUPTED" and not_started):
+        parts.append(("unfinished", _unfinished_entries(unfinished, not_started, kernels)))
+    if s.failed:
+        parts.append(("failed", _per_function(s.failed, kernels)))
+        parts.append(("", ["each failure is above with its message and 'reproduce with:' line"]))
+    compact = None
+    if s.passed:
+        text, compact = _passed_entry(s, kernels, every, width)
+        parts.append(("passed", [text]))
+    if s.known or s.unmet:
+        parts.append(("known", _known_entries(s, kernels)))
+    if s.others:
+        parts.append(("xfailed", [f"{_tests(len(s.others))}: {subjects(s.others, kernels)}"]))
+    if s.skipped or unrun:
+        parts.append(("not run", unrun + _skipped_entries(s.skipped, kernels)))
+    if unchecked := unchecked_entries(data):
+        parts.append(("unchecked", unchecked))
+    return head + _body(parts, compact, width, MAX_TOTAL - len(head) - len(tail)) + tail

@@ -139,11 +139,6 @@ def failing(record: Mapping[str, Any]) -> bool:
     return outcome(record) in FAILING
 
 
-def ran(record: Mapping[str, Any]) -> bool:
-    """Whether a test record's test ran (RAN): not skipped."""
-    return outcome(record) in RAN
-
-
 def skip_reason(record: Mapping[str, Any]) -> str:
     """Why a test was skipped, as its skip said it: the message's first line, without pytest's 'Skipped: ' ('fp8e4nv
     is not supported on interpreter (interpreter profile)'); what follows it (a case, its reproduction line) is the

@@ -8,6 +8,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from reports.loading import Run, num, platform_label
+from reports.nodeids import OUTCOMES
 from reports.outcomes import (
     finding_known_issue,
     kernel_dtype_of,  # noqa: F401 - where it was first defined (tests/test_parts.py)
@@ -17,7 +18,6 @@ from reports.outcomes import (
 )
 from reports.render import Section, Table, fmt, shape_text
 
-OUTCOMES = ("passed", "failed", "skipped", "xfailed", "xpassed", "xpassed-strict")
 MAX_ROWS = 100
 Platform = tuple[str, str]
 

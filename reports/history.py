@@ -28,8 +28,9 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from reports import nodeids
 from reports.loading import Run, RunFileError, load_some, run_files
-from reports.outcomes import REPRO_TEST, kernel_dtype_of
+from reports.outcomes import kernel_dtype_of
 from reports.render import Section, Table
 from reports.shards import merge_some
 from reports.toolchain import TOOLCHAIN, module_key, toolchain_changes
@@ -68,15 +69,15 @@ def night_states(run: Run) -> dict[tuple[str, str], str]:
         if c.get("outcome") == "failed":
             failure_kinds.setdefault(str(c.get("nodeid")), []).append(c.get("failure"))
     for f in run.data["findings"]:  # a property that does not hold: intermittent where it held in some runs
-        if f.get("holds") is False and (m := REPRO_TEST.match(str(f.get("repro") or ""))):
-            failure_kinds.setdefault(m.group(1), []).append("intermittent" if f.get("intermittent") else None)
+        if f.get("holds") is False and (nodeid := nodeids.repro_test_id(f.get("repro"))):
+            failure_kinds.setdefault(nodeid, []).append("intermittent" if f.get("intermittent") else None)
     out: dict[tuple[str, str], str] = {}
     for t in run.data["tests"]:
         kd = kernel_dtype_of(t["nodeid"])
         outcome = t["outcome"]
         if kd is None or outcome == "skipped":
             continue
-        if outcome in ("failed", "xpassed-strict"):
+        if outcome in nodeids.FAILING:
             kinds = failure_kinds.get(t["nodeid"])
             state = "intermittent" if outcome == "failed" and kinds and all(k == "intermittent" for k in kinds) \
                 else "failed"

@@ -8,28 +8,23 @@ import re
 from collections import defaultdict
 from typing import Any
 
+from reports import nodeids
 from reports.loading import Run
+from reports.nodeids import RAN
 
 Platform = tuple[str, str]
-DTYPE_NAME = re.compile(r"(fp|bf|int|uint|float|bool)\w*")
-PART = re.compile(r"-part\d+of\d+$")  # a part of a split test (suite/workers/parts.py): [matmul-fp32-part1of3]
 UNSUPPORTED = re.compile(r"^(\S+) is not supported on (\S+)")  # the suite's skip of a dtype the arch lacks
-REPRO_TEST = re.compile(r"pytest '([^']+)'")
-RAN = ("passed", "failed", "xfailed", "xpassed", "xpassed-strict")
 REFERENCE_TEST = "test_matches_reference"  # what a known issue without a 'test' applies to (suite/session/known_issues.py)
 
 
 def kernel_dtype_of(nodeid: str) -> tuple[str, str] | None:
     """The [kernel-dtype] parameter of a generated test, as the suite's plugin names them ([kernel-sm_90] is not),
-    a part's ([kernel-dtype-part1of3]) included."""
-    if not nodeid.endswith("]") or "[" not in nodeid:
-        return None
-    kernel, sep, dtype = PART.sub("", nodeid.rsplit("[", 1)[1][:-1]).rpartition("-")
-    return (kernel, dtype) if sep and kernel and DTYPE_NAME.fullmatch(dtype) else None
+    a part's ([kernel-dtype-part1of3]) included (reports/nodeids.py)."""
+    return nodeids.parse(nodeid).kernel_dtype
 
 
 def test_function(nodeid: str) -> str:
-    return nodeid.split("::")[-1].split("[")[0]
+    return nodeids.parse(nodeid).function
 
 
 def known_issue_of(run: Run, test: dict[str, Any]) -> str | None:
@@ -57,8 +52,8 @@ def finding_known_issue(run: Run, finding: dict[str, Any], tests: dict[str, dict
     """The known issue a finding that does not hold was expected under: its test (the one its reproduction line
     names, else the kernel x dtype's property test) was xfailed under one."""
     tests = tests_by_nodeid(run) if tests is None else tests
-    m = REPRO_TEST.match(str(finding.get("repro") or ""))
-    nodeid = m.group(1) if m else f"suite/test_properties.py::test_properties[{finding['kernel']}-{finding['dtype']}]"
+    nodeid = (nodeids.repro_test_id(finding.get("repro"))
+              or f"suite/test_properties.py::test_properties[{finding['kernel']}-{finding['dtype']}]")
     test = tests.get(nodeid)
     if test is None or test["outcome"] != "xfailed":
         return None
@@ -77,11 +72,6 @@ def kernels_of(run: Run) -> set[str]:
     return names
 
 
-def skip_reason(message: Any) -> str:
-    text = str(message or "").strip().splitlines()[0] if str(message or "").strip() else ""
-    return text.removeprefix("Skipped: ").strip() or "no reason given"
-
-
 def not_run(runs: list[Run]) -> dict[tuple[str, str, Platform], str]:
     """(kernel, dtype, platform) -> why it did not run: every test of it on the platform was skipped and no case or
     benchmark of it was recorded there. The reason is the first skip's ('fp8e4nv is not supported on interpreter
@@ -94,7 +84,7 @@ def not_run(runs: list[Run]) -> dict[tuple[str, str, Platform], str]:
             if kd is None:
                 continue
             if t["outcome"] == "skipped":
-                skipped.setdefault((*kd, run.platform), skip_reason(t["message"]))
+                skipped.setdefault((*kd, run.platform), nodeids.skip_reason(t))
             elif t["outcome"] in RAN:
                 ran.add((*kd, run.platform))
         ran |= {(r["kernel"], r["dtype"], run.platform) for r in run.data["cases"] + run.data["benchmarks"]}

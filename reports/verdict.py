@@ -6,6 +6,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from reports import nodeids
 from reports.inventory import known_issue_use
 from reports.loading import Run, RunFileError, platform_label
 from reports.outcomes import (
@@ -107,7 +108,7 @@ def spots(runs: list[Run]) -> tuple[list[Platform], list[str], dict[tuple[str, P
                 continue
             s = table[(kd[0], run.platform)]
             s.ran = s.ran or t["outcome"] in RAN
-            s.problems["failed tests"] += t["outcome"] in ("failed", "xpassed-strict")
+            s.problems["failed tests"] += nodeids.failing(t)
             s.known_tests += t["outcome"] == "xfailed"
         for f in run.data["findings"]:
             broken = bool(f["claimed"]) and not f["holds"]

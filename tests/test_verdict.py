@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from suite.plugin import glance, summary
+from suite.plugin import fit, glance, summary
 
 
 def test_the_last_lines_of_a_run_are_its_whole_verdict(run_suite):
@@ -97,18 +97,18 @@ def test_tables_fit_the_terminal_without_breaking_a_word():
     rows = [["fp8_scaled_matmul", "sm_90", 4, 0, 6, "255 (spills)", "0.12"],
             ["dropout", "gfx90a", 6, 0, 0, 11, "1.00"]]
     headers = ["kernel", "target", "ok", "failed", "skipped", "max regs", "min occupancy"]
-    table = glance.fit_table(rows, headers, 80)
+    table = fit.fit_table(rows, headers, 80)
     assert max(len(line) for line in table.splitlines()) <= 80, table
     assert "fp8_scaled_matmul" in table and "occupancy" in table and "(spills)" in table
     findings = [["dropout", "bf16", ", ".join(f"property_number_{i}" for i in range(20))]]
-    table = glance.fit_table(findings, ["kernel", "dtype", "property findings"], 80)
+    table = fit.fit_table(findings, ["kernel", "dtype", "property findings"], 80)
     assert max(len(line) for line in table.splitlines()) <= 80, table
     assert all(f"property_number_{i}" in table for i in range(20)), table
     stopped = [["broken_store_past_sliced_output", "fp32", "deterministic, batch_invariant: stopped"]]
-    table = glance.fit_table(stopped, ["kernel", "dtype", "property findings"], 80)
+    table = fit.fit_table(stopped, ["kernel", "dtype", "property findings"], 80)
     assert max(len(line) for line in table.splitlines()) <= 80 and "batch_invariant: stopped" in table, table
     rows[0][0] = "planted_vector_add_dropped_mask_with_a_long_name"  # words alone too wide: broken after a '_'
-    table = glance.fit_table(rows, headers, 80)
+    table = fit.fit_table(rows, headers, 80)
     assert max(len(line) for line in table.splitlines()) <= 80, table
     assert "| planted_vector_add_" in table, table
 
@@ -167,7 +167,7 @@ def test_the_reach_table_of_every_kernel_fits_eighty_columns():
             ["matmul", "bf16 (stopped: known issue),fp32,fp16", 5, "6/7", "descriptor", "-", "-"],
             ["vector_add_int64", "fp32,fp16,bf16", 4, "2/2", "-", "-", "-"]]
     headers = ["kernel", "dtypes", "configs run", "paths taken", "found by search", "not taken", "configs not fitting"]
-    table = glance.fit_table(rows, headers, 80)
+    table = fit.fit_table(rows, headers, 80)
     assert max(len(line) for line in table.splitlines()) <= 80, table
     assert "descriptor" in table and "(stopped:" in table, table
 

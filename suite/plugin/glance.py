@@ -1,5 +1,5 @@
-"""The run's verdict at a glance: the last lines a run prints, after pytest's own short summary, and the fitting of
-every summary line and table to the terminal's width.
+"""The run's verdict at a glance: the last lines a run prints, after pytest's own short summary (the summary's lines
+and tables are fitted to the terminal's width by suite/plugin/fit.py).
 
 The verdict reads from the run file's tests alone (each test's outcome, its skip reason, its known issue), so it
 says the same whatever printed the details above it:
@@ -22,13 +22,14 @@ from __future__ import annotations
 import re
 import textwrap
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from suite.workers import parts
+from reports import nodeids
+from suite.plugin.fit import MIN_WIDTH
 from suite.workers.gpu_share import TOO_LARGE_LISTED
 
-MIN_WIDTH = 80
 # Tests parametrized with one kernel and one dtype (``kernel_dtype``, suite/plugin/hooks.py).
 KERNEL_DTYPE_TESTS = ("test_matches_reference", "test_properties", "test_benchmark")
 LABEL = 9  # "not run  "
@@ -36,173 +37,10 @@ LABEL = 9  # "not run  "
 MAX_TOTAL = 13
 
 
-def width_of(config: Any) -> int:
-    """The terminal's width, at least MIN_WIDTH."""
-    try:
-        return max(MIN_WIDTH, int(config.get_terminal_writer().fullwidth))
-    except (AttributeError, TypeError, ValueError):
-        return MIN_WIDTH
-
-
-def fit_table(rows: list[list], headers: list[str], width: int) -> str:
-    """A GitHub-style table no wider than ``width`` where it can be: headers wrap to their longest word, then the
-    widest cells wrap at spaces, column by column, never inside a word (a kernel's name stays whole). A table whose
-    words alone are wider than ``width`` is given at that."""
-    import tabulate as tabulate_mod
-    from tabulate import tabulate
-
-    def render(rows: list[list], headers: list[str]) -> str:
-        padding = tabulate_mod.MIN_PADDING
-        tabulate_mod.MIN_PADDING = 0  # no blanks past a header's own width: the terminal's width is scarce
-        try:
-            return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
-        finally:
-            tabulate_mod.MIN_PADDING = padding
-
-    def over(text: str) -> int:
-        return max(len(line) for line in text.splitlines()) - width
-
-    text = render(rows, headers)
-    if over(text) <= 0:
-        return text
-    cells = [[str(c) for c in row] for row in rows]
-    columns = len(headers)
-
-    def widest(i: int, wrapped: list[list[str]], heads: list[str]) -> int:
-        return max(len(line) for text in [heads[i], *(r[i] for r in wrapped)] for line in text.splitlines() or [""])
-
-    def least(i: int) -> int:  # the longest word in the column: it is never broken
-        return max(len(w) for text in [headers[i], *(r[i] for r in cells)] for w in text.split() or [""])
-
-    # Headers first: no wider than their column's widest cell, or their longest word.
-    heads = [_wrap(h, max(least(i) if h.split() else 0, max((len(r[i]) for r in cells), default=0)))
-             for i, h in enumerate(headers)]
-    wrapped = [row[:] for row in cells]
-    limits = [widest(i, wrapped, heads) for i in range(columns)]
-
-    def table() -> str:  # a cell left whole keeps its value (a number stays right-aligned)
-        return render([[w if "\n" in w else c for c, w in zip(row, wrow, strict=True)]
-                       for row, wrow in zip(rows, wrapped, strict=True)], heads)
-
-    text = table()
-    while (excess := over(text)) > 0:
-        narrowable = [i for i in range(columns) if limits[i] > least(i)]
-        if not narrowable:
-            break
-        i = max(narrowable, key=lambda j: limits[j])
-        limits[i] = max(least(i), limits[i] - excess)
-        heads[i] = _wrap(headers[i], limits[i])
-        for r, row in zip(wrapped, cells, strict=True):
-            r[i] = _wrap(row[i], limits[i])
-        limits[i] = widest(i, wrapped, heads)
-        text = table()
-    broken: set[int] = set()
-    while (excess := over(text)) > 0 and len(broken) < columns:  # words alone too wide (a long name, an issue id):
-        # the widest breaks after '_', '-' or ',', the first column (the kernel's name) last
-        i = min((j for j in range(columns) if j not in broken), key=lambda j: (j == 0, -limits[j]))
-        broken.add(i)
-        for r in wrapped:
-            r[i] = "\n".join(piece for line in r[i].splitlines()
-                              for piece in _wrap_at_underscores(line, max(8, limits[i] - excess)))
-        limits[i] = widest(i, wrapped, heads)
-        text = table()
-    return text
-
-
-def _wrap_at_underscores(text: str, width: int) -> list[str]:
-    """``text`` in lines of at most ``width``, broken after a space, an underscore, a hyphen or a comma (a longer
-    piece stays whole)."""
-    lines, line = [], ""
-    for piece in re.split(r"(?<=[_ ,-])", text):
-        if line and len((line + piece).rstrip()) > width:
-            lines.append(line.rstrip())
-            line = piece
-        else:
-            line += piece
-    return [*lines, line.rstrip()] if line else lines
-
-
-def spills_with_registers(headers: list[str], rows: list[list]) -> tuple[list[str], list[list]]:
-    """The compile table's 'spills' column merged into 'max regs' ('255 (spills)'): one column less to fit."""
-    if "spills" not in headers or "max regs" not in headers:
-        return headers, rows
-    s, r = headers.index("spills"), headers.index("max regs")
-    merged = []
-    for row in rows:
-        row = list(row)
-        if row[s] == "yes":
-            row[r] = f"{row[r]} (spills)"
-        merged.append([c for i, c in enumerate(row) if i != s])
-    return [h for i, h in enumerate(headers) if i != s], merged
-
-
-def _wrap(text: str, width: int) -> str:
-    """``text`` in lines of at most ``width``: a list ('a, b: NO, c') breaks between its items, so that an item
-    ('batch_invariant: stopped') stays on one line where it fits; an item too long breaks between words."""
-    width = max(1, width)
-    items = text.split(", ")
-    lines, line = [], ""
-    for i, item in enumerate(items):
-        piece = item + ("," if i < len(items) - 1 else "")
-        if len(piece) > width:
-            words = textwrap.wrap(f"{line} {piece}" if line else piece, width, break_long_words=False,
-                                  break_on_hyphens=False)
-            lines += words[:-1]
-            line = words[-1] if words else ""
-        elif not line or len(line) + 1 + len(piece) <= width:
-            line = f"{line} {piece}" if line else piece
-        else:
-            lines.append(line)
-            line = piece
-    return "\n".join([*lines, line] if line else lines) or text
-
-
-class FittedWriter:
-    """The terminal reporter's ``write_line`` and ``section``, each line wrapped to ``width`` (a table is fitted
-    before, by fit_table). A command to copy (after 'reproduce with: ') is kept whole on a line of its own, and a line
-    that names a test by its id is kept whole."""
-
-    def __init__(self, tr: Any, width: int) -> None:
-        self.tr = tr
-        self.width = width
-
-    def section(self, title: str, *args: Any, **kwargs: Any) -> None:
-        self.tr.section(title, *args, **kwargs)
-
-    def write_line(self, text: str, **markup: Any) -> None:
-        for line in fit_lines(str(text), self.width):
-            self.tr.write_line(line, **markup)
-
-
-def fit_lines(text: str, width: int) -> list[str]:
-    out: list[str] = []
-    for line in text.splitlines() or [""]:
-        # A table is fitted as a whole (fit_table); a line naming a test by its id (slow tests, tests an interrupted
-        # run stopped, incidents) stays whole, to copy and to find, as a command does.
-        if len(line) <= width or line.startswith("|") or ("::" in line and "reproduce with: " not in line):
-            out.append(line)
-            continue
-        command = ""
-        if "reproduce with: " in line:
-            line, _, command = line.partition("reproduce with: ")
-            line += "reproduce with:"
-        indent = re.match(r"\s*", line).group(0)
-        out += textwrap.wrap(line, width, subsequent_indent=indent + "  ", break_long_words=False,
-                             break_on_hyphens=False) or [line]
-        if command:
-            out.append("  " + command)  # whole, to copy: the terminal folds it
-    return out
-
-
 def _split(nodeid: str) -> tuple[str, str | None, str | None]:
     """(test function, kernel, the rest of its id: dtype or target) for a suite test id; parts merged."""
-    nodeid = parts.base_id(nodeid)
-    name = nodeid.split("::")[-1]
-    if not name.endswith("]") or "[" not in name:
-        return name, None, None
-    func, param = name[:-1].split("[", 1)
-    kernel, dash, rest = param.rpartition("-")
-    return (func, kernel, rest) if dash else (func, param, None)
+    test = nodeids.parse(nodeid)
+    return test.function, test.kernel, test.variant
 
 
 def subjects(tests: list[dict], kernels: set[str] | None = None, under: str | None = None) -> str:
@@ -234,22 +72,17 @@ def known_issues_of(tests: list[dict]) -> dict[tuple[str, str | None, str | None
     return {_split(t["nodeid"]): t["known_issue"] for t in tests if t.get("known_issue") and t["outcome"] == "xfailed"}
 
 
-def skip_message(test: dict) -> str:
-    """Why a test was skipped, as its skip said it (without pytest's 'Skipped: ')."""
-    return (test.get("message") or "no reason given").removeprefix("Skipped: ").strip()
-
-
-def skip_reason(test: dict) -> str:
-    """A skip's reason with the test's own kernel, dtype or target taken out, so that alike reasons group: its first
-    line (what follows, a case and its reproduction line, is the result file's), never inside a test id or a case's
-    name ('[attention-fp32]' stays whole)."""
-    reason = skip_message(test).strip().splitlines()[0] if skip_message(test).strip() else skip_message(test)
+def grouped_reason(test: dict) -> str:
+    """A skip's reason (reports/nodeids.py skip_reason: its first line) with the test's own kernel, dtype or target
+    taken out, so that alike reasons group; never inside a test id or a case's name ('[attention-fp32]' stays
+    whole)."""
+    reason = nodeids.skip_reason(test)
     _, kernel, rest = _split(test["nodeid"])
     if kernel:
         reason = re.sub(rf"^{re.escape(kernel)}: ", "", reason)
     if rest:
-        reason = re.sub(rf"(?<![\w.\[-]){re.escape(rest)}(?![\w.\]])", "the dtype" if _is_dtype(rest) else "the target",
-                        reason)
+        reason = re.sub(rf"(?<![\w.\[-]){re.escape(rest)}(?![\w.\]])",
+                        "the dtype" if nodeids.is_dtype(rest) else "the target", reason)
     reason = re.sub(r" \([^()]*,[^()]*\)", "", reason)  # a list that differs per kernel: (fp8e4nv, fp8e5)
     return reason[0].lower() + reason[1:] if reason else reason
 
@@ -259,14 +92,8 @@ def not_run_lines(tests: list[dict], function: str) -> list[str]:
     by_reason: dict[str, list[dict]] = defaultdict(list)
     for t in tests:
         if t["outcome"] == "skipped" and _split(t["nodeid"])[0] == function:
-            by_reason[skip_reason(t)].append(t)
+            by_reason[grouped_reason(t)].append(t)
     return [f"not run: {subjects(ts)}: {reason}" for reason, ts in sorted(by_reason.items())]
-
-
-def _is_dtype(name: str) -> bool:
-    from kernels._types import DTYPE_NAMES
-
-    return name in DTYPE_NAMES
 
 
 def _natural(entries: list[str], width: int, label: int = LABEL) -> int:
@@ -312,7 +139,7 @@ def _tests(n: int) -> str:
 
 
 def _module(nodeid: str) -> str:
-    return Path(nodeid.split("::")[0]).stem.removeprefix("test_").replace("_", " ")
+    return Path(nodeids.parse(nodeid).module or nodeid).stem.removeprefix("test_").replace("_", " ")
 
 
 def unchecked_entries(data: dict) -> list[str]:
@@ -342,9 +169,10 @@ def unchecked_entries(data: dict) -> list[str]:
     return out
 
 
-# The outcomes that fail a run (pytest's exit code 1): a strict known issue's test that passed (XPASS(strict)) too. A
-# known issue's test that passed without --strict-known-issues (``xpassed``) is an issue this run did not meet.
-FAILING = ("failed", "error", "xpassed-strict")
+# The outcomes that fail a run (pytest's exit code 1), as the reports read them too: a strict known issue's test that
+# passed (XPASS(strict)) too. A known issue's test that passed without --strict-known-issues (``xpassed``) is an issue
+# this run did not meet.
+FAILING = nodeids.FAILING
 # The verdict's first word, and the exit codes it goes with (pytest.ExitCode: 0 OK, 1 TESTS_FAILED, 2 INTERRUPTED,
 # 5 NO_TESTS_COLLECTED).
 EXIT_CODES = {"PASSED": (0,), "NOTHING RAN": (0, 5), "FAILED": (1,), "INTERRUPTED": (2,)}
@@ -355,7 +183,7 @@ def verdict_state(data: dict, exitstatus: int | None = None) -> str:
     "interrupted" with no failure), FAILED where a test failed or pytest counted a failure, else PASSED where a test
     passed or failed as a known issue says, else NOTHING RAN. It agrees with exit_status's code (EXIT_CODES)."""
     tests = data.get("tests") or []
-    bad = any(t["outcome"] in FAILING for t in tests)
+    bad = any(nodeids.failing(t) for t in tests)
     if exitstatus == 2 or (exitstatus is None and data.get("status") == "interrupted" and not bad):
         return "INTERRUPTED"
     if bad or exitstatus == 1:
@@ -369,7 +197,7 @@ def verdict_state(data: dict, exitstatus: int | None = None) -> str:
 def exit_status(data: dict, exitstatus: int) -> int:
     """The run's exit code, given pytest's: a test the run file records as failed fails the run (1) whatever pytest
     counted; an interrupted run stays 2. The verdict's first word (verdict_state) agrees with it."""
-    if exitstatus in (0, 5) and any(t["outcome"] in FAILING for t in data.get("tests") or []):
+    if exitstatus in (0, 5) and any(nodeids.failing(t) for t in data.get("tests") or []):
         return 1
     return exitstatus
 
@@ -417,30 +245,48 @@ def _shape_of(case: str) -> str:
     return found.group(0) if found else ""
 
 
-def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH, unwritten: str | None = None,
-                  exitstatus: int | None = None, not_started: int = 0) -> list[str]:
-    """The verdict: one line that says it, then what failed and where to look, what passed, the known issues by
-    name, what was not run and why, and the result file (or ``unwritten``, the line that says it could not be
-    written). At most MAX_TOTAL lines, none wider than ``width`` but the last (the result file's path, whole).
-    ``exitstatus``: the run's exit code (exit_status), which its first word agrees with; ``not_started``: tests of an
-    interrupted run that never started."""
-    tests = data.get("tests") or []
-    # The run's kernels: where a test's parameter is none of them (a hazard's), the test is named by its function.
-    kernels = {r["kernel"] for key in ("cases", "findings", "compiles", "coverage", "known_issues")
-               for r in data.get(key) or [] if isinstance(r, dict) and r.get("kernel")}
-    kernels |= {k for t in tests for f, k, r in [_split(t["nodeid"])] if k and (r or f in KERNEL_DTYPE_TESTS)}
-    kernels = kernels or None
+@dataclass
+class _Sorted:
+    """A run's tests by what the verdict says of them."""
+
+    tests: list[dict]
+    failed: list[dict] = field(default_factory=list)
+    passed: list[dict] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)
+    known: list[dict] = field(default_factory=list)  # failed as a known issue says they do
+    unmet: list[dict] = field(default_factory=list)  # a known issue's tests that passed (not met in this run)
+    others: list[dict] = field(default_factory=list)  # xfailed or xpassed with no known issue
+
+
+def _sorted(tests: list[dict]) -> _Sorted:
     by_outcome: dict[str, list[dict]] = defaultdict(list)
     for t in tests:
         by_outcome[t["outcome"]].append(t)
-    failed = [t for outcome in FAILING for t in by_outcome[outcome]]
-    passed, skipped = by_outcome["passed"], by_outcome["skipped"]
-    known = [t for t in by_outcome["xfailed"] if t.get("known_issue")]
-    unmet = [t for t in by_outcome["xpassed"] if t.get("known_issue")]
-    others = [t for t in by_outcome["xfailed"] + by_outcome["xpassed"] if not t.get("known_issue")]
-    state = verdict_state(data, exitstatus)
-    unfinished = [u for u in data.get("unfinished") or [] if isinstance(u, dict) and u.get("nodeid")]
+    xfailed, xpassed = by_outcome["xfailed"], by_outcome["xpassed"]
+    return _Sorted(tests, failed=[t for outcome in FAILING for t in by_outcome[outcome]], passed=by_outcome["passed"],
+                   skipped=by_outcome["skipped"], known=[t for t in xfailed if t.get("known_issue")],
+                   unmet=[t for t in xpassed if t.get("known_issue")],
+                   others=[t for t in xfailed + xpassed if not t.get("known_issue")])
 
+
+def _run_kernels(data: dict, tests: list[dict]) -> set[str] | None:
+    """The run's kernels: where a test's parameter is none of them (a hazard's), the test is named by its function."""
+    kernels = {r["kernel"] for key in ("cases", "findings", "compiles", "coverage", "known_issues")
+               for r in data.get(key) or [] if isinstance(r, dict) and r.get("kernel")}
+    kernels |= {k for t in tests for f, k, r in [_split(t["nodeid"])] if k and (r or f in KERNEL_DTYPE_TESTS)}
+    return kernels or None
+
+
+def _shard(data: dict) -> str:
+    """'shard 1/2 of run ID: ' for a shard's run file, else ''."""
+    sh = data.get("shard") if isinstance(data.get("shard"), dict) else {}
+    return f"shard {sh['index']}/{sh['count']} of run {sh['run_id']}: " if sh.get("count", 1) > 1 else ""
+
+
+def _head(data: dict, state: str, s: _Sorted, unfinished: list[dict], not_started: int, unrun: list[str],
+          width: int) -> list[str]:
+    """The verdict's first line (wrapped): its word, then the counts."""
+    tests, failed, passed = s.tests, s.failed, s.passed
     counts = [f"{len(failed)} of {_tests(len(tests))} failed" if failed else f"{len(passed)} of {_tests(len(tests))} passed"]
     if state == "INTERRUPTED":
         left = len(unfinished) + not_started
@@ -450,91 +296,128 @@ def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH, unwritte
     elif state == "FAILED" and not failed:  # pytest counted a failure the tests' records do not hold
         counts = [f"pytest counted a failure outside the tests' results (an error in a fixture's setup or teardown, "
                   f"or a test outside the suite): see above; {counts[0]}"]
-    if known:
-        ids = {t["known_issue"] for t in known}
+    if s.known:
+        ids = {t["known_issue"] for t in s.known}
         counts.append(f"{len(ids)} known issue{'s' if len(ids) > 1 else ''}")
-    if skipped:
-        counts.append(f"{len(skipped)} not run")
-    unrun = unrun_case_entries(data)
+    if s.skipped:
+        counts.append(f"{len(s.skipped)} not run")
     if unrun:
         n = sum(int(e.split(" ", 1)[0]) for e in unrun)
         counts.append(f"{n} case{'s' if n > 1 else ''} not run")
     if data.get("status") not in (None, "complete") and state != "INTERRUPTED":
         counts.append(f"the run did not finish ({data.get('status')})")
-    sh = data.get("shard") if isinstance(data.get("shard"), dict) else {}
-    shard = f"shard {sh['index']}/{sh['count']} of run {sh['run_id']}: " if sh.get("count", 1) > 1 else ""
-    head = textwrap.wrap(f"VERDICT: {state}: {shard}" + "; ".join(counts), width, subsequent_indent="  ")
-    every = "this shard's tests of" if shard else "every test of"  # a shard ran only its part of each pair
-    # One line, never wrapped: a path to copy (the terminal folds it where it is longer).
-    tail = [unwritten or f"result file ({data.get('status', '?')}): {path}"]
+    return textwrap.wrap(f"VERDICT: {state}: {_shard(data)}" + "; ".join(counts), width, subsequent_indent="  ")
 
-    parts_: list[tuple[str, list[str]]] = []  # (label, entries), in the order printed
-    if unfinished or (state == "INTERRUPTED" and not_started):
-        entries = []
-        if unfinished:
-            entries.append(f"{_tests(len(unfinished))} running when it stopped: {subjects(unfinished, kernels)}")
-        if not_started:
-            entries.append(f"{_tests(not_started)} never started")
-        parts_.append(("unfinished", entries))
-    if failed:
-        parts_.append(("failed", _per_function(failed, kernels)))
-        parts_.append(("", ["each failure is above with its message and 'reproduce with:' line"]))
-    if passed:
-        bad = {(k, r) for t in tests if t["outcome"] != "passed"
-               for f, k, r in [_split(t["nodeid"])] if f in KERNEL_DTYPE_TESTS}
-        clean = [t for t in passed if _split(t["nodeid"])[0] in KERNEL_DTYPE_TESTS
-                 and _split(t["nodeid"])[1:] not in bad]
-        text = _tests(len(passed)) + (f": {every} {subjects(clean, kernels)}" if clean else "")
-        modules: dict[str, int] = defaultdict(int)  # the other passed tests, how many per test file
-        rest = [t for t in passed if t not in clean]
-        for t in rest:
-            modules[_module(t["nodeid"])] += 1
-        per_module = ", ".join(f"{m} {n}" for m, n in sorted(modules.items(), key=lambda kv: (-kv[1], kv[0])))
-        if rest:
-            named = "; ".join(_per_function(rest, kernels))
-            if len(named) > 2 * (width - 2 - LABEL):  # too many to name: how many per test file
-                named = per_module
-            text += (f"; {len(rest)} more: " if clean else ": ") + named
-        pairs = {_split(t["nodeid"])[1:] for t in clean}
-        # The count alone, where room is short: still says which passed tests are not the kernel x dtype pairs'.
-        compact = _tests(len(passed)) + (f": {every} {len(pairs)} kernel x dtype pairs of "
-                                          f"{len({k for k, _ in pairs})} kernels" if clean else "")
-        if rest:
-            compact += (f"; {len(rest)} more: " if clean else ": ") + per_module
-        parts_.append(("passed", [text]))
-    if known or unmet:
-        entries = []
-        for tests_, how in ((known, ""), (unmet, ": not met in this run (no case failed as it describes; "
-                                                  "--strict-known-issues fails a test it does not meet)")):
-            by_issue: dict[str, list[dict]] = defaultdict(list)
-            for t in tests_:
-                by_issue[t["known_issue"]].append(t)
-            entries += [f"{issue}: {subjects(ts, kernels)} ({', '.join(sorted({_split(t['nodeid'])[0] for t in ts}))})"
-                        f"{how}" for issue, ts in sorted(by_issue.items())]
-        parts_.append(("known", entries))
-    if others:
-        parts_.append(("xfailed", [f"{_tests(len(others))}: {subjects(others, kernels)}"]))
-    if skipped or unrun:
-        by_reason: dict[str, list[dict]] = defaultdict(list)
-        for t in skipped:
-            by_reason[skip_reason(t)].append(t)
-        parts_.append(("not run", unrun + [f"{_tests(len(ts))}, {reason}: {subjects(ts, kernels)}" for reason, ts in
-                                           sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0]))]))
-    if unchecked := unchecked_entries(data):
-        parts_.append(("unchecked", unchecked))
+
+def _unfinished_entries(unfinished: list[dict], not_started: int, kernels: set[str] | None) -> list[str]:
+    entries = []
+    if unfinished:
+        entries.append(f"{_tests(len(unfinished))} running when it stopped: {subjects(unfinished, kernels)}")
+    if not_started:
+        entries.append(f"{_tests(not_started)} never started")
+    return entries
+
+
+def _passed_entry(s: _Sorted, kernels: set[str] | None, every: str, width: int) -> tuple[str, str]:
+    """What passed: the kernel x dtype pairs every test of which passed, then the other passed tests by function
+    (by test file where they are too many to name); and the same where room is short, the pairs counted."""
+    passed = s.passed
+    bad = {(k, r) for t in s.tests if t["outcome"] != "passed"
+           for f, k, r in [_split(t["nodeid"])] if f in KERNEL_DTYPE_TESTS}
+    clean = [t for t in passed if _split(t["nodeid"])[0] in KERNEL_DTYPE_TESTS
+             and _split(t["nodeid"])[1:] not in bad]
+    text = _tests(len(passed)) + (f": {every} {subjects(clean, kernels)}" if clean else "")
+    modules: dict[str, int] = defaultdict(int)  # the other passed tests, how many per test file
+    rest = [t for t in passed if t not in clean]
+    for t in rest:
+        modules[_module(t["nodeid"])] += 1
+    per_module = ", ".join(f"{m} {n}" for m, n in sorted(modules.items(), key=lambda kv: (-kv[1], kv[0])))
+    if rest:
+        named = "; ".join(_per_function(rest, kernels))
+        if len(named) > 2 * (width - 2 - LABEL):  # too many to name: how many per test file
+            named = per_module
+        text += (f"; {len(rest)} more: " if clean else ": ") + named
+    pairs = {_split(t["nodeid"])[1:] for t in clean}
+    # The count alone, where room is short: still says which passed tests are not the kernel x dtype pairs'.
+    compact = _tests(len(passed)) + (f": {every} {len(pairs)} kernel x dtype pairs of "
+                                      f"{len({k for k, _ in pairs})} kernels" if clean else "")
+    if rest:
+        compact += (f"; {len(rest)} more: " if clean else ": ") + per_module
+    return text, compact
+
+
+def _known_entries(s: _Sorted, kernels: set[str] | None) -> list[str]:
+    """Per known issue, the tests that failed as it says (then those of issues this run did not meet)."""
+    entries = []
+    for tests, how in ((s.known, ""), (s.unmet, ": not met in this run (no case failed as it describes; "
+                                                "--strict-known-issues fails a test it does not meet)")):
+        by_issue: dict[str, list[dict]] = defaultdict(list)
+        for t in tests:
+            by_issue[t["known_issue"]].append(t)
+        entries += [f"{issue}: {subjects(ts, kernels)} ({', '.join(sorted({_split(t['nodeid'])[0] for t in ts}))})"
+                    f"{how}" for issue, ts in sorted(by_issue.items())]
+    return entries
+
+
+def _skipped_entries(skipped: list[dict], kernels: set[str] | None) -> list[str]:
+    """The skipped tests per reason, the most first."""
+    by_reason: dict[str, list[dict]] = defaultdict(list)
+    for t in skipped:
+        by_reason[grouped_reason(t)].append(t)
+    return [f"{_tests(len(ts))}, {reason}: {subjects(ts, kernels)}"
+            for reason, ts in sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
+
+
+def _body(parts: list[tuple[str, list[str]]], compact: str | None, width: int, room: int) -> list[str]:
+    """The parts under their labels in at most ``room`` lines: each as long as it needs until the whole fits; what
+    passed gives way first (to ``compact``, a count), then the longest part."""
     # The labels' column: wider only where a label needs it ("unchecked").
-    label_width = max(LABEL, *(len(label) + 2 for label, _ in parts_)) if parts_ else LABEL
-    # Each part as long as it needs until the whole fits MAX_TOTAL lines: what passed gives way first (to a count),
-    # then the longest part.
-    budget = [_natural(entries, width, label_width) for _, entries in parts_]
-    room = MAX_TOTAL - len(head) - len(tail)
-    labels = [label for label, _ in parts_]
+    label_width = max(LABEL, *(len(label) + 2 for label, _ in parts)) if parts else LABEL
+    budget = [_natural(entries, width, label_width) for _, entries in parts]
+    labels = [label for label, _ in parts]
     if sum(budget) > room and "passed" in labels:
         i = labels.index("passed")
-        parts_[i] = ("passed", [compact])
+        parts[i] = ("passed", [compact])
         budget[i] = _natural([compact], width, label_width)
     while sum(budget) > room and max(budget) > 1:
         budget[budget.index(max(budget))] -= 1
-    body = [line for (label, entries), most in zip(parts_, budget, strict=True)
+    return [line for (label, entries), most in zip(parts, budget, strict=True)
             for line in _entries(label, entries, width, most, label_width)]
-    return head + body + tail
+
+
+def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH, unwritten: str | None = None,
+                  exitstatus: int | None = None, not_started: int = 0) -> list[str]:
+    """The verdict: one line that says it, then what failed and where to look, what passed, the known issues by
+    name, what was not run and why, and the result file (or ``unwritten``, the line that says it could not be
+    written). At most MAX_TOTAL lines, none wider than ``width`` but the last (the result file's path, whole).
+    ``exitstatus``: the run's exit code (exit_status), which its first word agrees with; ``not_started``: tests of an
+    interrupted run that never started."""
+    s = _sorted(data.get("tests") or [])
+    kernels = _run_kernels(data, s.tests)
+    state = verdict_state(data, exitstatus)
+    unfinished = [u for u in data.get("unfinished") or [] if isinstance(u, dict) and u.get("nodeid")]
+    unrun = unrun_case_entries(data)
+    head = _head(data, state, s, unfinished, not_started, unrun, width)
+    every = "this shard's tests of" if _shard(data) else "every test of"  # a shard ran only its part of each pair
+    # One line, never wrapped: a path to copy (the terminal folds it where it is longer).
+    tail = [unwritten or f"result file ({data.get('status', '?')}): {path}"]
+
+    parts: list[tuple[str, list[str]]] = []  # (label, entries), in the order printed
+    if unfinished or (state == "INTERRUPTED" and not_started):
+        parts.append(("unfinished", _unfinished_entries(unfinished, not_started, kernels)))
+    if s.failed:
+        parts.append(("failed", _per_function(s.failed, kernels)))
+        parts.append(("", ["each failure is above with its message and 'reproduce with:' line"]))
+    compact = None
+    if s.passed:
+        text, compact = _passed_entry(s, kernels, every, width)
+        parts.append(("passed", [text]))
+    if s.known or s.unmet:
+        parts.append(("known", _known_entries(s, kernels)))
+    if s.others:
+        parts.append(("xfailed", [f"{_tests(len(s.others))}: {subjects(s.others, kernels)}"]))
+    if s.skipped or unrun:
+        parts.append(("not run", unrun + _skipped_entries(s.skipped, kernels)))
+    if unchecked := unchecked_entries(data):
+        parts.append(("unchecked", unchecked))
+    return head + _body(parts, compact, width, MAX_TOTAL - len(head) - len(tail)) + tail

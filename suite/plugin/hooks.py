@@ -27,7 +27,7 @@ import pytest
 from suite import compat
 from suite.checks import autotune, memcheck
 from suite.checks.strategies import register_profiles
-from suite.plugin import context, glance, summary
+from suite.plugin import context, fit, glance, summary
 from suite.plugin.context import BACKEND, CONTEXT
 from suite.plugin.recorder import AUTOTUNE_PROPERTY, KNOWN_PROPERTY, MEMCHECK_PROPERTY, RunRecorder
 from suite.session import options
@@ -525,8 +525,8 @@ class SummaryPrinter:
     def pytest_terminal_summary(self, terminalreporter, exitstatus: int, config: pytest.Config) -> None:
         run_file = self.ctx.run_file
         if run_file is not None and run_file.started:
-            width = glance.width_of(config)
-            summary.write_summary(glance.FittedWriter(terminalreporter, width), run_file.data, run_file.path, width)
+            width = fit.width_of(config)
+            summary.write_summary(fit.FittedWriter(terminalreporter, width), run_file.data, run_file.path, width)
 
 
 class VerdictPrinter:
@@ -551,7 +551,7 @@ class VerdictPrinter:
         run_file = self.ctx.run_file
         unwritten = summary.write_error_line(run_file) if run_file is not None else None
         if run_file is not None and run_file.started:
-            width = glance.width_of(config)
+            width = fit.width_of(config)
             terminalreporter.section("verdict", bold=True)
             session = self.ctx.session  # its exit status as exit_status set it (pytest passes the one before)
             status = session.exitstatus if session is not None else exitstatus

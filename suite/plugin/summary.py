@@ -10,17 +10,17 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from reports import nodeids
 from suite.checks import returned
 from suite.checks.launches import untuned_lines
-from suite.plugin import glance
-from suite.workers import parts
+from suite.plugin import fit, glance
 
 
-def write_summary(tr, data: dict, path: Path, width: int = glance.MIN_WIDTH) -> None:
+def write_summary(tr, data: dict, path: Path, width: int = fit.MIN_WIDTH) -> None:
     """The portability summary at the end of a run, from the run file's data; its tables fitted to ``width`` (the
     run's verdict follows at the very end, with the result file's path, or the line that says the file could not be
     written: suite/plugin/glance.py)."""
-    from suite.plugin.glance import fit_table as tabulate
+    tabulate = fit.fit_table
 
     rows = case_summary_rows(data["cases"], data["tests"])
     tr.section("portability summary")
@@ -40,7 +40,7 @@ def write_summary(tr, data: dict, path: Path, width: int = glance.MIN_WIDTH) -> 
 
         headers, rows = compile_matrix.compile_summary_rows(data["compiles"])
         tr.write_line("")
-        headers, rows = glance.spills_with_registers(headers, rows)
+        headers, rows = fit.spills_with_registers(headers, rows)
         tr.write_line(tabulate(rows, headers, width))
         for line in textwrap.wrap(compile_matrix.selection_line(), width, subsequent_indent="  "):
             tr.write_line(line)
@@ -166,9 +166,9 @@ def failing_properties(data: dict) -> list[tuple[str, dict]]:
     wrong, or stopped by an error while checking it, with a reproduction line."""
     outcomes = {}
     for t in data.get("tests") or []:
-        func, kernel, dtype = glance._split(t["nodeid"])
-        if func == "test_properties" and t["outcome"] in ("failed", "xfailed"):
-            outcomes[(kernel, dtype)] = t["outcome"]
+        test = nodeids.parse(t["nodeid"])
+        if test.function == "test_properties" and t["outcome"] in ("failed", "xfailed"):
+            outcomes[(test.kernel, test.variant)] = t["outcome"]
     return [(outcomes[(f["kernel"], f["dtype"])], f) for f in data.get("findings") or []
             if (f["kernel"], f["dtype"]) in outcomes and f.get("repro")
             and (f.get("stopped") or (f.get("claimed") and not f.get("holds")))]
@@ -222,8 +222,9 @@ def case_summary_rows(cases: list[dict], tests: list[dict]) -> list[list]:
             worst += " (known issue)"  # named in the verdict
         rows.append([kernel, dtype, row["passed"], row["failed"], row["xfailed"], worst])
     for t in tests:
-        if t["outcome"] == "skipped" and "::test_matches_reference[" in t["nodeid"]:
-            kernel, _, dtype = parts.base_id(t["nodeid"]).rsplit("[", 1)[1].rstrip("]").rpartition("-")
+        test = nodeids.parse(t["nodeid"])
+        if t["outcome"] == "skipped" and test.function == "test_matches_reference" and test.param is not None:
+            kernel, dtype = test.kernel or "", test.variant or ""
             if (kernel, dtype) not in table and not any(r[:2] == [kernel, dtype] for r in rows):  # parts: one row
                 rows.append([kernel, dtype, "-", "-", "-", "not run"])  # why: the lines below the table
     return sorted(rows, key=lambda r: (r[0], r[1]))
@@ -294,9 +295,10 @@ def reach_rows(coverage: list[dict]) -> list[list]:
 def property_seconds(data: dict, nodeid: str) -> str:
     """A properties test's time per property (its findings' ``seconds``), longest first: 'shift_invariant 20.1 s,
     ...'; '' for another test or a run file without them."""
-    if "test_properties[" not in nodeid:
+    test = nodeids.parse(nodeid)
+    if test.function != "test_properties" or test.param is None:
         return ""
-    kd = nodeid.rsplit("[", 1)[1].rstrip("]")
+    kd = test.param
     own = sorted(((f.get("seconds"), f["property"]) for f in data.get("findings") or []
                   if isinstance(f.get("seconds"), (int, float)) and f"{f['kernel']}-{f['dtype']}" == kd), reverse=True)
     return ", ".join(f"{name} {s:.1f} s" for s, name in own)

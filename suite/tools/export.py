@@ -26,6 +26,7 @@ import torch
 
 from kernels import registry
 from kernels.spec import Case, KernelSpec
+from reports import nodeids
 from suite.checks import flushes, harness, memcheck, returned, tolerance
 
 TEMPLATE = Path(__file__).resolve().parent / "repro_template.py"
@@ -39,8 +40,8 @@ RULE = ("bound = safety * ((operand_u + sqrt(K) * u_acc) * |magnitude| + u_out *
 
 def folder_name(nodeid: str, case: Case) -> str:
     """A directory name from the test and the case: letters, digits, '.', '_', '-' only."""
-    test = nodeid.split("::")[-1]
-    within = test[test.index("[") + 1:test.rindex("]")] if "[" in test and test.endswith("]") else test
+    test = nodeids.parse(nodeid)
+    within = test.function if test.param is None else test.param  # a part's too: matmul-fp32-part2of3
     raw = f"{within}-seed{case.seed}"
     return re.sub(r"[^A-Za-z0-9._-]+", "_", raw).strip("_")[:120]
 

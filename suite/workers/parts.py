@@ -36,9 +36,9 @@ from typing import Any
 
 import pytest
 
+from reports import nodeids  # how a part's id is read, by the reports too (standard library only)
 from suite.session import stash
 
-PART_ID = re.compile(r"^(?P<base>.*)-part(?P<part>\d+)of(?P<parts>\d+)$")
 SPLIT_FUNCTIONS = ("test_matches_reference",)  # the tests that know how to run a part
 
 
@@ -55,17 +55,13 @@ class KernelDtype(tuple):
 
 
 def part_id(base: str, part: int, parts: int) -> str:
-    """The test id of part ``part`` (zero-based) of ``parts``: ``matmul-fp32-part1of3``."""
-    return f"{base}-part{part + 1}of{parts}" if parts > 1 else base
+    """The test id of part ``part`` (zero-based) of ``parts``: ``matmul-fp32-part1of3`` (reports/nodeids.py reads it)."""
+    return nodeids.part_param(base, part, parts)
 
 
 def base_id(nodeid: str) -> str:
     """The whole test's node id of a part's (``...[matmul-fp32-part1of3]`` -> ``...[matmul-fp32]``)."""
-    if not nodeid.endswith("]") or "[" not in nodeid:
-        return nodeid
-    head, param = nodeid[:-1].rsplit("[", 1)
-    m = PART_ID.match(param)
-    return f"{head}[{m['base']}]" if m else nodeid
+    return nodeids.parse(nodeid).whole
 
 
 def owns(position: int, part: int, parts: int) -> bool:

@@ -37,6 +37,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from reports import nodeids  # a part's id read as the reports read it (standard library only)
+
 # SUITE_TEST_COSTS: another durations file (an empty value: none, so collection order and no test split).
 COSTS_ENV = "SUITE_TEST_COSTS"
 DEFAULT_COSTS_PATH = Path(__file__).resolve().parents[1] / "test_costs.json"
@@ -134,19 +136,20 @@ def split(costs: dict[str, float], target: float = TARGET_PART_S,
 
     whole: dict[str, float] = {}
     for nodeid, cost in costs.items():
-        whole[parts.base_id(nodeid)] = whole.get(parts.base_id(nodeid), 0.0) + cost
+        base = nodeids.parse(nodeid).whole
+        whole[base] = whole.get(base, 0.0) + cost
     out: dict[str, float] = {}
     split_into: dict[str, int] = {}
     for nodeid, cost in whole.items():
-        function = nodeid.split("::", 1)[-1].split("[", 1)[0]
-        n = min(max_parts, max(1, math.ceil(cost / target))) if function in parts.SPLIT_FUNCTIONS else 1
+        test = nodeids.parse(nodeid)
+        splits = test.function in parts.SPLIT_FUNCTIONS and test.param is not None
+        n = min(max_parts, max(1, math.ceil(cost / target))) if splits else 1
         if n == 1:
             out[nodeid] = round(cost, 2)
             continue
         split_into[nodeid] = n
-        head, param = nodeid[:-1].rsplit("[", 1)
-        for i in range(n):
-            out[f"{head}[{parts.part_id(param, i, n)}]"] = round(cost / n, 2)
+        for part in nodeids.part_ids(nodeid, n):
+            out[part] = round(cost / n, 2)
     return out, split_into
 
 
@@ -273,7 +276,6 @@ def main(argv: list[str]) -> int:
               "longest of its durations)", file=sys.stderr)
         return 2
     from suite.session import results
-    from suite.workers import parts
 
     costs: dict[str, float] = {}
     unfinished: dict[str, float] = {}
@@ -294,12 +296,13 @@ def main(argv: list[str]) -> int:
             return 2
         whole: dict[str, float] = {}
         for nodeid, cost in found.items():  # a test's parts summed back (a later file may split it otherwise)
-            whole[parts.base_id(nodeid)] = whole.get(parts.base_id(nodeid), 0.0) + cost
+            base = nodeids.parse(nodeid).whole
+            whole[base] = whole.get(base, 0.0) + cost
         for nodeid, cost in whole.items():  # the longest of its runs: the next nightly draws other cases
             costs[nodeid] = max(costs.get(nodeid, 0.0), cost)
         for t in run.get("unfinished") or []:  # left running by an interrupted run: at least that long
             if isinstance(t, dict) and isinstance(t.get("running_s"), (int, float)):
-                base = parts.base_id(str(t.get("nodeid")))
+                base = nodeids.parse(str(t.get("nodeid"))).whole
                 unfinished[base] = max(unfinished.get(base, 0.0), float(t["running_s"]))
     if len(profiles) != 1:
         print(f"the run files are of different Hypothesis profiles ({', '.join(sorted(map(str, profiles)))}); give "

@@ -5,6 +5,7 @@ rule off. Each rule fires alone, then with each other rule present, and with a k
 from __future__ import annotations
 
 import itertools
+import re
 from types import SimpleNamespace
 
 import pytest
@@ -29,12 +30,13 @@ def _loop(fire: set[str], known: bool = False, too_large: bool = False, split: i
     """A ReferenceLoop at its end, its passed cases made so that exactly the rules in ``fire`` fail."""
     loop = object.__new__(ReferenceLoop)
     loop.spec = SimpleNamespace(name="k", outputs=("out", "other"), untested_reason=None,
-                                dims=(Dim("N", interpret_max=4096),))
+                                dims=(Dim("N", interpret_max=4096),), jit_kernels=lambda: ())
     loop.dtype, loop.split, loop.last = "fp32", split, last
     loop.backend = SimpleNamespace(name="interpret", family="interpret")
     loop.coverage = SimpleNamespace(unreachable=["tail"] if "unreachable" in fire else [], stopped_by=None)
     loop.records, loop.too_large = [], ["k[fp32] N=9: too large"] if too_large else []
-    p = Passed(cases=3, elements=30, launched=0 if "never_launched" in fire else 3, judged=3)
+    p = Passed(cases=3, elements=30, judged=3)
+    p.launched.update({} if "never_launched" in fire else {"kern": 3})
     p.compared.update(out=30, other=0 if "nothing_compared" in fire else 30)
     p.widest.update(kern=1 if "one_program" in fire else 4)
     p.loose[:] = ["k[fp32] N=1: loose"] * 3 if "loose" in fire else []
@@ -47,7 +49,7 @@ def _loop(fire: set[str], known: bool = False, too_large: bool = False, split: i
 
 @pytest.fixture(autouse=True)
 def _no_launch_state(monkeypatch):
-    monkeypatch.setattr(launches, "take_launched", lambda: 0)
+    monkeypatch.setattr(launches, "take_launched", dict)
     monkeypatch.setattr(launches, "take_widest", lambda: {})
 
 
@@ -103,13 +105,13 @@ def test_a_parts_tallies_add_up_in_the_last_part():
     first, second = Passed(), Passed()
     first.add(Case("k", "fp32", {"N": 4}, "contiguous", "normal", 0),
               SimpleNamespace(elements=4, compared={"out": 4}, loose=None))
-    first.launched, first.widest = 0, {"kern": 1}
-    second.launched, second.widest = 2, {"kern": 3, "other": 1}
+    first.launched, first.widest = {}, {"kern": 1}
+    second.launched, second.widest = {"kern": 2}, {"kern": 3, "other": 1}
     second.compared["out"] = 6
     second.cases, second.elements, second.judged = 1, 6, 1
     second.loose.append("k[fp32] N=6: loose")
     first.merge(second.state())
-    assert (first.cases, first.elements, first.launched, first.judged) == (2, 10, 2, 2)
+    assert (first.cases, first.elements, first.launched, first.judged) == (2, 10, {"kern": 2}, 2)
     assert first.widest == {"kern": 3, "other": 1} and first.compared == {"out": 10}
     assert first.loose == ["k[fp32] N=6: loose"]
 
@@ -145,4 +147,18 @@ def test_a_known_issue_excuses_its_cases_and_never_the_config_search(run_suite):
     [test] = run.run_data()["tests"]
     assert test["outcome"] == "failed", test
     assert 'with config {"BLOCK": 256, "num_stages": 3, "num_warps": 4}: out: error ' in test["message"], test
+    assert run.returncode == 1, run.output[-3000:]
+
+
+def test_the_kernel_that_launched_is_the_specs_own(run_suite):
+    """A helper kernel launched in every case (it zero-fills the output, torch's answer is copied in): 'the kernel
+    launched' was met by any launch, and the test passed with the spec's kernel never run."""
+    run = run_suite("suite/test_kernels.py", "--kernel-module=tests/fixtures/own_kernel.py",
+                    "--kernels=helper_filled_add,own_add", "-n", "0", env={"SUITE_SHRINK_SECONDS": "3"})
+    tests = {t["nodeid"].split("[")[1].split("-")[0]: t for t in run.run_data()["tests"]}
+    assert tests["own_add"]["outcome"] == "passed", tests["own_add"]
+    message = tests["helper_filled_add"]["message"] or ""
+    assert tests["helper_filled_add"]["outcome"] == "failed", tests["helper_filled_add"]
+    assert re.match(r"helper_filled_add\[fp32\]: none of the \d+ case\(s\) launched the spec's own kernel\(s\) "
+                    r"\['vector_add_kernel'\]: the launches were zero_fill x\d+", message), message
     assert run.returncode == 1, run.output[-3000:]

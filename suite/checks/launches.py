@@ -110,12 +110,22 @@ class NotAnAutotuneConfig(ValueError):
 _OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 
 
-def take_launched() -> int:
-    """How many @triton.jit launches cases made (inside :func:`recording`) since the last call; and forget them. A
-    test none of whose cases launched anything tested torch's fallback, never the kernel (suite/test_kernels.py)."""
+def take_launched() -> dict[str, int]:
+    """The @triton.jit functions cases launched (inside :func:`recording`) since the last call, each with its count;
+    and forget them. A test none of whose cases launched the spec's own kernels tested something else: torch's
+    fallback, or another kernel whose output the launcher handed on (suite/checks/reference_loop.py)."""
     state = stash.session().launches
-    count, state.launched = getattr(state, "launched", 0), 0
-    return count
+    found, state.launched = dict(getattr(state, "launched", None) or {}), {}
+    return found
+
+
+def never_launched_own(spec_name: str, dtype: str, cases: int, own: list[str], launched: dict[str, int]) -> str:
+    """The failure of a test whose cases launched kernels, none of them the spec's own (``own``)."""
+    others = ", ".join(f"{name} x{count}" for name, count in sorted(launched.items()))
+    return (f"{spec_name}[{dtype}]: none of the {cases} case(s) launched the spec's own kernel(s) {own}: the launches "
+            f"were {others}, so the outputs came from elsewhere (another kernel, or torch with a kernel beside it) "
+            f"and the spec's kernel was never tested here. Launch it from run, or declare the kernel that runs as "
+            f"the spec's jit_fn / jit_fns (docs/checks.md)")
 
 
 def never_launched(spec_name: str, dtype: str, cases: int) -> str:
@@ -312,9 +322,10 @@ def _wrap_run(cls: type) -> None:
         state = stash.session().launches
         record = getattr(state, "record", None)
         if record is not None and not kwargs.get("warmup", False):
-            state.launched = getattr(state, "launched", 0) + 1
             _note_programs(state, self, args, kwargs)
             name = getattr(getattr(self, "fn", None), "__name__", None) or getattr(self, "__name__", "kernel")
+            state.launched = getattr(state, "launched", None) or {}
+            state.launched[name] = state.launched.get(name, 0) + 1
             _note(record, name, args, {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")})
             if keys := getattr(stash.session().launches, "heuristic_keys", None):  # what a @triton.heuristics computed
                 record.heuristics[name] = {k: _plain(kwargs[k]) for k in keys if k in kwargs}

@@ -51,12 +51,12 @@ class Passed:
     largest: tuple[Case, int] | None = None
     smallest: tuple[Case, int] | None = None
     judged: int = 0  # passed cases where looseness could be judged (a reference not all zero)
-    launched: int = 0  # @triton.jit launches the test's cases made
 
     def __post_init__(self) -> None:
         self.compared: dict[str, int] = {}
         self.loose: list[str] = []  # passed cases whose tolerance's magnitude would pass a result off by 50%
         self.widest: dict[str, int] = {}  # each kernel launched, with the most programs one of its launches ran
+        self.launched: dict[str, int] = {}  # each @triton.jit function the test's cases launched, with its count
 
     def add(self, case: Case, result: CaseResult) -> None:
         if self.largest is None or result.elements > self.largest[1]:
@@ -74,7 +74,8 @@ class Passed:
 
     def take_launches(self) -> None:
         """The launches made since the last take (suite/checks/launches.py), added to the test's."""
-        self.launched += launches.take_launched()
+        for name, count in launches.take_launched().items():
+            self.launched[name] = self.launched.get(name, 0) + count
         for name, count in launches.take_widest().items():
             self.widest[name] = max(count, self.widest.get(name, 0))
 
@@ -84,8 +85,10 @@ class Passed:
 
     def merge(self, state: dict[str, Any]) -> None:
         """Another part's ``state`` added to this one (the largest and smallest cases stay this part's own)."""
-        for name in ("cases", "elements", "judged", "launched"):
+        for name in ("cases", "elements", "judged"):
             setattr(self, name, getattr(self, name) + int(state.get(name, 0)))
+        for name, count in (state.get("launched") or {}).items():
+            self.launched[name] = self.launched.get(name, 0) + int(count)
         for name, n in (state.get("compared") or {}).items():
             self.compared[name] = self.compared.get(name, 0) + int(n)
         self.loose += list(state.get("loose") or [])
@@ -372,7 +375,7 @@ class ReferenceLoop(CaseLoop):
             pytest.skip(f"not run: all {len(self.too_large)} case(s) too large for this GPU (out of memory with the "
                         f"GPU to themselves; not a wrong result): lower the dims' gpu_max for this GPU or run on a "
                         f"larger one.\n{self.too_large[0]}")
-        if searched and self.judges_whole and p.elements and not p.launched and spec.untested_reason:
+        if searched and self.judges_whole and p.elements and not self.own_launched() and spec.untested_reason:
             pytest.skip(f"not tested: none of the {p.cases} case(s) of {spec.name}[{dtype}] launched a "
                         f"@triton.jit function ({spec.untested_reason})")
 
@@ -396,11 +399,19 @@ class ReferenceLoop(CaseLoop):
                 f"on {self.backend.name} with any {self.backend.family} config; widen the dims, add a config, or drop "
                 f"the path")
 
+    def own_launched(self) -> bool:
+        """Whether the cases launched one of the spec's own @triton.jit functions (any, where it declares none)."""
+        own = {kernel.name for kernel in self.spec.jit_kernels()}
+        return any(name in own for name in self.passed.launched) if own else bool(self.passed.launched)
+
     def never_launched(self) -> str | None:
-        p = self.passed
-        if p.elements and not p.launched and not self.spec.untested_reason:
-            return launches.never_launched(self.spec.name, self.dtype, p.cases)
-        return None
+        p, spec = self.passed, self.spec
+        if not p.elements or spec.untested_reason or self.own_launched():
+            return None
+        if not p.launched:
+            return launches.never_launched(spec.name, self.dtype, p.cases)
+        return launches.never_launched_own(spec.name, self.dtype, p.cases,
+                                           sorted(kernel.name for kernel in spec.jit_kernels()), p.launched)
 
     def one_program(self) -> str | None:
         p = self.passed

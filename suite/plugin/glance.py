@@ -175,7 +175,31 @@ def unchecked_entries(data: dict) -> list[str]:
 FAILING = nodeids.FAILING
 # The verdict's first word, and the exit codes it goes with (pytest.ExitCode: 0 OK, 1 TESTS_FAILED, 2 INTERRUPTED,
 # 5 NO_TESTS_COLLECTED).
-EXIT_CODES = {"PASSED": (0,), "NOTHING RAN": (0, 5), "FAILED": (1,), "INTERRUPTED": (2,)}
+# UNCHECKED: nothing failed, but a kernel x dtype's every value test was not checkable here for a reason its author
+# can remove (a construct the interpreter evaluates otherwise): exit 6, a code pytest never gives, so that a gate on
+# the exit code does not let a kernel through that was never checked.
+EXIT_CODES = {"PASSED": (0,), "NOTHING RAN": (0, 5), "FAILED": (1,), "INTERRUPTED": (2,), "UNCHECKED": (6,)}
+UNCHECKED_EXIT = 6
+# The skip reasons of a test its author can make checkable (suite/checks/interpreter.py: SemanticGap), as against a
+# platform that cannot run it (a dtype the GPU lacks, a test for another backend).
+AUTHOR_CAN_FIX = ("not checkable on the interpreter",)
+
+
+def never_checked(data: dict) -> list[str]:
+    """The kernel x dtype pairs none of whose value tests (test_matches_reference, each part of a split one) ran:
+    every one skipped as not checkable for a reason its author can remove. Each as 'kernel[dtype]: reason'."""
+    by_pair: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for t in data.get("tests") or []:
+        node = nodeids.parse(str(t.get("nodeid", "")))
+        if node.function == "test_matches_reference" and node.kernel and node.dtype:
+            by_pair[(node.kernel, node.dtype)].append(t)
+    out = []
+    for (kernel, dtype), tests in sorted(by_pair.items()):
+        reasons = [nodeids.skip_reason(t) for t in tests if t.get("outcome") == "skipped"]
+        if len(reasons) == len(tests) and all(any(fix in r for fix in AUTHOR_CAN_FIX) for r in reasons):
+            reason = next(fix for fix in AUTHOR_CAN_FIX if fix in reasons[0])
+            out.append(f"{kernel}[{dtype}]: {reason}{reasons[0].split(reason, 1)[1]}")
+    return out
 
 
 def verdict_state(data: dict, exitstatus: int | None = None) -> str:
@@ -188,6 +212,8 @@ def verdict_state(data: dict, exitstatus: int | None = None) -> str:
         return "INTERRUPTED"
     if bad or exitstatus == 1:
         return "FAILED"
+    if exitstatus == UNCHECKED_EXIT or (exitstatus is None and never_checked(data)):
+        return "UNCHECKED"
     if any(t["outcome"] == "passed" or (t["outcome"] in ("xfailed", "xpassed") and t.get("known_issue"))
            for t in tests):
         return "PASSED"
@@ -196,9 +222,12 @@ def verdict_state(data: dict, exitstatus: int | None = None) -> str:
 
 def exit_status(data: dict, exitstatus: int) -> int:
     """The run's exit code, given pytest's: a test the run file records as failed fails the run (1) whatever pytest
-    counted; an interrupted run stays 2. The verdict's first word (verdict_state) agrees with it."""
+    counted; an interrupted run stays 2; a run where nothing failed but a kernel x dtype was never checked, for a
+    reason its author can remove (never_checked), exits 6. The verdict's first word (verdict_state) agrees with it."""
     if exitstatus in (0, 5) and any(nodeids.failing(t) for t in data.get("tests") or []):
         return 1
+    if exitstatus in (0, 5) and never_checked(data):  # nothing failed, and a kernel x dtype was never checked
+        return UNCHECKED_EXIT
     return exitstatus
 
 
@@ -299,6 +328,9 @@ def _head(data: dict, state: str, s: _Sorted, unfinished: list[dict], not_starte
     if s.known:
         ids = {t["known_issue"] for t in s.known}
         counts.append(f"{len(ids)} known issue{'s' if len(ids) > 1 else ''}")
+    if state == "UNCHECKED":
+        pairs = len(never_checked(data))
+        counts.append(f"{pairs} kernel x dtype pair{'s' if pairs > 1 else ''} never checked")
     if s.skipped:
         counts.append(f"{len(s.skipped)} not run")
     if unrun:
@@ -416,6 +448,10 @@ def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH, unwritte
         parts.append(("known", _known_entries(s, kernels)))
     if s.others:
         parts.append(("xfailed", [f"{_tests(len(s.others))}: {subjects(s.others, kernels)}"]))
+    if state == "UNCHECKED":
+        parts.append(("never checked", never_checked(data)[:3] + [
+            "make each checkable (docs/checks.md, 'Constructs the interpreter evaluates differently'), or check it on "
+            "a GPU"]))
     if s.skipped or unrun:
         parts.append(("not run", unrun + _skipped_entries(s.skipped, kernels)))
     if unchecked := unchecked_entries(data):

@@ -559,7 +559,7 @@ class VerdictPrinter:
             not_started = len(recorder.never_started()) if recorder is not None else 0
             lines = glance.verdict_lines(run_file.data, run_file.path, width, unwritten, exitstatus=int(status),
                                          not_started=not_started)
-            failed = glance.verdict_state(run_file.data, int(status)) in ("FAILED", "INTERRUPTED")
+            failed = glance.verdict_state(run_file.data, int(status)) in ("FAILED", "INTERRUPTED", "UNCHECKED")
             for i, line in enumerate(lines):
                 markup = {"red" if failed else "green": True, "bold": True} if i == 0 else {}
                 if unwritten and i == len(lines) - 1:

@@ -1,4 +1,5 @@
-"""The failure kinds (reports/failure_kinds.py) and the run file's schema name the same kinds."""
+"""The failure kinds (reports/failure_kinds.py) and the run file's schema name the same kinds, and a case record the
+suite writes holds a plain string that any serialiser takes."""
 
 from __future__ import annotations
 
@@ -30,3 +31,17 @@ def test_a_kind_is_its_string_wherever_it_goes():
     assert str(kind) == f"{kind}" == "oom_held" and type(str(kind)) is str
     assert json.dumps({"failure": kind}) == '{"failure": "oom_held"}'
 
+
+def test_a_case_record_holds_the_plain_string_a_worker_can_send():
+    """pytest-xdist's workers send their records through execnet, which serialises built-in types only: a member
+    itself would fail the test that recorded it."""
+    import execnet.gateway_base
+
+    from kernels.spec import Case
+    from suite.checks.harness import CaseResult, record
+
+    result = CaseResult(Case(kernel="vector_add", dtype="fp32", shape={"N": 5}), False, float("inf"),
+                        error="broken spec: planted", failure=FailureKind.SPEC)
+    rec = record(result, "suite/test_kernels.py::test_matches_reference[vector_add-fp32]", "--repro=...")
+    assert rec["failure"] == "spec" and type(rec["failure"]) is str
+    execnet.gateway_base.dumps(rec)

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from kernels.spec import Case, KernelSpec, Tolerance
+from reports.failure_kinds import FailureKind
 from suite.checks import autotune, deep_stack, flushes, host_reference, interpreter, launches, memcheck, returned, spec_code
 from suite.checks.tolerance import _MAGNITUDE_HINT as MAGNITUDE_HINT
 from suite.checks.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output, loose_bound, read_back
@@ -182,7 +183,7 @@ class CaseResult:
     checks: list[OutputCheck] = field(default_factory=list)
     error: str | None = None
     duration_s: float = 0.0
-    failure: str | None = None  # fault | oom | spec: where the launch or the spec broke, not a value
+    failure: FailureKind | None = None  # how the case broke other than by a wrong value (None: passed, or wrong)
     config: dict[str, Any] = field(default_factory=dict)  # the config the outcome is about (the failing one)
     configs_run: int = 1
     skipped_configs: list[str] = field(default_factory=list)  # extra configs this device cannot launch
@@ -206,7 +207,7 @@ class CaseResult:
 
 
 class BrokenSpec(Exception):  # noqa: N818 - it names the finding
-    """The kernel's spec, not the kernel, is wrong: the case fails with failure "spec"."""
+    """The kernel's spec, not the kernel, is wrong: the case fails with failure SPEC."""
 
 
 def operand_roundoff(tolerance: Tolerance, backend: Any) -> float:
@@ -374,8 +375,8 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
     def result(passed: bool, ratio: float, checks=(), error=None, failure=None) -> CaseResult:
         if error is not None and current != default:
             error = f"with config {json.dumps(current, sort_keys=True)}: {error}"
-        note = interpreter.bf16_note(interpreter.take_bf16_operations()) if not passed and failure != "spec" else ""
-        if not passed and failure != "spec" and (fp8 := interpreter.fp8_note(interpreter.take_fp8_casts())):
+        note = interpreter.bf16_note(interpreter.take_bf16_operations()) if not passed and failure != FailureKind.SPEC else ""
+        if not passed and failure != FailureKind.SPEC and (fp8 := interpreter.fp8_note(interpreter.take_fp8_casts())):
             note += fp8  # the interpreter's rounding, which no tolerance (magnitude) would fix: no hint at one
             checks = [dataclasses.replace(c, detail=c.detail.replace(MAGNITUDE_HINT, "")) for c in checks]
         heuristics = dict(state.get("heuristics") or {})
@@ -439,7 +440,7 @@ def _out_of_memory(exc: BaseException, doing: str, backend: Any, state: dict, re
     exc.__traceback__ = None
     state.clear()
     crash.free_memory(backend.device)
-    stopped = result(False, math.inf, error=error, failure="oom")
+    stopped = result(False, math.inf, error=error, failure=FailureKind.OOM)
     stopped.footprint = need
     return _Stop(stopped)
 
@@ -467,38 +468,38 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
                 state["autotuned"] = dict(seen.autotuned)  # this config's launches: what the record says ran
             state.setdefault("heuristics", {}).update(seen.heuristics)
     except (BrokenSpec, spec_code.SpecRaised) as exc:
-        raise _Stop(result(False, math.inf, error=f"broken spec: {exc}", failure="spec")) from None
+        raise _Stop(result(False, math.inf, error=f"broken spec: {exc}", failure=FailureKind.SPEC)) from None
     except Exception as exc:  # a compile or launch failure is a result, not a harness crash
         if violation := memcheck.violation_in(exc):
             exc.__traceback__ = None
-            raise _Stop(result(False, math.inf, error=str(violation), failure="memory")) from None
+            raise _Stop(result(False, math.inf, error=str(violation), failure=FailureKind.MEMORY)) from None
         if gap := interpreter.gap_in(exc):
             exc.__traceback__ = None
             if isinstance(gap, interpreter.SemanticGap):  # neither failed nor passed: the test skips, saying why
-                raise _Stop(result(False, math.inf, error=str(gap), failure="not_checkable")) from None
+                raise _Stop(result(False, math.inf, error=str(gap), failure=FailureKind.NOT_CHECKABLE)) from None
             raise _Stop(result(False, math.inf, error=f"the interpreter cannot run this: {gap}",
-                               failure="interpreter")) from None
+                               failure=FailureKind.INTERPRETER)) from None
         if isinstance(exc, launches.NotAnAutotuneConfig):
-            raise _Stop(result(False, math.inf, error=f"broken spec: {exc}", failure="spec")) from None
+            raise _Stop(result(False, math.inf, error=f"broken spec: {exc}", failure=FailureKind.SPEC)) from None
         if unpassed := launches.unpassed_constexpr(spec, exc):
             exc.__traceback__ = None
-            raise _Stop(result(False, math.inf, error=f"broken spec: {unpassed}", failure="spec")) from None
+            raise _Stop(result(False, math.inf, error=f"broken spec: {unpassed}", failure=FailureKind.SPEC)) from None
         if extra and type(exc).__name__ == "OutOfResources":
             exc.__traceback__ = None
             raise _DoesNotFit(str(exc).split(".")[0]) from None
         error = f"{type(exc).__name__}: {exc}".strip()[:2000]
         failure = crash.note_launch_error(exc, backend.device, case)
-        need = gpu_share.footprint(exc, backend.device) if failure == "oom" else 0  # while its frames hold the case
+        need = gpu_share.footprint(exc, backend.device) if failure == FailureKind.OOM else 0  # while its frames hold the case
         exc.__traceback__ = None  # its frames hold the case's tensors
-        found = memcheck.sanitizer_report(wait_s=5.0 if failure == "fault" else 0.0)
-        if failure == "fault":
+        found = memcheck.sanitizer_report(wait_s=5.0 if failure == FailureKind.FAULT else 0.0)
+        if failure == FailureKind.FAULT:
             error = (f"GPU fault: {error} (the GPU context of this process is unusable; the rest of the run goes "
                      f"on in a fresh worker process)")
             if found:
-                error, failure = f"{found}\n{error}", "memory"
+                error, failure = f"{found}\n{error}", FailureKind.MEMORY
             elif os.environ.get(memcheck.SANITIZER_ENV):
                 error += f" (under --memcheck: the checker's log is in {os.environ[memcheck.SANITIZER_ENV]})"
-        if failure == "oom":
+        if failure == FailureKind.OOM:
             state.clear()
             crash.free_memory(backend.device)
             error = f"out of memory: {error}"
@@ -506,12 +507,12 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
         stopped.footprint = need
         raise _Stop(stopped) from None
     if found := memcheck.sanitizer_report():
-        raise _Stop(result(False, math.inf, error=found, failure="memory"))
+        raise _Stop(result(False, math.inf, error=found, failure=FailureKind.MEMORY))
     if problem := unreached_outputs(spec, outputs, seen):
-        raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure="spec"))
+        raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure=FailureKind.SPEC))
     out_of_bounds = guard_violations(guards)
     if out_of_bounds:
-        raise _Stop(result(False, math.inf, error="; ".join(out_of_bounds), failure="memory"))
+        raise _Stop(result(False, math.inf, error="; ".join(out_of_bounds), failure=FailureKind.MEMORY))
     state["compared"] = {name: outputs[name].numel() for name in spec.outputs}
     with timing.phase("check"):
         clobbered = snapshot.changes(allowed=spec.mutable_inputs)
@@ -543,27 +544,27 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
                 raise _out_of_memory(exc, "computing the float64 reference", backend, state, result) from None
             state["ref"], state["mags"] = host
         except BrokenSpec as exc:
-            raise _Stop(result(False, math.inf, error=f"broken spec: {exc}", failure="spec")) from None
+            raise _Stop(result(False, math.inf, error=f"broken spec: {exc}", failure=FailureKind.SPEC)) from None
         except Exception as exc:  # noqa: BLE001 - the spec's own code failed: a broken spec, recorded as such
             exc.__traceback__ = None
             raise _Stop(result(False, math.inf, error=f"broken spec: the reference raised {type(exc).__name__}: "
-                                                      f"{exc}"[:2000], failure="spec")) from None
+                                                      f"{exc}"[:2000], failure=FailureKind.SPEC)) from None
     if fresh_reference and (changed := snapshot.changes()):
-        raise _Stop(result(False, math.inf, failure="spec", error=(
+        raise _Stop(result(False, math.inf, failure=FailureKind.SPEC, error=(
             f"broken spec: the reference (or the tolerance's magnitude) changed its inputs: {'; '.join(changed)}. "
             f"It must leave them as built: a float64 input's .double() is the input itself, so an in-place "
             f"operation on it (mul_, +=, copy_) writes the input; compute out of place or on a .clone()")))
     ref, mags = state["ref"], state["mags"]
     # After the reference's own checks: a spec whose reference is wrong says so first.
     if problem := launched_nothing(spec, case, config, outputs, seen):
-        raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure="spec"))
+        raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure=FailureKind.SPEC))
     # The spec's own rule (no magnitude) reads only the reference and the outputs' dtypes: judged once per case and
     # dtypes, not once per config (a nightly case runs every config, and each judgement reads the GPU back).
     dtypes = tuple((name, outputs[name].dtype) for name in spec.outputs)
     if state.get("loose_rule", (None,))[0] != dtypes:
         state["loose_rule"] = (dtypes, loose_tolerance(spec, case, backend, outputs, ref, {}))
     if problem := state["loose_rule"][1]:
-        raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure="spec"))
+        raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure=FailureKind.SPEC))
     if mags and "loose" not in state:  # the same for every config of the case: judged once
         state["loose"] = loose_tolerance(spec, case, backend, outputs, ref, mags)
     with timing.phase("check"):
@@ -683,7 +684,8 @@ def record(result: CaseResult, nodeid: str, repro: str) -> dict[str, Any]:
         "outputs": {c.output: {"error_ratio": json_number(c.error_ratio), "max_abs_error": json_number(c.max_abs_error)}
                     for c in result.checks},
         "message": None if result.passed else result.message()[:2000],
-        **({"failure": result.failure} if result.failure else {}),
+        # the plain string: a worker's records go to the controller through execnet, which takes built-in types only
+        **({"failure": str(result.failure)} if result.failure else {}),
         **({"unchecked": result.unchecked} if result.unchecked else {}),
         **({"heuristics": result.heuristics} if result.heuristics else {}),
         **({"autotuned": result.autotuned} if result.autotuned is not None else {}),

@@ -43,6 +43,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from reports.failure_kinds import FailureKind
 from suite.session import options, stash
 from suite.workers import crash, timing
 
@@ -588,17 +589,17 @@ def kernel_oom_message(device: str, error: str, need: int, free: int | None = No
             f"GPU. {error}")
 
 
-def judge_oom_alone(device: str, error: str, need: int) -> tuple[str, str]:
-    """An out-of-memory error with the GPU to itself: ("too_large", message) when the case's footprint exceeds what
-    the GPU holds; ("oom_held", message) when it fits but the free memory did not cover it (other processes held
-    it); else ("oom", message), the kernel's own failure: no GPU (the interpreter has no memory to share, so nothing
+def judge_oom_alone(device: str, error: str, need: int) -> tuple[FailureKind, str]:
+    """An out-of-memory error with the GPU to itself: (TOO_LARGE, message) when the case's footprint exceeds what
+    the GPU holds; (OOM_HELD, message) when it fits but the free memory did not cover it (other processes held
+    it); else (OOM, message), the kernel's own failure: no GPU (the interpreter has no memory to share, so nothing
     there is too large for a GPU), a footprint it cannot tell, or free memory well past the footprint."""
     info = mem_info(device)
     if info is None:
-        return "oom", kernel_oom_message(device, error, need)
+        return FailureKind.OOM, kernel_oom_message(device, error, need)
     free, total = info
     if need and need > capacity(total, share().workers):
-        return "too_large", too_large_message(device, error, need)
+        return FailureKind.TOO_LARGE, too_large_message(device, error, need)
     # The free memory when the allocation failed, where torch's message says it: what is free now includes what this
     # case itself held and let go since. A four-H200 nightly failed row_argmax "with 111.8 GiB free, more than the
     # case's footprint (91.9 GiB)" where the message said 23.64 GiB was free for an allocation of 29.39 GiB, other
@@ -606,11 +607,11 @@ def judge_oom_alone(device: str, error: str, need: int) -> tuple[str, str]:
     at_failure, asked = free_bytes(error), requested_bytes(error)
     if need and at_failure is not None and asked:
         if at_failure < asked + HELD_MARGIN:
-            return "oom_held", held_message(device, error, need)
-        return "oom", kernel_oom_message(device, error, need, at_failure)
+            return FailureKind.OOM_HELD, held_message(device, error, need)
+        return FailureKind.OOM, kernel_oom_message(device, error, need, at_failure)
     if need and free < need + HELD_MARGIN:
-        return "oom_held", held_message(device, error, need)
-    return "oom", kernel_oom_message(device, error, need, free)
+        return FailureKind.OOM_HELD, held_message(device, error, need)
+    return FailureKind.OOM, kernel_oom_message(device, error, need, free)
 
 
 def worth_alone(device: str, need: int) -> bool:
@@ -626,25 +627,25 @@ def worth_alone(device: str, need: int) -> bool:
 
 def run_with_retry(run: Any, device: str, case: Any = None) -> Any:
     """``run()`` -> a result with ``.failure``; an out-of-memory result runs again alone, and one that runs out of
-    memory alone too becomes ``too_large``; one of ``case``, which this test found too large already, is too large
-    again without running alone."""
+    memory alone too is judged by judge_oom_alone (TOO_LARGE, OOM_HELD or OOM); one of ``case``, which this test
+    found too large already, is too large again without running alone."""
     with share().case(device):
         result = run()
-    if getattr(result, "failure", None) != "oom":
+    if getattr(result, "failure", None) != FailureKind.OOM:
         return result
     if case is not None and (known := share().known_too_large(case)) is not None:
-        result.failure, result.footprint = "too_large", known[0]
+        result.failure, result.footprint = FailureKind.TOO_LARGE, known[0]
         result.error = known[1]
         return result
     share().retried += 1
     started = time.monotonic()
     with share().alone(device, getattr(result, "footprint", 0), case):
         again = run()
-    if again.failure == "oom":
+    if again.failure == FailureKind.OOM:
         need = max(getattr(result, "footprint", 0), getattr(again, "footprint", 0))
         again.failure, again.error = judge_oom_alone(device, again.error or "", need)
         again.footprint = need
-        if again.failure == "oom_held":  # listed by the test, which has its reproduction line (Share.note_held)
+        if again.failure == FailureKind.OOM_HELD:  # listed by the test, which has its reproduction line (Share.note_held)
             share().held += 1
     elif again.passed:
         share().retried_passed += 1

@@ -358,6 +358,29 @@ class _DoesNotFit(Exception):  # noqa: N818 - control flow inside run_case
     """An extra config that this GPU cannot launch (more shared memory than it has): not a wrong result."""
 
 
+@dataclass
+class _CaseState:
+    """What one case keeps from one of its configs to the next (run_case): built once, judged once, and what the
+    launches said. Emptied (clear) where the case stops out of memory, so that nothing holds its tensors."""
+
+    inputs: dict[str, Any] | None = None  # make_inputs' inputs (or the caller's), drawn once for every config
+    snapshot: InputSnapshot | None = None  # the inputs as drawn: restored before each launch, compared after
+    ref: dict[str, torch.Tensor] | None = None  # the float64 reference, computed once and checked (check_reference)
+    mags: dict[str, torch.Tensor] | None = None  # each output's magnitude for its tolerance (magnitudes)
+    compared: dict[str, int] = field(default_factory=dict)  # the elements of each declared output
+    # (the outputs' dtypes, loose_tolerance without magnitudes): the spec's own rule, judged once per dtypes
+    loose_rule: tuple[tuple, str | None] | None = None
+    loose: str | None = None  # loose_tolerance with the magnitudes, the same for every config: judged once
+    loose_judged: bool = False  # whether ``loose`` was judged (None is one of its answers)
+    autotuned: dict[str, dict[str, Any]] | None = None  # the config each @triton.autotune kernel ran, last config's
+    heuristics: dict[str, dict[str, Any]] = field(default_factory=dict)  # what @triton.heuristics computed
+
+    def clear(self) -> None:
+        fresh = _CaseState()
+        for f in dataclasses.fields(self):
+            setattr(self, f.name, getattr(fresh, f.name))
+
+
 def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = None,
              inputs: dict[str, torch.Tensor] | None = None, extra_configs: Sequence[dict] = ()) -> CaseResult:
     """Run one case with ``config`` (the autotune cache's or the family default when None), then with each of
@@ -367,7 +390,7 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
     if config is None:
         config = autotune.choose_config(spec, case.dtype, case.shape, backend)
     configs = [dict(config), *(dict(c) for c in extra_configs)]
-    state: dict[str, Any] = {"inputs": inputs, "ref": None, "mags": None}
+    state = _CaseState(inputs=inputs)
     current, default = configs[0], spec.default_config_for(backend.family)
     interpreter.take_bf16_operations()
     interpreter.take_fp8_casts()
@@ -379,13 +402,13 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
         if not passed and failure != FailureKind.SPEC and (fp8 := interpreter.fp8_note(interpreter.take_fp8_casts())):
             note += fp8  # the interpreter's rounding, which no tolerance (magnitude) would fix: no hint at one
             checks = [dataclasses.replace(c, detail=c.detail.replace(MAGNITUDE_HINT, "")) for c in checks]
-        heuristics = dict(state.get("heuristics") or {})
+        heuristics = dict(state.heuristics)
         if not passed:
             note += launches.heuristics_line(heuristics)
         return CaseResult(case, passed, ratio, list(checks), error, time.perf_counter() - start, failure,
                           dict(current), configs_run=configs.index(current) + 1, note=note,
                           unchecked=returned.unchecked(spec), heuristics=heuristics,
-                          autotuned=state.get("autotuned"))
+                          autotuned=state.autotuned)
 
     worst: CaseResult | None = None
     skipped: list[str] = []
@@ -413,14 +436,14 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
         stop.result.ran, stop.result.skipped_configs = [*ran, current], skipped
         return stop.result
     worst.configs_run, worst.duration_s = len(ran), time.perf_counter() - start
-    worst.compared = dict(state.get("compared", {}))
+    worst.compared = dict(state.compared)
     worst.elements = sum(worst.compared.values())
     worst.skipped_configs, worst.ran = skipped, ran
-    worst.loose = state.get("loose")
+    worst.loose = state.loose
     return worst
 
 
-def _run_config(spec: KernelSpec, case: Case, backend: Any, config: dict, state: dict, result,
+def _run_config(spec: KernelSpec, case: Case, backend: Any, config: dict, state: _CaseState, result,
                 extra: bool = False) -> list[OutputCheck]:
     """Launch one config on fresh poisoned, guarded outputs and check them; _Stop with the result where the case
     ends early (a launch that broke, a broken spec, an out-of-bounds access, out of memory anywhere: the input
@@ -432,7 +455,7 @@ def _run_config(spec: KernelSpec, case: Case, backend: Any, config: dict, state:
         raise _out_of_memory(exc, "checking the outputs", backend, state, result) from None
 
 
-def _out_of_memory(exc: BaseException, doing: str, backend: Any, state: dict, result) -> _Stop:
+def _out_of_memory(exc: BaseException, doing: str, backend: Any, state: _CaseState, result) -> _Stop:
     """The case's stop for an out-of-memory error while ``doing``: its footprint taken while the error's frames still
     hold the case's tensors (suite/workers/gpu_share.py), then everything it holds freed."""
     error = f"out of memory {doing}: {type(exc).__name__}: {exc}"[:2000]
@@ -445,28 +468,28 @@ def _out_of_memory(exc: BaseException, doing: str, backend: Any, state: dict, re
     return _Stop(stopped)
 
 
-def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, state: dict, result,
+def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, state: _CaseState, result,
                       extra: bool) -> list[OutputCheck]:
     try:
         with crash.watchdog(case, options.config_args(spec, config, backend.family)), memcheck.scope(spec.name):
-            if state.get("inputs") is None:
+            if state.inputs is None:
                 with timing.phase("inputs"):
-                    state["inputs"] = spec_code.call(spec, "make_inputs", spec.make_inputs, case, backend.device)
-                if problem := spec_code.unbuilt_layout(spec, case, state["inputs"]):
+                    state.inputs = spec_code.call(spec, "make_inputs", spec.make_inputs, case, backend.device)
+                if problem := spec_code.unbuilt_layout(spec, case, state.inputs):
                     raise BrokenSpec(problem)
-            inputs = state["inputs"]
-            if state.get("snapshot") is None:
+            inputs = state.inputs
+            if state.snapshot is None:
                 with timing.phase("inputs"):
-                    state["snapshot"] = InputSnapshot(spec, inputs)
-            snapshot = state["snapshot"]
+                    state.snapshot = InputSnapshot(spec, inputs)
+            snapshot = state.snapshot
             snapshot.restore()
             with timing.phase("launch"):
                 outputs, guards = prepare_outputs(spec, inputs, case)
                 seen = launch(spec, inputs, outputs, config)
                 synchronize(backend.device)
             if seen.autotuned or launches.may_autotune(spec, config):
-                state["autotuned"] = dict(seen.autotuned)  # this config's launches: what the record says ran
-            state.setdefault("heuristics", {}).update(seen.heuristics)
+                state.autotuned = dict(seen.autotuned)  # this config's launches: what the record says ran
+            state.heuristics.update(seen.heuristics)
     except (BrokenSpec, spec_code.SpecRaised) as exc:
         raise _Stop(result(False, math.inf, error=f"broken spec: {exc}", failure=FailureKind.SPEC)) from None
     except Exception as exc:  # a compile or launch failure is a result, not a harness crash
@@ -513,7 +536,7 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
     out_of_bounds = guard_violations(guards)
     if out_of_bounds:
         raise _Stop(result(False, math.inf, error="; ".join(out_of_bounds), failure=FailureKind.MEMORY))
-    state["compared"] = {name: outputs[name].numel() for name in spec.outputs}
+    state.compared = {name: outputs[name].numel() for name in spec.outputs}
     with timing.phase("check"):
         clobbered = snapshot.changes(allowed=spec.mutable_inputs)
         snapshot.restore()
@@ -522,13 +545,13 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
             f"the kernel changed its input: {'; '.join(clobbered)}. Only outputs may be written; a kernel that "
             f"works in place starts its output from the input (initial_outputs), and a workspace it may leave "
             f"changed is declared in mutable_inputs")))
-    fresh_reference = state["ref"] is None
-    if state["ref"] is None:
+    fresh_reference = state.ref is None
+    if state.ref is None:
         try:
             with crash.watchdog(case, options.config_args(spec, config, backend.family), "a hung float64 reference"), \
                     timing.phase("reference"):
-                state["ref"] = check_reference(spec, case, inputs, outputs, spec.reference(inputs, case))
-                state["mags"] = magnitudes(spec, inputs, state["ref"])
+                state.ref = check_reference(spec, case, inputs, outputs, spec.reference(inputs, case))
+                state.mags = magnitudes(spec, inputs, state.ref)
         except torch.OutOfMemoryError as exc:
             # Beside the GPU's other workers: the case runs again alone where it fits (its reference then takes
             # seconds on the GPU; on the host a four-H200 nightly's cross_entropy 8192 x 262144 took 96 s, and
@@ -542,7 +565,7 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
                     (checked := check_reference(spec, case, inp, outputs, ref)), magnitudes(spec, inp, checked)))
             if host is None:
                 raise _out_of_memory(exc, "computing the float64 reference", backend, state, result) from None
-            state["ref"], state["mags"] = host
+            state.ref, state.mags = host
         except BrokenSpec as exc:
             raise _Stop(result(False, math.inf, error=f"broken spec: {exc}", failure=FailureKind.SPEC)) from None
         except Exception as exc:  # noqa: BLE001 - the spec's own code failed: a broken spec, recorded as such
@@ -554,19 +577,19 @@ def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, 
             f"broken spec: the reference (or the tolerance's magnitude) changed its inputs: {'; '.join(changed)}. "
             f"It must leave them as built: a float64 input's .double() is the input itself, so an in-place "
             f"operation on it (mul_, +=, copy_) writes the input; compute out of place or on a .clone()")))
-    ref, mags = state["ref"], state["mags"]
+    ref, mags = state.ref, state.mags
     # After the reference's own checks: a spec whose reference is wrong says so first.
     if problem := launched_nothing(spec, case, config, outputs, seen):
         raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure=FailureKind.SPEC))
     # The spec's own rule (no magnitude) reads only the reference and the outputs' dtypes: judged once per case and
     # dtypes, not once per config (a nightly case runs every config, and each judgement reads the GPU back).
     dtypes = tuple((name, outputs[name].dtype) for name in spec.outputs)
-    if state.get("loose_rule", (None,))[0] != dtypes:
-        state["loose_rule"] = (dtypes, loose_tolerance(spec, case, backend, outputs, ref, {}))
-    if problem := state["loose_rule"][1]:
+    if state.loose_rule is None or state.loose_rule[0] != dtypes:
+        state.loose_rule = (dtypes, loose_tolerance(spec, case, backend, outputs, ref, {}))
+    if problem := state.loose_rule[1]:
         raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure=FailureKind.SPEC))
-    if mags and "loose" not in state:  # the same for every config of the case: judged once
-        state["loose"] = loose_tolerance(spec, case, backend, outputs, ref, mags)
+    if mags and not state.loose_judged:  # the same for every config of the case: judged once
+        state.loose, state.loose_judged = loose_tolerance(spec, case, backend, outputs, ref, mags), True
     with timing.phase("check"):
         return _check_outputs(spec, case, backend, config, inputs, outputs, ref, mags)
 

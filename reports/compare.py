@@ -22,6 +22,7 @@ from typing import Any
 from reports import changes, checked, failures, gate, noise, timing, toolchain
 from reports.changes import pct
 from reports.correctness import one_line, outcome_text
+from reports.failure_kinds import FailureKind
 from reports.loading import Run, num
 from reports.perf import shape_key
 from reports.render import Section, Table, fmt, markdown, shape_text, terminal
@@ -223,7 +224,7 @@ def _new_failure(c: dict[str, Any], base_test: dict[str, Any] | None, base_kinds
 
 def _intermittent_by_test(run: Run) -> dict[str, dict[str, Any]]:
     """Test node id -> its intermittent case record (failure 'intermittent'), for the tests that have one."""
-    return {c["nodeid"]: c for c in run.data["cases"] if c.get("failure") == "intermittent" and c.get("nodeid")}
+    return {c["nodeid"]: c for c in run.data["cases"] if c.get("failure") == FailureKind.INTERMITTENT and c.get("nodeid")}
 
 
 def _test_outcome(test: dict[str, Any], intermittent: dict[str, dict[str, Any]]) -> str:

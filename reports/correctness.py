@@ -7,6 +7,7 @@ import statistics
 from collections import Counter, defaultdict
 from typing import Any
 
+from reports.failure_kinds import FailureKind
 from reports.loading import Run, num, platform_label
 from reports.nodeids import OUTCOMES
 from reports.outcomes import (
@@ -39,7 +40,7 @@ def outcome_text(record: dict[str, Any]) -> str:
     """A case's outcome, with the rate where it was wrong in some of its runs only ('failed (intermittent: wrong in
     3 of 21 runs)')."""
     counts = record.get("intermittent")
-    if record.get("failure") != "intermittent" or not isinstance(counts, dict):
+    if record.get("failure") != FailureKind.INTERMITTENT or not isinstance(counts, dict):
         return str(record["outcome"])
     return f"{record['outcome']} (intermittent: wrong in {counts.get('wrong')} of {counts.get('runs')} runs)"
 

@@ -1,6 +1,7 @@
 """What a failing case record says fails, so that `compare` can tell the same failure from a different one.
 
-A case's failure is its *kind*: the record's `failure` class ("wrong" where it has none: a wrong value in every run),
+A case's failure is its *kind*: the record's `failure` class (reports/failure_kinds.py; WRONG where it has none: a
+wrong value in every run),
 the outputs whose error ratio is over 1 (or not a number), and, for a wrong value, each check the message names (in
 its order) with the output it is about and the element it names first:
 
@@ -22,6 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from reports.failure_kinds import FailureKind
 from reports.loading import num
 
 _AT = r"(\([\d, ]*\))"
@@ -34,7 +36,7 @@ CHECKS = (
     ("over the bound", re.compile(r"error \S+ at " + _AT + r" is \S+x the bound")),
     ("shape differs", re.compile(r"shape \([\d, ]*\) != reference")),
 )
-WRONG = "wrong"  # the class of a wrong value in every run: a failed case record without a `failure` field
+WRONG = FailureKind.WRONG  # the class of a wrong value in every run: a failed case record without a `failure` field
 POSITIONED = (WRONG,)  # the classes whose elements are part of the kind
 
 
@@ -75,7 +77,7 @@ def _output_before(message: str, at: int, names: list[str]) -> str:
 def failure(record: dict[str, Any]) -> Failure:
     """The kind of a failed (or xfailed) case record's failure."""
     kind = record.get("failure") or WRONG
-    if kind not in (WRONG, "intermittent"):
+    if kind not in (WRONG, FailureKind.INTERMITTENT):
         return Failure(str(kind), (), ())
     outputs = _bad_outputs(record)
     message = str(record.get("message") or "")

@@ -3,7 +3,7 @@
 Both `python -m reports compare --noise-floor FILE` and the suite's benchmarks (suite/tools/bench.py, the arch's file or
 SUITE_NOISE_FLOOR) check a file here, so a floor that would hide a real slowdown (40%, 1e300), a malformed entry, or
 another arch's or device's file is refused by name before it is used. Standard library only: the suite imports this
-module (as it does gate.py and nodeids.py, docs/design.md)."""
+module (as it does gate.py, nodeids.py and failure_kinds.py, docs/design.md)."""
 
 from __future__ import annotations
 

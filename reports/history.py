@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from reports import nodeids
+from reports.failure_kinds import FailureKind
 from reports.loading import Run, RunFileError, load_some, run_files
 from reports.outcomes import kernel_dtype_of
 from reports.render import Section, Table
@@ -70,7 +71,7 @@ def night_states(run: Run) -> dict[tuple[str, str], str]:
             failure_kinds.setdefault(str(c.get("nodeid")), []).append(c.get("failure"))
     for f in run.data["findings"]:  # a property that does not hold: intermittent where it held in some runs
         if f.get("holds") is False and (nodeid := nodeids.repro_test_id(f.get("repro"))):
-            failure_kinds.setdefault(nodeid, []).append("intermittent" if f.get("intermittent") else None)
+            failure_kinds.setdefault(nodeid, []).append(FailureKind.INTERMITTENT if f.get("intermittent") else None)
     out: dict[tuple[str, str], str] = {}
     for t in run.data["tests"]:
         kd = kernel_dtype_of(t["nodeid"])
@@ -79,7 +80,7 @@ def night_states(run: Run) -> dict[tuple[str, str], str]:
             continue
         if outcome in nodeids.FAILING:
             kinds = failure_kinds.get(t["nodeid"])
-            state = "intermittent" if outcome == "failed" and kinds and all(k == "intermittent" for k in kinds) \
+            state = "intermittent" if outcome == "failed" and kinds and all(k == FailureKind.INTERMITTENT for k in kinds) \
                 else "failed"
         else:
             state = "known issue" if outcome == "xfailed" else "passed"

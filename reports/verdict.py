@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reports import nodeids
+from reports.failure_kinds import FailureKind
 from reports.inventory import known_issue_use
 from reports.loading import Run, RunFileError, platform_label
 from reports.outcomes import (
@@ -99,7 +100,7 @@ def spots(runs: list[Run]) -> tuple[list[Platform], list[str], dict[tuple[str, P
         for c in run.data["cases"]:
             s = table[(c["kernel"], run.platform)]
             s.ran = True
-            flaky = c.get("failure") == "intermittent"  # wrong in some runs only: named so, it is still broken
+            flaky = c.get("failure") == FailureKind.INTERMITTENT  # wrong in some runs only: named so, it is still broken
             s.problems["intermittent cases" if flaky else "failed cases"] += c["outcome"] == "failed"
             s.known_cases += c["outcome"] == "xfailed"
         for t in run.data["tests"]:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from reports.failure_kinds import FailureKind
 from suite.session import results, stash
 from suite.workers import crash
 
@@ -462,7 +463,7 @@ def _tune_one(spec: KernelSpec, dtype: str, shape: dict[str, int], backend: Any,
                 samples = time_config(spec, dtype, shape, cfg)
         except Exception as exc:  # noqa: BLE001 - a config that fails to launch is a result
             reason = f"{type(exc).__name__}: {exc}"[:300]
-            if crash.classify(exc, getattr(backend, "device", "cpu")) == "fault":
+            if crash.classify(exc, getattr(backend, "device", "cpu")) == FailureKind.FAULT:
                 raise CacheError(f"retune stopped: {spec.name} {dtype} config {cfg} faulted ({reason}); the GPU "
                                  f"context is unusable. Entries finished before it were written; drop that config "
                                  f"from the spec's config space and retune") from None

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from kernels.spec import Case, KernelSpec, Tolerance
+from reports.failure_kinds import FailureKind
 from suite.checks import autotune, deep_stack, flushes, host_reference, interpreter, launches, memcheck, returned, spec_code
 from suite.checks.tolerance import _MAGNITUDE_HINT as MAGNITUDE_HINT
 from suite.checks.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output, loose_bound, read_back
@@ -182,7 +183,7 @@ class CaseResult:
     checks: list[OutputCheck] = field(default_factory=list)
     error: str | None = None
     duration_s: float = 0.0
-    failure: str | None = None  # fault | oom | spec: where the launch or the spec broke, not a value
+    failure: FailureKind | None = None  # how the case broke other than by a wrong value (None: passed, or wrong)
     config: dict[str, Any] = field(default_factory=dict)  # the config the outcome is about (the failing one)
     configs_run: int = 1
     skipped_configs: list[str] = field(default_factory=list)  # extra configs this device cannot launch
@@ -206,7 +207,7 @@ class CaseResult:
 
 
 class BrokenSpec(Exception):  # noqa: N818 - it names the finding
-    """The kernel's spec, not the kernel, is wrong: the case fails with failure "spec"."""
+    """The kernel's spec, not the kernel, is wrong: the case fails with failure SPEC."""
 
 
 def operand_roundoff(tolerance: Tolerance, backend: Any) -> float:
@@ -357,6 +358,29 @@ class _DoesNotFit(Exception):  # noqa: N818 - control flow inside run_case
     """An extra config that this GPU cannot launch (more shared memory than it has): not a wrong result."""
 
 
+@dataclass
+class _CaseState:
+    """What one case keeps from one of its configs to the next (run_case): built once, judged once, and what the
+    launches said. Emptied (clear) where the case stops out of memory, so that nothing holds its tensors."""
+
+    inputs: dict[str, Any] | None = None  # make_inputs' inputs (or the caller's), drawn once for every config
+    snapshot: InputSnapshot | None = None  # the inputs as drawn: restored before each launch, compared after
+    ref: dict[str, torch.Tensor] | None = None  # the float64 reference, computed once and checked (check_reference)
+    mags: dict[str, torch.Tensor] | None = None  # each output's magnitude for its tolerance (magnitudes)
+    compared: dict[str, int] = field(default_factory=dict)  # the elements of each declared output
+    # (the outputs' dtypes, loose_tolerance without magnitudes): the spec's own rule, judged once per dtypes
+    loose_rule: tuple[tuple, str | None] | None = None
+    loose: str | None = None  # loose_tolerance with the magnitudes, the same for every config: judged once
+    loose_judged: bool = False  # whether ``loose`` was judged (None is one of its answers)
+    autotuned: dict[str, dict[str, Any]] | None = None  # the config each @triton.autotune kernel ran, last config's
+    heuristics: dict[str, dict[str, Any]] = field(default_factory=dict)  # what @triton.heuristics computed
+
+    def clear(self) -> None:
+        fresh = _CaseState()
+        for f in dataclasses.fields(self):
+            setattr(self, f.name, getattr(fresh, f.name))
+
+
 def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = None,
              inputs: dict[str, torch.Tensor] | None = None, extra_configs: Sequence[dict] = ()) -> CaseResult:
     """Run one case with ``config`` (the autotune cache's or the family default when None), then with each of
@@ -366,7 +390,7 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
     if config is None:
         config = autotune.choose_config(spec, case.dtype, case.shape, backend)
     configs = [dict(config), *(dict(c) for c in extra_configs)]
-    state: dict[str, Any] = {"inputs": inputs, "ref": None, "mags": None}
+    state = _CaseState(inputs=inputs)
     current, default = configs[0], spec.default_config_for(backend.family)
     interpreter.take_bf16_operations()
     interpreter.take_fp8_casts()
@@ -374,17 +398,17 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
     def result(passed: bool, ratio: float, checks=(), error=None, failure=None) -> CaseResult:
         if error is not None and current != default:
             error = f"with config {json.dumps(current, sort_keys=True)}: {error}"
-        note = interpreter.bf16_note(interpreter.take_bf16_operations()) if not passed and failure != "spec" else ""
-        if not passed and failure != "spec" and (fp8 := interpreter.fp8_note(interpreter.take_fp8_casts())):
+        note = interpreter.bf16_note(interpreter.take_bf16_operations()) if not passed and failure != FailureKind.SPEC else ""
+        if not passed and failure != FailureKind.SPEC and (fp8 := interpreter.fp8_note(interpreter.take_fp8_casts())):
             note += fp8  # the interpreter's rounding, which no tolerance (magnitude) would fix: no hint at one
             checks = [dataclasses.replace(c, detail=c.detail.replace(MAGNITUDE_HINT, "")) for c in checks]
-        heuristics = dict(state.get("heuristics") or {})
+        heuristics = dict(state.heuristics)
         if not passed:
             note += launches.heuristics_line(heuristics)
         return CaseResult(case, passed, ratio, list(checks), error, time.perf_counter() - start, failure,
                           dict(current), configs_run=configs.index(current) + 1, note=note,
                           unchecked=returned.unchecked(spec), heuristics=heuristics,
-                          autotuned=state.get("autotuned"))
+                          autotuned=state.autotuned)
 
     worst: CaseResult | None = None
     skipped: list[str] = []
@@ -412,14 +436,14 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
         stop.result.ran, stop.result.skipped_configs = [*ran, current], skipped
         return stop.result
     worst.configs_run, worst.duration_s = len(ran), time.perf_counter() - start
-    worst.compared = dict(state.get("compared", {}))
+    worst.compared = dict(state.compared)
     worst.elements = sum(worst.compared.values())
     worst.skipped_configs, worst.ran = skipped, ran
-    worst.loose = state.get("loose")
+    worst.loose = state.loose
     return worst
 
 
-def _run_config(spec: KernelSpec, case: Case, backend: Any, config: dict, state: dict, result,
+def _run_config(spec: KernelSpec, case: Case, backend: Any, config: dict, state: _CaseState, result,
                 extra: bool = False) -> list[OutputCheck]:
     """Launch one config on fresh poisoned, guarded outputs and check them; _Stop with the result where the case
     ends early (a launch that broke, a broken spec, an out-of-bounds access, out of memory anywhere: the input
@@ -431,7 +455,7 @@ def _run_config(spec: KernelSpec, case: Case, backend: Any, config: dict, state:
         raise _out_of_memory(exc, "checking the outputs", backend, state, result) from None
 
 
-def _out_of_memory(exc: BaseException, doing: str, backend: Any, state: dict, result) -> _Stop:
+def _out_of_memory(exc: BaseException, doing: str, backend: Any, state: _CaseState, result) -> _Stop:
     """The case's stop for an out-of-memory error while ``doing``: its footprint taken while the error's frames still
     hold the case's tensors (suite/workers/gpu_share.py), then everything it holds freed."""
     error = f"out of memory {doing}: {type(exc).__name__}: {exc}"[:2000]
@@ -439,135 +463,174 @@ def _out_of_memory(exc: BaseException, doing: str, backend: Any, state: dict, re
     exc.__traceback__ = None
     state.clear()
     crash.free_memory(backend.device)
-    stopped = result(False, math.inf, error=error, failure="oom")
+    stopped = result(False, math.inf, error=error, failure=FailureKind.OOM)
     stopped.footprint = need
     return _Stop(stopped)
 
 
-def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, state: dict, result,
+def _launch_and_check(spec: KernelSpec, case: Case, backend: Any, config: dict, state: _CaseState, result,
                       extra: bool) -> list[OutputCheck]:
+    """One config of the case, in its steps: launched on fresh outputs; what the launch did besides its values (a
+    checker's report, outputs no launch received, guards, inputs changed); the reference; the spec's own rules that
+    read it; then each output against the reference. A step that ends the case raises _Stop with its result."""
+    outputs, guards, seen = _launch(spec, case, backend, config, state, result, extra)
+    _check_launch(spec, state, outputs, guards, seen, result)
+    _reference(spec, case, backend, config, state, outputs, result)
+    _check_spec_rules(spec, case, backend, config, state, outputs, seen, result)
+    with timing.phase("check"):
+        return _check_outputs(spec, case, backend, config, state.inputs, outputs, state.ref, state.mags)
+
+
+def _launch(spec: KernelSpec, case: Case, backend: Any, config: dict, state: _CaseState, result,
+            extra: bool) -> tuple[dict[str, torch.Tensor], dict, launches.Launches]:
+    """The case's inputs (drawn and snapshotted once, restored before each launch), fresh poisoned outputs between
+    their guards, and the launch of ``config``: (outputs, guards, what the launch received)."""
     try:
         with crash.watchdog(case, options.config_args(spec, config, backend.family)), memcheck.scope(spec.name):
-            if state.get("inputs") is None:
+            if state.inputs is None:
                 with timing.phase("inputs"):
-                    state["inputs"] = spec_code.call(spec, "make_inputs", spec.make_inputs, case, backend.device)
-                if problem := spec_code.unbuilt_layout(spec, case, state["inputs"]):
+                    state.inputs = spec_code.call(spec, "make_inputs", spec.make_inputs, case, backend.device)
+                if problem := spec_code.unbuilt_layout(spec, case, state.inputs):
                     raise BrokenSpec(problem)
-            inputs = state["inputs"]
-            if state.get("snapshot") is None:
+            if state.snapshot is None:
                 with timing.phase("inputs"):
-                    state["snapshot"] = InputSnapshot(spec, inputs)
-            snapshot = state["snapshot"]
-            snapshot.restore()
+                    state.snapshot = InputSnapshot(spec, state.inputs)
+            state.snapshot.restore()
             with timing.phase("launch"):
-                outputs, guards = prepare_outputs(spec, inputs, case)
-                seen = launch(spec, inputs, outputs, config)
+                outputs, guards = prepare_outputs(spec, state.inputs, case)
+                seen = launch(spec, state.inputs, outputs, config)
                 synchronize(backend.device)
             if seen.autotuned or launches.may_autotune(spec, config):
-                state["autotuned"] = dict(seen.autotuned)  # this config's launches: what the record says ran
-            state.setdefault("heuristics", {}).update(seen.heuristics)
+                state.autotuned = dict(seen.autotuned)  # this config's launches: what the record says ran
+            state.heuristics.update(seen.heuristics)
     except (BrokenSpec, spec_code.SpecRaised) as exc:
-        raise _Stop(result(False, math.inf, error=f"broken spec: {exc}", failure="spec")) from None
+        raise _Stop(result(False, math.inf, error=f"broken spec: {exc}", failure=FailureKind.SPEC)) from None
     except Exception as exc:  # a compile or launch failure is a result, not a harness crash
-        if violation := memcheck.violation_in(exc):
-            exc.__traceback__ = None
-            raise _Stop(result(False, math.inf, error=str(violation), failure="memory")) from None
-        if gap := interpreter.gap_in(exc):
-            exc.__traceback__ = None
-            if isinstance(gap, interpreter.SemanticGap):  # neither failed nor passed: the test skips, saying why
-                raise _Stop(result(False, math.inf, error=str(gap), failure="not_checkable")) from None
-            raise _Stop(result(False, math.inf, error=f"the interpreter cannot run this: {gap}",
-                               failure="interpreter")) from None
-        if isinstance(exc, launches.NotAnAutotuneConfig):
-            raise _Stop(result(False, math.inf, error=f"broken spec: {exc}", failure="spec")) from None
-        if unpassed := launches.unpassed_constexpr(spec, exc):
-            exc.__traceback__ = None
-            raise _Stop(result(False, math.inf, error=f"broken spec: {unpassed}", failure="spec")) from None
-        if extra and type(exc).__name__ == "OutOfResources":
-            exc.__traceback__ = None
-            raise _DoesNotFit(str(exc).split(".")[0]) from None
-        error = f"{type(exc).__name__}: {exc}".strip()[:2000]
-        failure = crash.note_launch_error(exc, backend.device, case)
-        need = gpu_share.footprint(exc, backend.device) if failure == "oom" else 0  # while its frames hold the case
-        exc.__traceback__ = None  # its frames hold the case's tensors
-        found = memcheck.sanitizer_report(wait_s=5.0 if failure == "fault" else 0.0)
-        if failure == "fault":
-            error = (f"GPU fault: {error} (the GPU context of this process is unusable; the rest of the run goes "
-                     f"on in a fresh worker process)")
-            if found:
-                error, failure = f"{found}\n{error}", "memory"
-            elif os.environ.get(memcheck.SANITIZER_ENV):
-                error += f" (under --memcheck: the checker's log is in {os.environ[memcheck.SANITIZER_ENV]})"
-        if failure == "oom":
-            state.clear()
-            crash.free_memory(backend.device)
-            error = f"out of memory: {error}"
-        stopped = result(False, math.inf, error=error, failure=failure)
-        stopped.footprint = need
-        raise _Stop(stopped) from None
+        raise _launch_error(exc, spec, case, backend, state, result, extra) from None
+    return outputs, guards, seen
+
+
+def _launch_error(exc: Exception, spec: KernelSpec, case: Case, backend: Any, state: _CaseState, result,
+                  extra: bool) -> _Stop | _DoesNotFit:
+    """What a launch that raised ``exc`` was, as the exception that ends it: a memory checker's finding, what the
+    interpreter cannot run (or evaluates otherwise), a broken spec, an ``extra`` config that does not fit, else a
+    fault, out of memory (its footprint taken first, then its memory freed) or the launch's own error."""
+    if violation := memcheck.violation_in(exc):
+        exc.__traceback__ = None
+        return _Stop(result(False, math.inf, error=str(violation), failure=FailureKind.MEMORY))
+    if gap := interpreter.gap_in(exc):
+        exc.__traceback__ = None
+        if isinstance(gap, interpreter.SemanticGap):  # neither failed nor passed: the test skips, saying why
+            return _Stop(result(False, math.inf, error=str(gap), failure=FailureKind.NOT_CHECKABLE))
+        return _Stop(result(False, math.inf, error=f"the interpreter cannot run this: {gap}",
+                            failure=FailureKind.INTERPRETER))
+    if isinstance(exc, launches.NotAnAutotuneConfig):
+        return _Stop(result(False, math.inf, error=f"broken spec: {exc}", failure=FailureKind.SPEC))
+    if unpassed := launches.unpassed_constexpr(spec, exc):
+        exc.__traceback__ = None
+        return _Stop(result(False, math.inf, error=f"broken spec: {unpassed}", failure=FailureKind.SPEC))
+    if extra and type(exc).__name__ == "OutOfResources":
+        exc.__traceback__ = None
+        return _DoesNotFit(str(exc).split(".")[0])
+    error = f"{type(exc).__name__}: {exc}".strip()[:2000]
+    failure = crash.note_launch_error(exc, backend.device, case)
+    need = gpu_share.footprint(exc, backend.device) if failure == FailureKind.OOM else 0  # while its frames hold the case
+    exc.__traceback__ = None  # its frames hold the case's tensors
+    found = memcheck.sanitizer_report(wait_s=5.0 if failure == FailureKind.FAULT else 0.0)
+    if failure == FailureKind.FAULT:
+        error = (f"GPU fault: {error} (the GPU context of this process is unusable; the rest of the run goes "
+                 f"on in a fresh worker process)")
+        if found:
+            error, failure = f"{found}\n{error}", FailureKind.MEMORY
+        elif os.environ.get(memcheck.SANITIZER_ENV):
+            error += f" (under --memcheck: the checker's log is in {os.environ[memcheck.SANITIZER_ENV]})"
+    if failure == FailureKind.OOM:
+        state.clear()
+        crash.free_memory(backend.device)
+        error = f"out of memory: {error}"
+    stopped = result(False, math.inf, error=error, failure=failure)
+    stopped.footprint = need
+    return _Stop(stopped)
+
+
+def _check_launch(spec: KernelSpec, state: _CaseState, outputs: dict[str, torch.Tensor], guards: dict,
+                  seen: launches.Launches, result) -> None:
+    """What the launch did besides its values: a memory checker's report, a declared output no launch received, a
+    store into a guard region, an input it changed (restored after)."""
     if found := memcheck.sanitizer_report():
-        raise _Stop(result(False, math.inf, error=found, failure="memory"))
+        raise _Stop(result(False, math.inf, error=found, failure=FailureKind.MEMORY))
     if problem := unreached_outputs(spec, outputs, seen):
-        raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure="spec"))
+        raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure=FailureKind.SPEC))
     out_of_bounds = guard_violations(guards)
     if out_of_bounds:
-        raise _Stop(result(False, math.inf, error="; ".join(out_of_bounds), failure="memory"))
-    state["compared"] = {name: outputs[name].numel() for name in spec.outputs}
+        raise _Stop(result(False, math.inf, error="; ".join(out_of_bounds), failure=FailureKind.MEMORY))
+    state.compared = {name: outputs[name].numel() for name in spec.outputs}
     with timing.phase("check"):
-        clobbered = snapshot.changes(allowed=spec.mutable_inputs)
-        snapshot.restore()
+        clobbered = state.snapshot.changes(allowed=spec.mutable_inputs)
+        state.snapshot.restore()
     if clobbered:
         raise _Stop(result(False, math.inf, error=(
             f"the kernel changed its input: {'; '.join(clobbered)}. Only outputs may be written; a kernel that "
             f"works in place starts its output from the input (initial_outputs), and a workspace it may leave "
             f"changed is declared in mutable_inputs")))
-    fresh_reference = state["ref"] is None
-    if state["ref"] is None:
-        try:
-            with crash.watchdog(case, options.config_args(spec, config, backend.family), "a hung float64 reference"), \
-                    timing.phase("reference"):
-                state["ref"] = check_reference(spec, case, inputs, outputs, spec.reference(inputs, case))
-                state["mags"] = magnitudes(spec, inputs, state["ref"])
-        except torch.OutOfMemoryError as exc:
-            # Beside the GPU's other workers: the case runs again alone where it fits (its reference then takes
-            # seconds on the GPU; on the host a four-H200 nightly's cross_entropy 8192 x 262144 took 96 s, and
-            # reading it back onto the GPU chunk by chunk for each of 12 configs 78 s more). The host is for a
-            # reference too large for the GPU even alone.
-            if gpu_share.worth_alone(backend.device, gpu_share.footprint(exc, backend.device)):
-                raise _out_of_memory(exc, "computing the float64 reference", backend, state, result) from None
-            exc.__traceback__ = None  # its frames hold what the reference allocated on the GPU
-            with timing.phase("reference"):
-                host = host_reference.on_host(spec, case, inputs, backend.device, lambda inp, ref: (
-                    (checked := check_reference(spec, case, inp, outputs, ref)), magnitudes(spec, inp, checked)))
-            if host is None:
-                raise _out_of_memory(exc, "computing the float64 reference", backend, state, result) from None
-            state["ref"], state["mags"] = host
-        except BrokenSpec as exc:
-            raise _Stop(result(False, math.inf, error=f"broken spec: {exc}", failure="spec")) from None
-        except Exception as exc:  # noqa: BLE001 - the spec's own code failed: a broken spec, recorded as such
-            exc.__traceback__ = None
-            raise _Stop(result(False, math.inf, error=f"broken spec: the reference raised {type(exc).__name__}: "
-                                                      f"{exc}"[:2000], failure="spec")) from None
-    if fresh_reference and (changed := snapshot.changes()):
-        raise _Stop(result(False, math.inf, failure="spec", error=(
+
+
+def _reference(spec: KernelSpec, case: Case, backend: Any, config: dict, state: _CaseState,
+               outputs: dict[str, torch.Tensor], result) -> None:
+    """The float64 reference and the outputs' magnitudes, computed once per case (the first config's launch gives
+    the outputs its contract is checked against): on the GPU, else on the host where the GPU has not the memory for
+    it even alone; a reference that raised, broke its contract or changed its inputs is a broken spec."""
+    if state.ref is not None:
+        return
+    inputs = state.inputs
+    try:
+        with crash.watchdog(case, options.config_args(spec, config, backend.family), "a hung float64 reference"), \
+                timing.phase("reference"):
+            state.ref = check_reference(spec, case, inputs, outputs, spec.reference(inputs, case))
+            state.mags = magnitudes(spec, inputs, state.ref)
+    except torch.OutOfMemoryError as exc:
+        # Beside the GPU's other workers: the case runs again alone where it fits (its reference then takes
+        # seconds on the GPU; on the host a four-H200 nightly's cross_entropy 8192 x 262144 took 96 s, and
+        # reading it back onto the GPU chunk by chunk for each of 12 configs 78 s more). The host is for a
+        # reference too large for the GPU even alone.
+        if gpu_share.worth_alone(backend.device, gpu_share.footprint(exc, backend.device)):
+            raise _out_of_memory(exc, "computing the float64 reference", backend, state, result) from None
+        exc.__traceback__ = None  # its frames hold what the reference allocated on the GPU
+        with timing.phase("reference"):
+            host = host_reference.on_host(spec, case, inputs, backend.device, lambda inp, ref: (
+                (checked := check_reference(spec, case, inp, outputs, ref)), magnitudes(spec, inp, checked)))
+        if host is None:
+            raise _out_of_memory(exc, "computing the float64 reference", backend, state, result) from None
+        state.ref, state.mags = host
+    except BrokenSpec as exc:
+        raise _Stop(result(False, math.inf, error=f"broken spec: {exc}", failure=FailureKind.SPEC)) from None
+    except Exception as exc:  # noqa: BLE001 - the spec's own code failed: a broken spec, recorded as such
+        exc.__traceback__ = None
+        raise _Stop(result(False, math.inf, error=f"broken spec: the reference raised {type(exc).__name__}: "
+                                                  f"{exc}"[:2000], failure=FailureKind.SPEC)) from None
+    if changed := state.snapshot.changes():
+        raise _Stop(result(False, math.inf, failure=FailureKind.SPEC, error=(
             f"broken spec: the reference (or the tolerance's magnitude) changed its inputs: {'; '.join(changed)}. "
             f"It must leave them as built: a float64 input's .double() is the input itself, so an in-place "
             f"operation on it (mul_, +=, copy_) writes the input; compute out of place or on a .clone()")))
-    ref, mags = state["ref"], state["mags"]
-    # After the reference's own checks: a spec whose reference is wrong says so first.
+
+
+def _check_spec_rules(spec: KernelSpec, case: Case, backend: Any, config: dict, state: _CaseState,
+                      outputs: dict[str, torch.Tensor], seen: launches.Launches, result) -> None:
+    """After the reference's own checks (a spec whose reference is wrong says so first): a launch that computed
+    nothing, and the spec's tolerance rule, too loose to fail a wrong answer (a broken spec); where the magnitudes
+    make one case loose, noted (state.loose), not failed."""
     if problem := launched_nothing(spec, case, config, outputs, seen):
-        raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure="spec"))
+        raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure=FailureKind.SPEC))
     # The spec's own rule (no magnitude) reads only the reference and the outputs' dtypes: judged once per case and
     # dtypes, not once per config (a nightly case runs every config, and each judgement reads the GPU back).
     dtypes = tuple((name, outputs[name].dtype) for name in spec.outputs)
-    if state.get("loose_rule", (None,))[0] != dtypes:
-        state["loose_rule"] = (dtypes, loose_tolerance(spec, case, backend, outputs, ref, {}))
-    if problem := state["loose_rule"][1]:
-        raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure="spec"))
-    if mags and "loose" not in state:  # the same for every config of the case: judged once
-        state["loose"] = loose_tolerance(spec, case, backend, outputs, ref, mags)
-    with timing.phase("check"):
-        return _check_outputs(spec, case, backend, config, inputs, outputs, ref, mags)
+    if state.loose_rule is None or state.loose_rule[0] != dtypes:
+        state.loose_rule = (dtypes, loose_tolerance(spec, case, backend, outputs, state.ref, {}))
+    if problem := state.loose_rule[1]:
+        raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure=FailureKind.SPEC))
+    if state.mags and not state.loose_judged:  # the same for every config of the case: judged once
+        state.loose, state.loose_judged = loose_tolerance(spec, case, backend, outputs, state.ref, state.mags), True
 
 
 def _check_outputs(spec: KernelSpec, case: Case, backend: Any, config: dict, inputs: dict, outputs: dict,
@@ -683,7 +746,8 @@ def record(result: CaseResult, nodeid: str, repro: str) -> dict[str, Any]:
         "outputs": {c.output: {"error_ratio": json_number(c.error_ratio), "max_abs_error": json_number(c.max_abs_error)}
                     for c in result.checks},
         "message": None if result.passed else result.message()[:2000],
-        **({"failure": result.failure} if result.failure else {}),
+        # the plain string: a worker's records go to the controller through execnet, which takes built-in types only
+        **({"failure": str(result.failure)} if result.failure else {}),
         **({"unchecked": result.unchecked} if result.unchecked else {}),
         **({"heuristics": result.heuristics} if result.heuristics else {}),
         **({"autotuned": result.autotuned} if result.autotuned is not None else {}),

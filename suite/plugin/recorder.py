@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from reports.failure_kinds import FailureKind
 from suite.checks import memcheck
 from suite.plugin.context import SuiteContext
 from suite.session import results
@@ -109,7 +110,7 @@ class RunRecorder:
         self._count_share(props.get(gpu_share.SHARE_PROPERTY))
         if props.get(crash.POISONED_PROPERTY):
             self.run_file.data.setdefault("incidents", []).append(
-                {"kind": "fault", "nodeid": report.nodeid, "worker": _worker_id(report),
+                {"kind": FailureKind.FAULT.value, "nodeid": report.nodeid, "worker": _worker_id(report),
                  "message": f"GPU context poisoned by {props[crash.POISONED_PROPERTY]}"[:2000]})
         if (startup := props.get(warmup.STARTUP_PROPERTY)) is not None:
             self.startup[_worker_id(report) or "main"] = startup
@@ -175,8 +176,8 @@ class RunRecorder:
                 record["reports"] = memcheck.all_reports(log_dir)[:100]
                 where = sorted({r.split(" at ", 1)[1].split("+")[0] for r in record["reports"] if " at " in r})
                 for case in self.run_file.data["cases"]:  # the checker stopped these kernels: say which it saw
-                    if case.get("failure") == "fault" and where:
-                        case["failure"] = "memory"
+                    if case.get("failure") == FailureKind.FAULT and where:
+                        case["failure"] = FailureKind.MEMORY.value
                         case["message"] = (f"compute-sanitizer reported invalid accesses (in {', '.join(where)}) and "
                                            f"stopped the launch; {case['message']}")[:2000]
                 self.run_file.flush()
@@ -198,9 +199,10 @@ class RunRecorder:
         kind, failure, case = crash.lost_case(self.ctx.pinning.journal_dir if self.ctx else None, worker)
         self._record_lost(report.nodeid, kind, failure, case, worker)
 
-    def _record_lost(self, nodeid: str, kind: str, failure: str, case: dict | None, worker: str | None) -> None:
+    def _record_lost(self, nodeid: str, kind: FailureKind, failure: str, case: dict | None,
+                     worker: str | None) -> None:
         data = self.run_file.data
-        data.setdefault("incidents", []).append({"kind": kind, "nodeid": nodeid, "worker": worker,
+        data.setdefault("incidents", []).append({"kind": kind.value, "nodeid": nodeid, "worker": worker,
                                                  "message": failure[:2000]})
         records = []
         if case:
@@ -209,7 +211,7 @@ class RunRecorder:
             records.append({**{k: case[k] for k in ("kernel", "dtype", "shape", "layout", "values", "seed")},
                             "outcome": "failed", "error_ratio": "inf", "outputs": {}, "message": failure_text[:2000],
                             "duration_s": round(max(0.0, time.time() - case.get("started", time.time())), 4),
-                            "nodeid": nodeid, "repro": repro, "failure": kind})
+                            "nodeid": nodeid, "repro": repro, "failure": kind.value})
         self.run_file.add_report(nodeid, "failed", 0.0, failure[:2000], records, None)
         self._say_write_error()
 
@@ -217,7 +219,7 @@ class RunRecorder:
         """Single-process run, from the watchdog thread just before the process ends."""
         j = crash.process().journal
         if j.nodeid:
-            self._record_lost(j.nodeid, "timeout", message, j.case, None)
+            self._record_lost(j.nodeid, FailureKind.TIMEOUT, message, j.case, None)
         self.run_file.finish("incomplete")
 
     def pytest_keyboard_interrupt(self, excinfo) -> None:
@@ -312,7 +314,7 @@ class RunRecorder:
         if missing:  # e.g. xdist gave up replacing crashed workers
             done = False
             self.run_file.data.setdefault("incidents", []).append(
-                {"kind": "crash", "nodeid": missing[0], "worker": None,
+                {"kind": FailureKind.CRASH.value, "nodeid": missing[0], "worker": None,
                  "message": f"{len(missing)} test(s) never reported (first: {missing[0]}); the run was cut short"})
         self.run_file.finish("complete" if done else "incomplete")
 

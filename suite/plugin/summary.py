@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from reports import nodeids
+from reports.failure_kinds import FailureKind
 from suite.checks import returned
 from suite.checks.launches import untuned_lines
 from suite.plugin import fit, glance
@@ -89,7 +90,7 @@ def write_summary(tr, data: dict, path: Path, width: int = fit.MIN_WIDTH) -> Non
     for inc in data.get("incidents", []):
         tr.write_line(f"INCIDENT {inc['kind']} in {inc['nodeid']} (worker {inc['worker']}): "
                       f"{inc['message'].splitlines()[0][:300]}")
-    broken = {(c["kernel"], c["dtype"]): c for c in data["cases"] if c.get("failure") == "spec"}
+    broken = {(c["kernel"], c["dtype"]): c for c in data["cases"] if c.get("failure") == FailureKind.SPEC}
     for (kernel, dtype), c in sorted(broken.items()):
         tr.write_line(f"BROKEN SPEC {kernel}[{dtype}]: {(c['message'] or '').splitlines()[0][:300]}")
     for line in (returned.summary_lines(data["cases"]) + untuned_lines(data.get("coverage") or [])
@@ -185,7 +186,7 @@ def intermittent_lines(data: dict) -> list[str]:
     lines = [f"INTERMITTENT {c['kernel']}[{c['dtype']}]: wrong in {c['intermittent']['wrong']} of "
              f"{c['intermittent']['runs']} runs of case {json.dumps(c['shape'], sort_keys=True)} {c['layout']} "
              f"{c['values']} seed={c['seed']} under config {json.dumps(c.get('config') or {}, sort_keys=True)}"
-             for c in data["cases"] if c.get("failure") == "intermittent" and c.get("intermittent")]
+             for c in data["cases"] if c.get("failure") == FailureKind.INTERMITTENT and c.get("intermittent")]
     lines += [f"INTERMITTENT {f['kernel']}[{f['dtype']}]: property {f['property']!r} wrong in "
               f"{f['intermittent']['wrong']} of {f['intermittent']['runs']} runs; reproduce with: {f['repro']}"
               for f in data["findings"] if f.get("intermittent")]

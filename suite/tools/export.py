@@ -27,6 +27,7 @@ import torch
 from kernels import registry
 from kernels.spec import Case, KernelSpec
 from reports import nodeids
+from reports.failure_kinds import FailureKind
 from suite.checks import flushes, harness, memcheck, returned, tolerance
 
 TEMPLATE = Path(__file__).resolve().parent / "repro_template.py"
@@ -139,7 +140,7 @@ def export_case(spec: KernelSpec, case: Case, config: dict, backend: Any, direct
         "poisoned": {name: name not in spec.initial_outputs for name in passed},
         "returns_outputs": returned.returns_outputs(spec),
         "rule": RULE, "rules": rules,
-        "memory": message if failure == "memory" else None,
+        "memory": message if failure == FailureKind.MEMORY else None,
         "toolchain": {"backend": backend.name, "device": getattr(backend, "device_name", None) or str(backend.device),
                       "triton": triton.__version__, "torch": torch.__version__,
                       "flags": {k: os.environ[k] for k in NUMERIC_FLAGS if k in os.environ}},

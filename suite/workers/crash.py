@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from reports.failure_kinds import FailureKind
 from suite.session import stash
 
 # Exit codes of a worker that ends itself; the controller's crash report says which.
@@ -295,23 +296,23 @@ def not_counted() -> Iterator[None]:
             dog.resume()
 
 
-def classify(exc: BaseException, device: str) -> str | None:
-    """'fault' when the error left the GPU context unusable, 'oom' for out of memory, else None.
+def classify(exc: BaseException, device: str) -> FailureKind | None:
+    """FAULT when the error left the GPU context unusable, OOM for out of memory, else None.
     A fault is confirmed by probing the device: every call fails on a poisoned context."""
     text = f"{type(exc).__name__}: {exc}"
     if OOM_ERRORS.search(text) and not STICKY_ERRORS.search(text):
-        return "oom"
+        return FailureKind.OOM
     if not device.startswith("cuda"):
-        return "fault" if STICKY_ERRORS.search(text) else None
+        return FailureKind.FAULT if STICKY_ERRORS.search(text) else None
     import torch
 
     try:
         torch.cuda.synchronize()
         probe = torch.ones(1, device=device)
         if float((probe + 1).item()) != 2.0:
-            return "fault"
+            return FailureKind.FAULT
     except Exception:  # noqa: BLE001 - any error here means the context is gone
-        return "fault"
+        return FailureKind.FAULT
     return None
 
 
@@ -328,11 +329,11 @@ def free_memory(device: str) -> None:
             pass
 
 
-def note_launch_error(exc: BaseException, device: str, case: Any) -> str | None:
+def note_launch_error(exc: BaseException, device: str, case: Any) -> FailureKind | None:
     """Classify a failed launch (see :func:`classify`) and mark a poisoned context; the caller drops
     its tensors and calls :func:`free_memory` after an OOM."""
     failure = classify(exc, device)
-    if failure == "fault":
+    if failure == FailureKind.FAULT:
         detail = f"{type(exc).__name__}: {exc}".strip()
         process().poisoned = f"{case}: {detail[:300]}"
     return failure
@@ -525,14 +526,14 @@ def pytest_unconfigure(config: Any) -> None:
         shutil.rmtree(pin.journal_dir, ignore_errors=True)
 
 
-def lost_case(journal_dir: str | None, worker: str | None) -> tuple[str, str, dict | None]:
+def lost_case(journal_dir: str | None, worker: str | None) -> tuple[FailureKind, str, dict | None]:
     """Controller, for a test whose worker died without reporting it: (kind, what happened, the case it was
-    running, from the worker's journal). kind is 'timeout' when the watchdog ended it, else 'crash'."""
+    running, from the worker's journal). kind is TIMEOUT when the watchdog ended it, else CRASH."""
     entry = read_journal(journal_dir, worker) if worker else None
     entry = entry or {}
     failure = entry.get("failure") or (f"worker {worker} died during this test with no report (a segfault, an "
                                        f"abort, or killed); see the worker's output above")
-    return ("timeout" if failure.startswith("timeout") else "crash"), failure, entry.get("case")
+    return (FailureKind.TIMEOUT if failure.startswith("timeout") else FailureKind.CRASH), failure, entry.get("case")
 
 
 def announce_past_capture(config: Any) -> Callable[[str], None]:

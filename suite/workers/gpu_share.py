@@ -43,6 +43,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from reports.failure_kinds import FailureKind
 from suite.session import options, stash
 from suite.workers import crash, timing
 
@@ -588,17 +589,17 @@ def kernel_oom_message(device: str, error: str, need: int, free: int | None = No
             f"GPU. {error}")
 
 
-def judge_oom_alone(device: str, error: str, need: int) -> tuple[str, str]:
-    """An out-of-memory error with the GPU to itself: ("too_large", message) when the case's footprint exceeds what
-    the GPU holds; ("oom_held", message) when it fits but the free memory did not cover it (other processes held
-    it); else ("oom", message), the kernel's own failure: no GPU (the interpreter has no memory to share, so nothing
+def judge_oom_alone(device: str, error: str, need: int) -> tuple[FailureKind, str]:
+    """An out-of-memory error with the GPU to itself: (TOO_LARGE, message) when the case's footprint exceeds what
+    the GPU holds; (OOM_HELD, message) when it fits but the free memory did not cover it (other processes held
+    it); else (OOM, message), the kernel's own failure: no GPU (the interpreter has no memory to share, so nothing
     there is too large for a GPU), a footprint it cannot tell, or free memory well past the footprint."""
     info = mem_info(device)
     if info is None:
-        return "oom", kernel_oom_message(device, error, need)
+        return FailureKind.OOM, kernel_oom_message(device, error, need)
     free, total = info
     if need and need > capacity(total, share().workers):
-        return "too_large", too_large_message(device, error, need)
+        return FailureKind.TOO_LARGE, too_large_message(device, error, need)
     # The free memory when the allocation failed, where torch's message says it: what is free now includes what this
     # case itself held and let go since. A four-H200 nightly failed row_argmax "with 111.8 GiB free, more than the
     # case's footprint (91.9 GiB)" where the message said 23.64 GiB was free for an allocation of 29.39 GiB, other
@@ -606,11 +607,11 @@ def judge_oom_alone(device: str, error: str, need: int) -> tuple[str, str]:
     at_failure, asked = free_bytes(error), requested_bytes(error)
     if need and at_failure is not None and asked:
         if at_failure < asked + HELD_MARGIN:
-            return "oom_held", held_message(device, error, need)
-        return "oom", kernel_oom_message(device, error, need, at_failure)
+            return FailureKind.OOM_HELD, held_message(device, error, need)
+        return FailureKind.OOM, kernel_oom_message(device, error, need, at_failure)
     if need and free < need + HELD_MARGIN:
-        return "oom_held", held_message(device, error, need)
-    return "oom", kernel_oom_message(device, error, need, free)
+        return FailureKind.OOM_HELD, held_message(device, error, need)
+    return FailureKind.OOM, kernel_oom_message(device, error, need, free)
 
 
 def worth_alone(device: str, need: int) -> bool:
@@ -625,8 +626,8 @@ def worth_alone(device: str, need: int) -> bool:
 
 
 class NotRun(Exception):  # noqa: N818 - raised by the one out-of-memory path: it names the verdict
-    """Out of memory with the GPU to itself, judged (alone_on_oom): ``failure`` is "too_large" or "oom_held" (the
-    case is not run) or "oom" (the kernel's own failure); ``text`` says why, ``need`` is its footprint, ``outcome``
+    """Out of memory with the GPU to itself, judged (alone_on_oom): ``failure`` is TOO_LARGE or OOM_HELD (the case is
+    not run) or OOM (the kernel's own failure); ``text`` says why, ``need`` is its footprint, ``outcome``
     the last run's returned outcome (None where it raised)."""
 
     def __init__(self, failure: str, text: str, need: int, outcome: Any = None) -> None:
@@ -635,7 +636,7 @@ class NotRun(Exception):  # noqa: N818 - raised by the one out-of-memory path: i
 
     def raised(self) -> Exception:
         """As the property test raises it: TooLarge, MemoryHeld or KernelOutOfMemory, the case named."""
-        kind = {"too_large": TooLarge, "oom_held": MemoryHeld}.get(self.failure, KernelOutOfMemory)
+        kind = {FailureKind.TOO_LARGE: TooLarge, FailureKind.OOM_HELD: MemoryHeld}.get(self.failure, KernelOutOfMemory)
         return kind(self.text)
 
 
@@ -648,7 +649,7 @@ def _oom_in(attempt: Any, device: str, case: Any, passthrough: tuple[type, ...],
     except passthrough:
         raise
     except Exception as exc:  # noqa: BLE001 - anything but out of memory goes on as it is
-        if crash.note_launch_error(exc, device, case) != "oom":
+        if crash.note_launch_error(exc, device, case) != FailureKind.OOM:
             raise
         need = footprint(exc, device)
         exc.__traceback__ = None
@@ -670,7 +671,7 @@ def alone_on_oom(attempt: Any, device: str, case: Any = None, what: str = "", pa
     if oom is None:
         return outcome
     if case is not None and (known := share().known_too_large(case)) is not None:  # not alone again
-        raise NotRun("too_large", f"{case}: {known[1]}" if oom_of is None else known[1], known[0], outcome)
+        raise NotRun(FailureKind.TOO_LARGE, f"{case}: {known[1]}" if oom_of is None else known[1], known[0], outcome)
     share().retried += 1
     with share().alone(device, oom[1], case):
         again, oom_again = _oom_in(attempt, device, case, (NotRun, MemoryHeld, KernelOutOfMemory, *passthrough),
@@ -681,10 +682,10 @@ def alone_on_oom(attempt: Any, device: str, case: Any = None, what: str = "", pa
         return again
     need = max(oom[1], oom_again[1])
     failure, text = judge_oom_alone(device, f"{what}{oom_again[0]}", need)
-    if failure == "oom_held":
+    if failure == FailureKind.OOM_HELD:
         share().held += 1
-    if failure != "oom":  # listed once each; the test adds the reproduction line
-        (share().note_held if failure == "oom_held" else share().note_too_large)(case, need, text, "")
+    if failure != FailureKind.OOM:  # listed once each; the test adds the reproduction line
+        (share().note_held if failure == FailureKind.OOM_HELD else share().note_too_large)(case, need, text, "")
     raise NotRun(failure, text if oom_of is not None else f"{case}: {text}", need, again)
 
 
@@ -708,6 +709,6 @@ def run_with_retry(run: Any, device: str, case: Any = None) -> Any:
 
 
 def _result_oom(result: Any) -> tuple[str, int] | None:
-    if getattr(result, "failure", None) != "oom":
+    if getattr(result, "failure", None) != FailureKind.OOM:
         return None
     return result.error or "", getattr(result, "footprint", 0)

@@ -162,3 +162,14 @@ def test_the_kernel_that_launched_is_the_specs_own(run_suite):
     assert re.match(r"helper_filled_add\[fp32\]: none of the \d+ case\(s\) launched the spec's own kernel\(s\) "
                     r"\['vector_add_kernel'\]: the launches were zero_fill x\d+", message), message
     assert run.returncode == 1, run.output[-3000:]
+
+
+def test_the_specs_own_kernel_wrote_an_output(run_suite):
+    """The spec's kernel launched on tensors of its own in every case; a helper kernel and torch wrote the output:
+    the kernel launched, and nothing it wrote was checked."""
+    run = run_suite("suite/test_kernels.py", "--kernel-module=tests/fixtures/own_kernel.py",
+                    "--kernels=own_on_the_side_add", "-n", "0", env={"SUITE_SHRINK_SECONDS": "3"})
+    [test] = run.run_data()["tests"]
+    assert test["outcome"] == "failed", test
+    assert re.match(r"own_on_the_side_add\[fp32\]: the spec's own kernel\(s\) \['vector_add_kernel'\] launched, but in "
+                    r"none of the \d+ case\(s\) did a launch of them receive an output", test["message"]), test

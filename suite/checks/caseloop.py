@@ -27,6 +27,7 @@ from hypothesis import example, given, seed, settings
 from hypothesis.errors import Flaky
 
 from kernels.spec import Case, KernelSpec
+from reports.failure_kinds import FailureKind as K
 from suite import compat
 from suite.checks.strategies import VALIDATION_SEED, case_strategy
 from suite.session import options
@@ -36,7 +37,7 @@ from suite.session import options
 SHRINK_SECONDS = {"dev": 30.0, "ci": 30.0, "validation": 30.0, "nightly": 120.0}
 
 # A case's runs end early at a failure that is not a wrong value: the case is aborted, never called intermittent.
-ABORTING = ("fault", "oom", "oom_held", "spec", "interpreter", "too_large")
+ABORTING = (K.FAULT, K.OOM, K.OOM_HELD, K.SPEC, K.INTERPRETER, K.TOO_LARGE)
 # --repro-runs suggested for an intermittent case: enough runs to see it wrong at least once with this probability,
 # were it wrong at the rate measured.
 REPRO_CONFIDENCE = 0.99

@@ -199,6 +199,8 @@ class CaseResult:
     # The config each @triton.autotune kernel ran under the config the outcome is about (None: the spec has no
     # autotuned kernel and none ran; {}: it has, and the case launched none of them).
     autotuned: dict[str, dict[str, Any]] | None = None
+    # Whether a launch of the spec's own kernels (jit_fn, jit_fns) received one of its outputs, under any config.
+    own_wrote: bool = False
 
     def message(self) -> str:
         if self.error:
@@ -374,6 +376,7 @@ class _CaseState:
     loose_judged: bool = False  # whether ``loose`` was judged (None is one of its answers)
     autotuned: dict[str, dict[str, Any]] | None = None  # the config each @triton.autotune kernel ran, last config's
     heuristics: dict[str, dict[str, Any]] = field(default_factory=dict)  # what @triton.heuristics computed
+    own_wrote: bool = False  # a launch of the spec's own kernels received an output (under any config so far)
 
     def clear(self) -> None:
         fresh = _CaseState()
@@ -437,6 +440,7 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
         return stop.result
     worst.configs_run, worst.duration_s = len(ran), time.perf_counter() - start
     worst.compared = dict(state.compared)
+    worst.own_wrote = state.own_wrote
     worst.elements = sum(worst.compared.values())
     worst.skipped_configs, worst.ran = skipped, ran
     worst.loose = state.loose
@@ -565,6 +569,8 @@ def _check_launch(spec: KernelSpec, state: _CaseState, outputs: dict[str, torch.
     if out_of_bounds:
         raise _Stop(result(False, math.inf, error="; ".join(out_of_bounds), failure=FailureKind.MEMORY))
     state.compared = {name: outputs[name].numel() for name in spec.outputs}
+    if own := {kernel.name for kernel in spec.jit_kernels()}:  # did the spec's own kernel receive an output?
+        state.own_wrote = state.own_wrote or any(seen.reached_by(own, outputs[name]) for name in spec.outputs)
     with timing.phase("check"):
         clobbered = state.snapshot.changes(allowed=spec.mutable_inputs)
         state.snapshot.restore()

@@ -35,10 +35,16 @@ class Launches:
     heuristics: dict[str, dict[str, Any]] = field(default_factory=dict)
     # The config each @triton.autotune kernel ran at its last launch: kernel -> config (as config_dict writes it).
     autotuned: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The storages each kernel's launches received: kernel -> storages.
+    by_kernel: dict[str, set[int]] = field(default_factory=dict)
 
     def reached(self, tensor: Any) -> bool:
         """Whether ``tensor``'s memory was handed to a launch (itself, a view of it, or a view of its storage)."""
         return _storage(tensor) in self.storages
+
+    def reached_by(self, names: set[str], tensor: Any) -> bool:
+        """Whether ``tensor``'s memory was handed to a launch of one of the kernels ``names``."""
+        return any(_storage(tensor) in self.by_kernel.get(name, ()) for name in names)
 
 
 def _storage(value: Any) -> int | None:
@@ -63,6 +69,7 @@ def _note(record: Launches, name: str, args: tuple, kwargs: Mapping[str, Any]) -
             ptr = _storage(value)
             if ptr is not None:
                 record.storages.add(ptr)
+                record.by_kernel.setdefault(name, set()).add(ptr)
 
     for value in args:
         add(value)

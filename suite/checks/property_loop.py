@@ -16,6 +16,7 @@ import pytest
 from hypothesis import settings
 
 from kernels.spec import Case, KernelSpec
+from reports.failure_kinds import FailureKind as K
 from suite.checks import autotune, interpreter, memcheck, returned
 from suite.checks.caseloop import CaseLoop, Rate, fail, intermittent_text
 from suite.checks.harness import guard_violations, launch, prepare_outputs, synchronize
@@ -70,7 +71,7 @@ def make_runner(spec: KernelSpec, case: Case, backend, config: dict | None = Non
                 raise violation from None
             if gap := interpreter.gap_in(exc):
                 raise gap from None
-            if crash.note_launch_error(exc, backend.device, case) == "fault":
+            if crash.note_launch_error(exc, backend.device, case) == K.FAULT:
                 raise crash.CaseAborted(f"{case}: {type(exc).__name__}: {exc}") from None
             raise
         return outputs, guards

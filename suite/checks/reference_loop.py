@@ -13,8 +13,9 @@ import pytest
 from hypothesis import seed, settings
 
 from kernels.spec import Case
+from reports.failure_kinds import FailureKind as K
 from suite import compat
-from suite.checks import autotune, launches, reach, spec_code
+from suite.checks import autotune, launches, reach, returned, spec_code
 from suite.checks.caseloop import ABORTING, CaseLoop, Rate, fail, intermittent_text
 from suite.checks.harness import CaseResult, record, run_case
 from suite.checks.strategies import drawn_value_classes
@@ -23,7 +24,7 @@ from suite.workers import crash, gpu_share, parts
 
 # Failures that are the kernel's findings (exported with --export-failures), not the suite's, the spec's or the
 # machine's.
-NOT_THE_KERNELS = ("spec", "interpreter", "oom", "oom_held", "too_large", "fault")
+NOT_THE_KERNELS = (K.SPEC, K.INTERPRETER, K.OOM, K.OOM_HELD, K.TOO_LARGE, K.FAULT)
 
 
 @dataclass
@@ -51,6 +52,7 @@ class Passed:
     largest: tuple[Case, int] | None = None
     smallest: tuple[Case, int] | None = None
     judged: int = 0  # passed cases where looseness could be judged (a reference not all zero)
+    own_wrote: int = 0  # passed cases where a launch of the spec's own kernels received one of the outputs
 
     def __post_init__(self) -> None:
         self.compared: dict[str, int] = {}
@@ -65,6 +67,7 @@ class Passed:
             self.smallest = (case, result.elements)
         self.cases += 1
         self.elements += result.elements
+        self.own_wrote += bool(getattr(result, "own_wrote", False))
         for name, n in result.compared.items():
             self.compared[name] = self.compared.get(name, 0) + n
         if result.loose != "" and result.elements:
@@ -80,12 +83,13 @@ class Passed:
             self.widest[name] = max(count, self.widest.get(name, 0))
 
     def state(self) -> dict[str, Any]:
-        return {"cases": self.cases, "elements": self.elements, "judged": self.judged, "launched": self.launched,
+        return {"cases": self.cases, "elements": self.elements, "judged": self.judged, "own_wrote": self.own_wrote,
+                "launched": self.launched,
                 "compared": self.compared, "loose": self.loose, "widest": self.widest}
 
     def merge(self, state: dict[str, Any]) -> None:
         """Another part's ``state`` added to this one (the largest and smallest cases stay this part's own)."""
-        for name in ("cases", "elements", "judged"):
+        for name in ("cases", "elements", "judged", "own_wrote"):
             setattr(self, name, getattr(self, name) + int(state.get(name, 0)))
         for name, count in (state.get("launched") or {}).items():
             self.launched[name] = self.launched.get(name, 0) + int(count)
@@ -147,7 +151,7 @@ class ReferenceLoop(CaseLoop):
         if first.case != w.case and first.rate.wrong == first.rate.runs:
             text += (f"\n(the first failing case was wrong in every run, {first.rate.text()}: {first.case}; "
                      f"reproduce with: {first.rec['repro']})")
-        self.last_failure = {**w.rec, "failure": "intermittent", "intermittent": rate.record(),
+        self.last_failure = {**w.rec, "failure": str(K.INTERMITTENT), "intermittent": rate.record(),
                              "repro": rate.repro(w.rec["repro"])[1],
                              "message": f"intermittent ({rate.text()}): {w.rec['message'] or ''}"[:2000]}
         self.stick(w.case, text)
@@ -181,7 +185,7 @@ class ReferenceLoop(CaseLoop):
             return
         if result.passed:
             self.on_passed(case, result, rec, line)
-        elif self.known_issue and result.failure not in ("fault", "oom") and self.known_issue.covers(result.message()):
+        elif self.known_issue and result.failure not in (K.FAULT, K.OOM) and self.known_issue.covers(result.message()):
             self.known.append((rec, f"{case}\n{result.message()}\nreproduce with: {line}"))  # expected: on to the next
         else:
             self.on_failed(case, result, rec, line, repeated, runs)
@@ -201,14 +205,14 @@ class ReferenceLoop(CaseLoop):
     def not_run(self, case: Case, result: CaseResult, line: str) -> bool:
         """A case the GPU could not run (too large, memory held by others; listed in gpu_share, never the kernel's
         fault) or the interpreter cannot check (the test is skipped, saying why): whether it was one."""
-        if result.failure in ("too_large", "oom_held"):  # listed in gpu_share already: its reproduction line
+        if result.failure in (K.TOO_LARGE, K.OOM_HELD):  # listed in gpu_share already: its reproduction line
             gpu_share.share().note_repro(case, line)
-        if result.failure == "too_large":  # the other cases still run
+        if result.failure == K.TOO_LARGE:  # the other cases still run
             self.too_large.append(f"{case}: {result.message()}\nreproduce with: {line}")
             return True
-        if result.failure == "not_checkable":  # a construct the interpreter evaluates otherwise
+        if result.failure == K.NOT_CHECKABLE:  # a construct the interpreter evaluates otherwise
             pytest.skip(f"{result.message()}\n{case}\nreproduce with: {line}")
-        if result.failure == "oom_held":
+        if result.failure == K.OOM_HELD:
             warnings.warn(f"{case}: {result.message()[:600]}\nreproduce with: {line}", UserWarning, stacklevel=1)
             return True
         return False
@@ -229,7 +233,7 @@ class ReferenceLoop(CaseLoop):
             self.coverage.add(case, result.ran, result.skipped_configs)
         except spec_code.SpecRaised as exc:  # a CodePath's taken raised: the spec's, in one line
             broken = f"broken spec: {exc}"
-            self.last_failure = {**rec, "outcome": "failed", "failure": "spec", "message": broken}
+            self.last_failure = {**rec, "outcome": "failed", "failure": str(K.SPEC), "message": broken}
             raise crash.CaseAborted(f"{case}\n{broken}\nreproduce with: {line}") from None
         self.records.append(rec)
 
@@ -239,7 +243,7 @@ class ReferenceLoop(CaseLoop):
         if result.failure not in NOT_THE_KERNELS:  # the kernel's findings
             self.to_export = (case, dict(result.config), result.message(), line, result.failure)
         self.shrink.failed(case, result.config, line)
-        if result.failure in ("fault", "oom", "spec", "interpreter"):  # shrinking would only repeat these
+        if result.failure in (K.FAULT, K.OOM, K.SPEC, K.INTERPRETER):  # shrinking would only repeat these
             if self.known_issue and self.known_issue.covers(result.message()):  # its reach leaves this dtype out
                 self.coverage.stopped_by = f"known issue {self.known_issue.id}"
             raise crash.CaseAborted(f"{case}\n{result.message()}\nreproduce with: {line}")
@@ -351,7 +355,7 @@ class ReferenceLoop(CaseLoop):
         self.warn_too_large()
         rules = [self.nothing_compared, self.unreachable_paths] if self.judges_whole else []
         if searched and self.judges_whole:
-            rules += [self.never_launched, self.one_program, self.loose_everywhere]
+            rules += [self.never_launched, self.never_wrote, self.one_program, self.loose_everywhere]
         failures = [message for rule in rules if (message := rule())]
         if failures:
             known = (f"\n\n(besides, {len(self.known)} case(s) failed as known issue {self.known_issue.id} "
@@ -412,6 +416,17 @@ class ReferenceLoop(CaseLoop):
             return launches.never_launched(spec.name, self.dtype, p.cases)
         return launches.never_launched_own(spec.name, self.dtype, p.cases,
                                            sorted(kernel.name for kernel in spec.jit_kernels()), p.launched)
+
+    def never_wrote(self) -> str | None:
+        """The spec's own kernels launched, and in no case did one of their launches receive an output: the outputs
+        came from elsewhere (a helper kernel, torch) while the spec's kernel ran beside them."""
+        p, spec = self.passed, self.spec
+        own = sorted(kernel.name for kernel in spec.jit_kernels())
+        if not p.elements or not own or p.own_wrote or not self.own_launched() or returned.returns_outputs(spec):
+            return None
+        return (f"{spec.name}[{self.dtype}]: the spec's own kernel(s) {own} launched, but in none of the {p.cases} "
+                f"case(s) did a launch of them receive an output ({list(spec.outputs)}): the outputs were written by "
+                f"other launches or by torch, so the spec's kernel was never checked (docs/checks.md)")
 
     def one_program(self) -> str | None:
         p = self.passed

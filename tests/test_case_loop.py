@@ -173,3 +173,16 @@ def test_the_specs_own_kernel_wrote_an_output(run_suite):
     assert test["outcome"] == "failed", test
     assert re.match(r"own_on_the_side_add\[fp32\]: the spec's own kernel\(s\) \['vector_add_kernel'\] launched, but in "
                     r"none of the \d+ case\(s\) did a launch of them receive an output", test["message"]), test
+
+
+def test_a_value_class_declared_but_never_built_is_a_broken_spec(run_suite):
+    """A spec that lists 'subnormal' but draws randn whatever the class: a kernel that flushes subnormals passed,
+    recorded as tested with them (issue 61, item 7)."""
+    run = run_suite("suite/test_kernels.py", "--kernel-module=tests/fixtures/own_kernel.py",
+                    "--kernels=values_ignored_add", "-n", "0", env={"SUITE_SHRINK_SECONDS": "3"})
+    [test] = run.run_data()["tests"]
+    assert test["outcome"] == "failed", test
+    [case] = [c for c in run.run_data()["cases"] if c["outcome"] == "failed"]
+    assert case["values"] == "subnormal" and case["failure"] == "spec", case
+    assert case["message"].startswith("broken spec: kernel spec 'values_ignored_add': the case's value class is "
+                                      "'subnormal', yet no input holds a subnormal value"), case["message"]

@@ -494,7 +494,8 @@ def _launch(spec: KernelSpec, case: Case, backend: Any, config: dict, state: _Ca
             if state.inputs is None:
                 with timing.phase("inputs"):
                     state.inputs = spec_code.call(spec, "make_inputs", spec.make_inputs, case, backend.device)
-                if problem := spec_code.unbuilt_layout(spec, case, state.inputs):
+                if problem := (spec_code.unbuilt_layout(spec, case, state.inputs)
+                               or spec_code.unbuilt_values(spec, case, state.inputs)):
                     raise BrokenSpec(problem)
             if state.snapshot is None:
                 with timing.phase("inputs"):

@@ -1,4 +1,5 @@
-"""The spec's own code as a case runs it: a layout it declares but did not build, and a function of it that raised.
+"""The spec's own code as a case runs it: a layout or value class it declares but did not build, and a function of it
+that raised.
 
 **Layouts declared, never built.** ``kernels.inputs.place`` builds the layouts ``padded_rows`` (a row stride past the
 row's width) and ``transposed`` (column-major). A case in one of them whose tensor inputs are all contiguous,
@@ -41,6 +42,38 @@ def _strided_in(shape: tuple[int, ...], case: Any, layout: str) -> bool:
     except Exception:  # noqa: BLE001 - a shape or dtype the probe cannot build: not judged
         return False
     return not probe.is_contiguous()
+
+
+# The value classes kernels.inputs builds whose presence an input shows by itself: a subnormal element of a float
+# input, a non-finite one. Other classes ('large', 'negative', a spec's own names) are not judged.
+BUILT_VALUES = {
+    "subnormal": "no input holds a subnormal value (0 < |x| < the smallest normal of its dtype)",
+    "special": "no input holds inf or NaN",
+}
+
+
+def _holds(values: str, t: torch.Tensor) -> bool:
+    if not t.dtype.is_floating_point or t.numel() == 0:
+        return False
+    if values == "special":
+        return not bool(torch.isfinite(t).all())
+    size = t.detach().abs()
+    return bool(((size > 0) & (size < torch.finfo(t.dtype).tiny)).any())
+
+
+def unbuilt_values(spec: Any, case: Any, built: dict) -> str | None:
+    """Why the case's inputs are not of the value class it declares: a case of class 'subnormal' none of whose float
+    inputs holds a subnormal, or 'special' none of which holds inf or NaN (make_inputs drew normal numbers whatever
+    the class: a kernel that flushes subnormals, or mishandles NaN, passed, recorded as tested with them), or None."""
+    if case.values not in BUILT_VALUES:
+        return None
+    tensors = [t for t in built.values() if isinstance(t, torch.Tensor) and t.dtype.is_floating_point and t.numel()]
+    if not tensors or any(_holds(case.values, t) for t in tensors):
+        return None
+    return (f"kernel spec {spec.name!r}: the case's value class is {case.values!r}, yet {BUILT_VALUES[case.values]}: "
+            f"make_inputs ignored case.values, so the case ran on other values and would be recorded as a class it "
+            f"never was. Draw the inputs with kernels.inputs.values (or inputs.rows), which build the class, or leave "
+            f"{case.values!r} out of the spec's value_classes (docs/checks.md)")
 
 
 def unbuilt_layout(spec: Any, case: Any, built: dict) -> str | None:

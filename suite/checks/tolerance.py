@@ -73,7 +73,7 @@ def loose_bound(ref: torch.Tensor, mag: torch.Tensor | None, out_dtype: torch.dt
                 device: torch.device | None = None) -> str | None:
     """Why this tolerance would pass a wrong answer, None where it would not, or "" where there is nothing to judge (an
     integer or empty output, a reference of zeros). Wrong answers: an element off by LOOSEST_FRACTION of its
-    reference at the output's largest finite |reference|; with a magnitude, such an element at more than half of
+    reference at the output's largest finite |reference|; with a magnitude, such an element at half or more of
     the elements whose reference is not zero (a magnitude loose everywhere but there); without one, where the safety
     is above the default, an elementwise result (a reduction length of 1) off by LOOSEST_DTYPE_FRACTION in this
     output's dtype (dtype_safety={'bf16': 100}). The absolute floor is left out: it is the dtype's own. A magnitude
@@ -135,7 +135,7 @@ def _largest_finite(ref: torch.Tensor, device: torch.device) -> tuple[int, float
 
 def _loose_at_most(ref: torch.Tensor, mag: torch.Tensor, out_dtype: torch.dtype, k: int, *, safety: float,
                    operand_u: float, u_acc: float, device: torch.device | None = None) -> str | None:
-    """Why a magnitude would pass a result off by LOOSEST_FRACTION at more than half of the output's elements whose
+    """Why a magnitude would pass a result off by LOOSEST_FRACTION at half or more of the output's elements whose
     reference is finite and not zero (the largest |reference| alone judged one point: a magnitude loose everywhere
     but there passed), None, or "" for an output with fewer than FEWEST_JUDGED such elements: not judged. In
     chunks, as check_output compares."""
@@ -159,7 +159,7 @@ def _loose_at_most(ref: torch.Tensor, mag: torch.Tensor, out_dtype: torch.dtype,
             loose += over_n
     if judged < FEWEST_JUDGED:  # too few to tell most of an output from a few of its elements
         return ""
-    if first is None or 2 * loose <= judged:
+    if first is None or 2 * loose < judged:  # half or more: a minority is an ill-conditioned few, half is not
         return None
     at, r0, m0, a0 = first
     return (f"the bound is at least {LOOSEST_FRACTION:g}x |reference| at {loose} of the {judged} elements whose "

@@ -55,23 +55,51 @@ def _few(items: list[str]) -> str:
     return ", ".join(items[:SHOWN]) + more
 
 
-def checked_less(base: Run, cand: Run, allow_tests: bool = False) -> list[dict[str, Any]]:
+def _repro(run: Run) -> str | None:
+    """The single case a run was asked to run (--repro), from its command line; None for a run of the drawn cases."""
+    args = [str(a) for a in run.data.get("command") or []]
+    for i, a in enumerate(args):
+        if a.startswith("--repro="):
+            return a.split("=", 1)[1]
+        if a == "--repro" and i + 1 < len(args):
+            return args[i + 1]
+    return None
+
+
+def switch_rows(base: Run, cand: Run, allow_tests: bool = False) -> list[dict[str, Any]]:
+    """What the candidate run as a whole checked less than the base: the memory check turned off, a Hypothesis profile
+    of fewer examples, a single --repro case instead of the drawn ones."""
     rows = []
-    (b_mode, b_kernels), (c_mode, c_kernels) = _memcheck(base), _memcheck(cand)
+    b_mode, c_mode = _memcheck(base)[0], _memcheck(cand)[0]
     if b_mode not in ("off", "not recorded") and c_mode in ("off", "not recorded"):
         rows.append(_row("memory check", b_mode, f"{c_mode} (--no-memcheck, or no --memcheck on a GPU)"))
-    elif b_mode not in ("off", "not recorded"):
-        pairs = _pairs(cand)
-        lost = sorted(k for k in b_kernels - c_kernels if any(p[0] == k for p in pairs))
-        if lost:
-            rows.append(_row("memory check", f"{b_mode}: saw {len(b_kernels)} kernel(s)",
-                             f"no launch of {_few(lost)} seen"))
     b_prof, c_prof = (str(r.env.get("hypothesis_profile")) for r in (base, cand))
     if b_prof != c_prof:
         b_n, c_n = EXAMPLES.get(b_prof), EXAMPLES.get(c_prof)
         if b_n is None or c_n is None or c_n < b_n:
             rows.append(_row("Hypothesis profile", f"{b_prof} ({b_n or '?'} examples a test)",
                              f"{c_prof} ({c_n or '?'} examples a test)", allow_tests))
+    b_one, c_one = _repro(base), _repro(cand)
+    if c_one is not None and b_one is None:
+        rows.append(_row("cases", "drawn by the profile", f"one case (--repro={c_one})", allow_tests))
+    return rows
+
+
+def switched_off(base: Run, cand: Run) -> list[str]:
+    """switch_rows as text: what ``cand`` checked less than ``base`` over the whole run (reports/current.py: a newer
+    run that did supersedes nothing of the older)."""
+    return [text(r) for r in switch_rows(base, cand)]
+
+
+def checked_less(base: Run, cand: Run, allow_tests: bool = False) -> list[dict[str, Any]]:
+    rows = switch_rows(base, cand, allow_tests)
+    (b_mode, b_kernels), (c_mode, c_kernels) = _memcheck(base), _memcheck(cand)
+    if b_mode not in ("off", "not recorded") and c_mode not in ("off", "not recorded"):
+        pairs = _pairs(cand)
+        lost = sorted(k for k in b_kernels - c_kernels if any(p[0] == k for p in pairs))
+        if lost:
+            rows.append(_row("memory check", f"{b_mode}: saw {len(b_kernels)} kernel(s)",
+                             f"no launch of {_few(lost)} seen"))
     b_cfg, c_cfg = _configs(base), _configs(cand)
     for key in sorted(b_cfg.keys() & c_cfg.keys()):
         if lost := sorted(b_cfg[key] - c_cfg[key]):

@@ -401,6 +401,8 @@ def compare(base: Run, cand: Run, p_value: float = 0.01, threshold: float = 0.05
     _speed(base, cand, cmp, p_value, threshold, floor, allow_tests)
     _autotune_gate(cand, cmp)
     cmp.checked_less = checked.checked_less(base, cand, allow_tests)
+    if note := checked.not_recorded(base, cand):
+        cmp.warnings.append(note)
     if cmp.missing and allow_tests:
         benchmarks = sum(1 for r in cmp.missing if r["kind"] == "benchmark")
         cmp.warnings.append(f"{len(cmp.missing) - benchmarks} test(s) or case(s) that passed in the base run "

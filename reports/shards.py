@@ -139,6 +139,32 @@ def _merge_coverage(records: list[Any]) -> list[Any]:
     return list(out.values())
 
 
+COMPILE_MATRIX_ORDER = ("defaults", "ci", "full")  # least first
+
+
+def _merge_checks(shards: list[Run]) -> tuple[dict[str, Any] | None, str | None]:
+    """The shards' check states (suite/plugin/hooks.py checks_record) as one run's: the least of each, as the least
+    checked shard had it, and what differed; None where a shard records none (its states are not recorded)."""
+    parts = [r.data.get("checks") for r in shards]
+    if all(p is None for p in parts):
+        return None, None
+    if any(not isinstance(p, dict) for p in parts):
+        return None, "a shard records no check states"
+    out = copy.deepcopy(parts[0])
+    races = [p.get("races") for p in parts]
+    out["races"] = next((r for r in races if r != "on"), "on")
+    runs = [p["intermittent_runs"] for p in parts if isinstance(p.get("intermittent_runs"), int)]
+    out["intermittent_runs"] = min(runs) if runs else None
+    modes = [p.get("compile_matrix") for p in parts]
+    out["compile_matrix"] = min(modes, key=lambda m: COMPILE_MATRIX_ORDER.index(m) if m in COMPILE_MATRIX_ORDER else -1)
+    out["compile_targets"] = "own" if any(p.get("compile_targets") != "all" for p in parts) else "all"
+    for name in ("config", "repro"):
+        out[name] = next((p[name] for p in parts if p.get(name) is not None), None)
+    differ = sorted({k for p in parts for k in p if json.dumps(p.get(k), sort_keys=True) !=
+                     json.dumps(parts[0].get(k), sort_keys=True)})
+    return out, (", ".join(differ) if differ else None)
+
+
 def _sum_counters(parts: list[Any], keys: tuple[str, ...]) -> Any:
     dicts = [p for p in parts if isinstance(p, dict)]
     if not dicts:
@@ -173,6 +199,10 @@ def merge(key: tuple[str, str, str], shards: list[Run]) -> Run:
     if "coverage" in data:
         data["coverage"] = _merge_coverage(data["coverage"])
     data["memcheck"] = _merge_memcheck([r.data.get("memcheck") for r in shards])
+    checks, checks_differ = _merge_checks(shards)
+    data.pop("checks", None)
+    if checks is not None:
+        data["checks"] = checks
     for name, keys in COUNTERS.items():
         if name in data:
             data[name] = _sum_counters([r.data.get(name) for r in shards], keys)
@@ -180,6 +210,13 @@ def merge(key: tuple[str, str, str], shards: list[Run]) -> Run:
     data["shard"] = {"index": 1, "count": 1, "run_id": key[0], "merged_from": [r.path.name for r in shards],
                      **{k: first.data["shard"][k] for k in SPLIT_FIELDS if k in first.data["shard"]}}
     merged = Run(first.path, data, [w for r in shards for w in r.warnings])
+    if checks_differ:
+        merged.warnings.append(f"{_what(key)}: its shards ran with other check states ({checks_differ}); the merged run "
+                               f"has the least of each, as the shard that checked least had it")
+    modes = sorted({str((r.data.get("memcheck") or {}).get("mode")) for r in shards})
+    if len(modes) > 1:
+        merged.warnings.append(f"{_what(key)}: its shards ran with other memory checks ({', '.join(modes)}); each "
+                               f"kernel's is the one its shard had")
     software = {(r.env.get("triton"), r.env.get("torch"), r.env.get("driver"), r.env.get("runtime")) for r in shards}
     if len(software) > 1:
         merged.warnings.append(f"{_what(key)}: its {len(shards)} shards ran different software (triton, torch, driver, "

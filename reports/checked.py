@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 from reports.loading import Run
-from reports.outcomes import RAN, kernel_dtype_of
+from reports.outcomes import RAN, REFERENCE_TEST, kernel_dtype_of, test_function
 
 RULE = ("The candidate checked less than the base where its memory check or its race check was off (or its memory "
         "check missed a kernel the base's checked), its Hypothesis profile draws fewer examples, it ran one --repro case, "
@@ -24,7 +24,8 @@ RULE = ("The candidate checked less than the base where its memory check or its 
         "a kernel x dtype ran fewer configs, or a kernel x dtype the base ran did not run: a regression (the profile, "
         "--repro, the kernel x dtype pairs and the compiles of kernels it never compiled: said, not failed, under "
         "--allow-different-tests). A base that records no state of a check is compared with the suite's default "
-        "(\"not recorded\"); a candidate that records none checked less.")
+        "(\"not recorded\"); a candidate that records none checked less. A test that passed in the base and fails "
+        "now stopped at its failure: its configs and launches are not said again here.")
 # The suite's defaults of its check switches (suite/session/options.py, suite/checks/memcheck.py,
 # suite/tools/compile_matrix.py): what a base that records none is taken to have run with.
 DEFAULTS = {"races": "on", "intermittent_runs": 20, "compile_matrix": "defaults"}
@@ -58,6 +59,18 @@ def _configs(run: Run) -> dict[tuple[str, str], set[str]]:
             ran = {c for c, n in rec["configs"].items() if n}
             out.setdefault((str(rec.get("kernel")), str(rec.get("dtype"))), set()).update(ran)
     return out
+
+
+def _passed(run: Run, function: str | None = None) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    """(the kernel x dtype pairs with a test of ``function`` (any test: None) in the run, those of them whose every
+    such test passed): a test that failed stopped at its first failure, having run fewer configs and launches by
+    nature; where it passed in the base, its failure is what broke, not a check left out."""
+    seen: dict[tuple[str, str], bool] = {}
+    for t in run.data["tests"]:
+        kd = kernel_dtype_of(t["nodeid"])
+        if kd and (function is None or test_function(t["nodeid"]) == function):
+            seen[kd] = seen.get(kd, True) and t["outcome"] == "passed"
+    return set(seen), {kd for kd, ok in seen.items() if ok}
 
 
 def _pairs(run: Run) -> set[tuple[str, str]]:
@@ -197,14 +210,17 @@ def _forced(run: Run) -> Any:
     return given[0] if given else None
 
 
+def _given(config: Any) -> str:
+    return json.dumps(config, sort_keys=True) if isinstance(config, dict) else str(config)
+
+
 def switched_off(base: Run, cand: Run) -> list[str]:
     """switch_rows as text, and a --config that ``cand`` forced where ``base`` did not: what ``cand`` checked less
     than ``base`` over the whole run (reports/current.py: a newer run that did supersedes nothing of the older)."""
     out = [text(r) for r in switch_rows(base, cand)]
     forced = _forced(cand)
     if forced is not None and _forced(base) is None:
-        given = json.dumps(forced, sort_keys=True) if isinstance(forced, dict) else str(forced)
-        out.append(f"configs: the cache's and another of the family -> one forced (--config={given})")
+        out.append(f"configs: the cache's and another of the family -> one forced (--config={_given(forced)})")
     return out
 
 
@@ -225,16 +241,28 @@ def checked_less(base: Run, cand: Run, allow_tests: bool = False) -> list[dict[s
     rows = switch_rows(base, cand, allow_tests) + compile_rows(base, cand, allow_tests)
     (b_mode, b_kernels), (c_mode, c_kernels) = _memcheck(base), _memcheck(cand)
     if b_mode not in ("off", "not recorded") and c_mode not in ("off", "not recorded"):
-        pairs = _pairs(cand)
-        lost = sorted(k for k in b_kernels - c_kernels if any(p[0] == k for p in pairs))
+        # A kernel whose tests passed in the base and none of which passed now may never have launched: its failure
+        # is a regression of its own, said first.
+        broke = {k for k, _ in _passed(base)[1]} - {k for k, _ in _passed(cand)[1]}
+        lost = sorted(k for k in b_kernels - c_kernels - broke if any(p[0] == k for p in _pairs(cand)))
         if lost:
             rows.append(_row("memory check", f"{b_mode}: saw {len(b_kernels)} kernel(s)",
                              f"no launch of {_few(lost)} seen"))
     b_cfg, c_cfg = _configs(base), _configs(cand)
-    for key in sorted(b_cfg.keys() & c_cfg.keys()):
+    # A reference test that passed in the base and not now stopped short of its configs: its failure is said first.
+    broke = _passed(base, REFERENCE_TEST)[1] - _passed(cand, REFERENCE_TEST)[1]
+    whole = set(c_cfg) - broke
+    forced = _forced(cand)
+    how = "" if forced is None or _forced(base) is not None else f" (--config forced: {_given(forced)})"
+    said = False
+    for key in sorted(b_cfg.keys() & c_cfg.keys() & whole):
         if lost := sorted(b_cfg[key] - c_cfg[key]):
-            rows.append(_row(f"autotune configs of {key[0]} {key[1]}", f"{len(b_cfg[key])} ran",
-                             f"{len(c_cfg[key] & b_cfg[key])} of them ran; never: {_few(lost)}"))
+            said = True
+            rows.append(_row(f"configs of {key[0]} {key[1]}", f"{len(b_cfg[key])} ran",
+                             f"{len(c_cfg[key] & b_cfg[key])} of them ran{how}; never: {_few(lost)}"))
+    if how and not said and b_cfg:  # every test that would show it failed first: the forced config said once
+        rows.append(_row("configs", "the autotune cache's or the default, and another of the family for a sample "
+                                    "of cases", f"one forced for every case{how}"))
     if lost_pairs := sorted(_pairs(base) - _pairs(cand)):
         rows.append(_row("kernel x dtype", f"{len(_pairs(base))} ran",
                          f"{len(lost_pairs)} did not run: {_few([' '.join(p) for p in lost_pairs])}", allow_tests))

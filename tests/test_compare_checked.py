@@ -1,5 +1,5 @@
 """compare judges what the candidate checked, not only how what it checked ended: a candidate run with its memory
-check off, fewer autotune configs, a profile of fewer examples or fewer kernel x dtype pairs than the base is a
+check off, fewer configs, a profile of fewer examples or fewer kernel x dtype pairs than the base is a
 regression, or (what --allow-different-tests lets through) said first in the verdict (reports/checked.py)."""
 
 from __future__ import annotations
@@ -52,12 +52,12 @@ def test_a_kernel_the_memory_check_no_longer_saw_is_a_regression(tmp_path, capsy
     assert code == 1 and "no launch of matmul seen" in result["verdict"], result["verdict"]
 
 
-def test_fewer_autotune_configs_is_a_regression(tmp_path, capsys):
+def test_fewer_configs_is_a_regression(tmp_path, capsys):
     cand = _cand()
     cand["coverage"][0]["configs"] = {'{"BLOCK":64}': 6, '{"BLOCK":256}': 0}
     code, result, _ = _compare(tmp_path, capsys, cand)
     assert code == 1, result["verdict"]
-    assert 'autotune configs of softmax fp16: 3 ran -> 1 of them ran; never: {"BLOCK":128}, {"BLOCK":256}' \
+    assert 'configs of softmax fp16: 3 ran -> 1 of them ran; never: {"BLOCK":128}, {"BLOCK":256}' \
         in result["verdict"], result["verdict"]
 
 
@@ -180,3 +180,39 @@ def test_a_recorded_repro_case_is_checked_less(tmp_path, capsys):
     cand = _with_checks(_cand(), repro="M=4,N=8;layout=contiguous;values=normal;seed=1")  # the command not read
     code, result = _compare_files(tmp_path, capsys, base, cand)
     assert code == 1 and "cases: drawn by the profile -> one case (--repro=M=4,N=8" in result["verdict"], result
+
+
+# Issue 61, item 17: compare leads with what broke, and says "checked less" only for what the base checked that
+# the candidate could have: a test that stops at its first failure runs fewer configs, which is not a second finding.
+
+
+def test_a_new_failure_leads_and_the_configs_its_test_never_reached_are_not_checked_less(tmp_path, capsys):
+    cand = _failing(_cand())  # softmax fp16 fails at its first case: its coverage holds no config
+    cand["coverage"][0]["configs"] = {}
+    code, result, _ = _compare(tmp_path, capsys, cand)
+    assert code == 1, result["verdict"]
+    assert result["verdict"].startswith("REGRESSION: 2 correctness regression(s) (1 test, 1 case: "), result["verdict"]
+    assert result["checked_less"] == [], result["checked_less"]
+
+
+def test_what_broke_leads_and_checked_less_follows(tmp_path, capsys):
+    cand = _failing(_cand(memcheck={"mode": "off", "kernels": {}, "unchecked": {}}))
+    code, result, _ = _compare(tmp_path, capsys, cand)
+    assert code == 1 and result["verdict"].startswith("REGRESSION: 2 correctness regression(s)"), result["verdict"]
+    assert "; the candidate checked less than the base (memory check: interpreter -> off" in result["verdict"]
+
+
+def test_a_forced_config_is_said_once_where_no_kernel_x_dtype_shows_it(tmp_path, capsys):
+    """Every test of the candidate failed at its first case (the regression, said first): none shows the configs it
+    left out, so its --config is said once, for the run."""
+    base, cand = _with_checks(_run("base-1", "2026-11-21T00:00:00+00:00")), _with_checks(_cand(), config={"BLOCK": 64})
+    for t in cand["tests"]:
+        t["outcome"] = "failed"
+    for c in cand["cases"]:
+        c["outcome"], c["message"] = "failed", "out: 3 of 64 elements over the bound"
+    for cov in cand["coverage"]:
+        cov["configs"] = {}
+    code, result = _compare_files(tmp_path, capsys, base, cand)
+    assert code == 1 and result["verdict"].startswith("REGRESSION: 12 correctness regression(s)"), result["verdict"]
+    assert [r["what"] for r in result["checked_less"]] == ["configs"], result["checked_less"]
+    assert result["checked_less"][0]["candidate"] == 'one forced for every case (--config forced: {"BLOCK": 64})'

@@ -110,7 +110,8 @@ def install(config: pytest.Config, ctx: context.SuiteContext) -> None:
                                           "selection": shard.selection(ctx.options, config.option.keyword,
                                                                        config.option.markexpr, ctx.profile,
                                                                        ctx.run_file.data.get("kernel_modules") or []),
-                                          "split_by": shard.split_by(schedule.load(profile=ctx.profile))}
+                                          "split_by": shard.split_by(schedule.load(profile=ctx.profile)),
+                                          "ci_run": shard.ci_run()}
         ctx.run_file.data["gpu_share"] = {"workers": _workers(config), "oom_retried": 0, "oom_retried_passed": 0,
                                             "oom_held": 0, "too_large": 0, "too_large_cases": [],
                                             "held_cases": [], "alone_cases": []}

@@ -341,9 +341,10 @@ def test_a_shard_dealt_no_test_leaves_an_empty_run_file_and_exits_0(run_suite, t
     assert data["tests"] == [] and data["status"] == "complete"
     assert {k: data["shard"][k] for k in ("index", "count", "run_id")} == {"index": 4, "count": 4, "run_id": "r4"}
     others = [_shard(tmp_path, f"o{i}", i, 4, run_id="r4", backend="interpret", arch="interpreter") for i in (1, 2, 3)]
-    for path in others:  # the other runners selected alike and split by the same durations
+    for path in others:  # the other runners selected alike, split by the same durations and started with it
         other = json.loads(path.read_text())
         other["shard"].update(selection=data["shard"]["selection"], split_by=data["shard"]["split_by"])
+        other["started"] = data["started"]
         write(path, other)
     assert main(["build", *map(str, others), str(res.run_files()[0]), "--out", str(tmp_path / "r")]) == 0
     capsys.readouterr()

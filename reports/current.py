@@ -15,18 +15,20 @@ and it is named. ``build --keep-superseded`` adds every version up instead."""
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from reports import checked
 from reports.loading import Run
-from reports.outcomes import PART, RAN, REFERENCE_TEST, kernel_dtype_of, test_function
+from reports.outcomes import RAN, REFERENCE_TEST, kernel_dtype_of, test_function
 from reports.toolchain import module_key
 
 # A unit is what one run's code covered and a newer run's can supersede: ("test", function, kernel, dtype),
 # ("finding", kernel, dtype, property) or ("compile", kernel, dtype, target).
 Unit = tuple[str, str, str, str]
 SHOWN = 4
+PART = re.compile(r"-part(\d+)of(\d+)\]$")  # a split test's part (suite/workers/parts.py): [matmul-fp32-part1of3]
 UNKNOWN = "unknown"  # a run file whose module record lists no kernels: which results are the module's, it cannot say
 
 
@@ -121,13 +123,12 @@ def covered(run: Run) -> set[Unit]:
         u = _test_unit(t["nodeid"])
         if u is None or t["outcome"] not in RAN:
             continue
-        m = PART.search(t["nodeid"].rsplit("[", 1)[1][:-1])
+        m = PART.search(t["nodeid"])
         if m is None:
             out.add(u)
             continue
-        index, count = m.group(0)[len("-part"):].split("of")
-        parts.setdefault(u, set()).add(index)
-        counts[u] = int(count)
+        parts.setdefault(u, set()).add(m.group(1))
+        counts[u] = int(m.group(2))
     out |= {u for u, seen in parts.items() if len(seen) >= counts[u]}
     out |= {("finding", str(f["kernel"]), str(f["dtype"]), str(f["property"])) for f in run.data["findings"]}
     out |= {("compile", str(c["kernel"]), str(c["dtype"]), str(c["target"])) for c in run.data["compiles"]

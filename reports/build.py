@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from reports.correctness import correctness_section, drift_section, findings_section
-from reports.current import Superseded, current
+from reports.current import Kept, Superseded, current
 from reports.files import refuse_inputs, write_atomic
 from reports.inventory import autotune_section, compile_section, known_issues_section, runs_section
 from reports.loading import Run, RunFileError, json_safe, load_some, platform_label, platforms
@@ -56,12 +56,14 @@ def plots_available() -> str | None:
 
 
 def assemble(runs: list[Run], with_plots: bool = True, bad: list[RunFileError] | None = None,
-             superseded: list[Superseded] | None = None) -> tuple[str, list[str], list[Section], dict[str, Any]]:
+             superseded: list[Superseded] | None = None,
+             kept: list[Kept] | None = None) -> tuple[str, list[str], list[Section], dict[str, Any]]:
     """The report of ``runs``; ``superseded``: None where every version of a changed kernel module is added up
-    (--keep-superseded), else what current() left out of them (named in the verdict)."""
+    (--keep-superseded), else what current() left out of them; ``kept``: what of older code stays, the newer code
+    never having covered it (both named in the verdict)."""
     bad = bad or []
     plats = platforms(runs)
-    verdict_sec, verdict_sum = verdict_section(runs, bad, with_plots, superseded or [])
+    verdict_sec, verdict_sum = verdict_section(runs, bad, with_plots, superseded or [], kept or [])
     run_sec, run_sum = runs_section(runs)
     if bad:
         run_sec.tables.append(Table(["unreadable run file: why"], [[str(e)] for e in bad], "Left out"))
@@ -105,11 +107,12 @@ def build(paths: list[str], out_dir: str | Path, history: list[str] | None = Non
     if not runs:
         raise bad[0] if len(bad) == 1 else RunFileError(f"none of the {len(bad)} run files is usable: " +
                                                         "; ".join(str(e) for e in bad))
-    superseded = None
-    if not keep_superseded:  # each kernel module as its newest run tested it; older code's results named, left out
-        runs, superseded = current(runs)
+    superseded = kept = None
+    if not keep_superseded:  # what newer code of a kernel module covered again: older code's results named, left out
+        runs, superseded, kept = current(runs)
     plots = plots_available()
-    title, warnings, sections, summary = assemble(runs, with_plots=plots is None, bad=bad, superseded=superseded)
+    title, warnings, sections, summary = assemble(runs, with_plots=plots is None, bad=bad, superseded=superseded,
+                                                 kept=kept)
     if plots is not None:
         warnings.append(plots)
     if history:

@@ -402,6 +402,8 @@ def compare(base: Run, cand: Run, p_value: float = 0.01, threshold: float = 0.05
     _speed(base, cand, cmp, p_value, threshold, floor, allow_tests)
     _autotune_gate(cand, cmp)
     cmp.checked_less = checked.checked_less(base, cand, allow_tests)
+    if note := checked.not_recorded(base, cand):
+        cmp.warnings.append(note)
     if cmp.missing and allow_tests:
         benchmarks = sum(1 for r in cmp.missing if r["kind"] == "benchmark")
         cmp.warnings.append(f"{len(cmp.missing) - benchmarks} test(s) or case(s) that passed in the base run "
@@ -440,11 +442,7 @@ def _reasons(rows: list[dict[str, Any]]) -> str:
 def verdict(cmp: Comparison) -> str:
     if cmp.unusable:
         return f"CANNOT COMPARE: {cmp.unusable}"
-    parts = []
-    if less := [r for r in cmp.checked_less if not r["allowed"]]:
-        parts.append(f"the candidate checked less than the base ({_named(checked.text(r) for r in less)})")
-    if cmp.platform_slower:
-        parts.append(f"platform-wide slowdown {pct(_shift(cmp.platform))}")
+    parts = []  # what broke first; what the candidate checked less after it
     if cmp.correctness:
         kinds = Counter(r["kind"] for r in cmp.correctness)  # a failing test and its failing cases are each one
         counted = ", ".join(f"{n} {kind}{'s' if n > 1 else ''}" for kind, n in sorted(kinds.items(), key=lambda kv: (
@@ -454,6 +452,8 @@ def verdict(cmp: Comparison) -> str:
     if cmp.compile_failures:
         where = ", ".join(dict.fromkeys(f"{r['kernel']} on {r['target']}" for r in cmp.compile_failures))
         parts.append(f"{sum(r['configs'] for r in cmp.compile_failures)} compile regression(s) ({where})")
+    if cmp.platform_slower:
+        parts.append(f"platform-wide slowdown {pct(_shift(cmp.platform))}")
     if cmp.regressions:
         kernels = ", ".join(dict.fromkeys(r["kernel"] for r in cmp.regressions))
         parts.append(f"{len(cmp.regressions)} speed regression(s) ({kernels})")
@@ -463,10 +463,14 @@ def verdict(cmp: Comparison) -> str:
     if cmp.unmeasured:
         parts.append(f"{len(cmp.unmeasured)} benchmark(s) missing or untimable "
                      f"({_named(_unmeasured_text(r) for r in cmp.unmeasured)})")
+    if less := [r for r in cmp.checked_less if not r["allowed"]]:
+        parts.append(f"the candidate checked less than the base ({_named(checked.text(r) for r in less)})")
     allowed = [r for r in cmp.checked_less if r["allowed"]]
-    first = (f"CHECKED LESS (allowed by --allow-different-tests: {_named(checked.text(r) for r in allowed)}); "
-             if allowed else "")
-    return first + ("REGRESSION: " + "; ".join(parts) if parts else "No regressions")
+    said = _named(checked.text(r) for r in allowed)
+    if parts:
+        return "REGRESSION: " + "; ".join(parts) + (f"; checked less, allowed by --allow-different-tests: {said}"
+                                                    if allowed else "")
+    return (f"CHECKED LESS (allowed by --allow-different-tests: {said}); " if allowed else "") + "No regressions"
 
 
 VERDICT_NAMES = 3  # regressions named in the verdict line; the sections list them all

@@ -58,7 +58,13 @@ def correctness_section(runs: list[Run], plats: list[Platform]) -> tuple[Section
     test_counts: dict[Platform, Counter] = defaultdict(Counter)
     not_passed: list[list[Any]] = []
     failing_cases: list[list[Any]] = []
+    # Tests of a kernel x dtype that failed: one may fail with every case passed (an end-of-test check: a declared path
+    # no case took, a kernel never launched) or before any case, and its cell must not read as all right.
+    failed_tests: Counter = Counter()
     for run in runs:
+        for t in run.data["tests"]:
+            if t["outcome"] in ("failed", "xpassed-strict") and (kd := kernel_dtype_of(t["nodeid"])):
+                failed_tests[(*kd, run.platform)] += 1
         for c in run.data["cases"]:
             counts[(c["kernel"], c["dtype"], run.platform)][c["outcome"]] += 1
             if c["outcome"] != "passed":
@@ -70,15 +76,19 @@ def correctness_section(runs: list[Run], plats: list[Platform]) -> tuple[Section
             if t["outcome"] != "passed":
                 not_passed.append([run.label, t["nodeid"], t["outcome"], known_issue_of(run, t) or "-",
                                    one_line(t["message"])])
-    keys = sorted({(k, d) for k, d, _ in counts} | {(k, d) for k, d, _ in skipped})
+    keys = sorted({(k, d) for k, d, _ in counts} | {(k, d) for k, d, _ in skipped} | {(k, d) for k, d, _ in failed_tests})
     rows, summary = [], []
     for kernel, dtype in keys:
         row: list[Any] = [kernel, dtype]
         for p in plats:
             c = counts.get((kernel, dtype, p))
-            if c:
-                row.append(f"{c['passed']}/{c['failed']}/{c['xfailed']}")
-                summary.append({"kernel": kernel, "dtype": dtype, "platform": platform_label(p), **dict(c)})
+            bad = failed_tests.get((kernel, dtype, p), 0)
+            if c or bad:
+                c = c or Counter()
+                tests = f"; {bad} test{'s' if bad > 1 else ''} failed" if bad else ""
+                row.append(f"{c['passed']}/{c['failed']}/{c['xfailed']}{tests}")
+                summary.append({"kernel": kernel, "dtype": dtype, "platform": platform_label(p), **dict(c),
+                                **({"failed_tests": bad} if bad else {})})
             elif (kernel, dtype, p) in skipped:
                 row.append(f"not run: {first_line(skipped[(kernel, dtype, p)], 80)}")
                 summary.append({"kernel": kernel, "dtype": dtype, "platform": platform_label(p),
@@ -87,8 +97,10 @@ def correctness_section(runs: list[Run], plats: list[Platform]) -> tuple[Section
                 row.append("-")
         rows.append(row)
     notes = ["Cases checked against the float64 reference, per kernel x dtype and platform (device and arch): "
-             "passed/failed/xfailed. Several runs of one platform are added up. 'not run' gives the reason its tests "
-             "were skipped there (a dtype the arch lacks is unsupported there); '-' means not in these runs."]
+             "passed/failed/xfailed, and the tests of it that failed (one may fail with every case passed, at an "
+             "end-of-test check: a declared path no case took, a kernel never launched; or before any case). Several "
+             "runs of one platform are added up. 'not run' gives the reason its tests were skipped there (a dtype the "
+             "arch lacks is unsupported there); '-' means not in these runs."]
     outcome_rows = [[platform_label(p), sum(1 for r in runs if r.platform == p), *(test_counts[p][o] for o in OUTCOMES)]
                     for p in plats]
     tables = [Table(["kernel", "dtype", *labels], rows, "Cases (passed/failed/xfailed)"),

@@ -15,9 +15,11 @@ each night it ran is one state, from its tests (suite/test_*.py's ``[kernel-dtyp
 A night where no test of it ran (every one skipped, or absent) is not observed and breaks nothing. Flips count the
 nights where it went from passing (passed, known issue) to failed or back; intermittent nights are left out of
 flips. A streak is consecutive nights of ``failed`` (nights not run, and intermittent ones, neither extend nor end
-it); its first bad night comes with what changed against the last night the kernel x dtype ran before it (not
-the night before, on which it may not have run): the toolchain (reports/toolchain.py: Triton, torch, numpy, Python,
-runtime, driver, the suite) and the kernel's --kernel-module (its sha256).
+it), an intermittent streak consecutive ``intermittent`` nights (nights not run neither extend nor end it); the first
+night of either comes with what changed against the last night the kernel x dtype passed before it (not the night
+before, on which it may not have run, nor a night it failed on, even intermittently: the change may have come that
+night): the toolchain (reports/toolchain.py: Triton, torch, numpy, Python, runtime, driver, the suite) and the
+kernel's --kernel-module (its sha256).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class Row:
     dtype: str
     states: list[str | None]  # per night of the window
     streaks: list[dict[str, Any]] = field(default_factory=list)
+    intermittent_streaks: list[dict[str, Any]] = field(default_factory=list)  # consecutive intermittent nights
 
 
 def night_states(run: Run) -> dict[tuple[str, str], str]:
@@ -112,39 +115,50 @@ def _module_changes(before: Run, after: Run, kernel: str) -> list[str]:
     return out
 
 
-def _last_ran(kd: tuple[str, str], earlier: list[Run]) -> Run | None:
-    """The latest of ``earlier`` (oldest first) on which the kernel x dtype ran, else None."""
-    return next((r for r in reversed(earlier) if kd in night_states(r)), None)
+def _last_passed(kd: tuple[str, str], earlier: list[Run]) -> Run | None:
+    """The latest of ``earlier`` (oldest first) on which the kernel x dtype ran and passed (a known issue counts as
+    passing), else None."""
+    return next((r for r in reversed(earlier) if _ok(night_states(r).get(kd)) is True), None)
+
+
+def _streaks(kd: tuple[str, str], kernel: str, states: list[str | None], nights: list[Night], earlier: list[Run],
+             kind: str) -> list[dict[str, Any]]:
+    """The streaks of ``kind`` nights (failed, or intermittent): consecutive nights of it, which nights not run
+    neither extend nor end (nor, for failed streaks, intermittent nights); each with what changed since the kernel x
+    dtype last passed before its first night."""
+    skipped = (None, "intermittent") if kind == "failed" else (None,)
+    observed = [(i, s) for i, s in enumerate(states) if s not in skipped]
+    out, streak = [], []
+    for pos, (i, s) in enumerate(observed):
+        if s == kind:
+            streak.append(i)
+        if streak and (s != kind or pos == len(observed) - 1):
+            first, last = nights[streak[0]], nights[streak[-1]]
+            # What changed since the last night it passed, not since the night before (it may not have run then: a
+            # Triton change on a night it did not run is still the cause; nor since a night it failed on, or failed
+            # only intermittently: the change may have come that night).
+            before = _last_passed(kd, earlier + [n.run for n in nights[:streak[0]]])
+            out.append({"first_bad": first.ref(), "last_bad": last.ref(), "nights": len(streak),
+                        "ongoing": s == kind and pos == len(observed) - 1,
+                        "night_before": None if before is None else
+                        {"run_id": before.run_id, "started": before.data["started"]},
+                        "toolchain_changes": [] if before is None else toolchain_changes(before, first.run),
+                        "code_changes": [] if before is None else _module_changes(before, first.run, kernel)})
+            streak = []
+    return out
 
 
 def rows_of(nights: list[Night], earlier: list[Run] | None = None) -> list[Row]:
     """``earlier``: the series' runs before the window (oldest first): a streak's changes are counted from the last
-    night the kernel x dtype ran, which may be one of them."""
+    night the kernel x dtype passed, which may be one of them."""
     earlier = earlier or []
     per_night = [night_states(n.run) for n in nights]
     keys = sorted({kd for states in per_night for kd in states})
     rows = []
     for kd in keys:
         row = Row(*kd, [states.get(kd) for states in per_night])
-        streak: list[int] = []
-        # Nights not run, and intermittent ones, neither extend a streak nor end it.
-        observed = [(i, s) for i, s in enumerate(row.states) if s not in (None, "intermittent")]
-        for pos, (i, s) in enumerate(observed):
-            if s == "failed":
-                streak.append(i)
-            if streak and (s != "failed" or pos == len(observed) - 1):
-                first, last = nights[streak[0]], nights[streak[-1]]
-                # What changed since the last night it ran, not since the night before (it may not have run then:
-                # a Triton change on a night it did not run is still this streak's cause).
-                before = _last_ran(kd, earlier + [n.run for n in nights[:streak[0]]])
-                row.streaks.append({"first_bad": first.ref(), "last_bad": last.ref(), "nights": len(streak),
-                                    "ongoing": s == "failed" and pos == len(observed) - 1,
-                                    "night_before": None if before is None else
-                                    {"run_id": before.run_id, "started": before.data["started"]},
-                                    "toolchain_changes": [] if before is None else toolchain_changes(before, first.run),
-                                    "code_changes": [] if before is None else
-                                    _module_changes(before, first.run, row.kernel)})
-                streak = []
+        row.streaks = _streaks(kd, row.kernel, row.states, nights, earlier, "failed")
+        row.intermittent_streaks = _streaks(kd, row.kernel, row.states, nights, earlier, "intermittent")
         rows.append(row)
     return rows
 
@@ -168,7 +182,8 @@ def _row_json(row: Row, nights: list[Night]) -> dict[str, Any]:
             "timeline": "".join(LETTER[s] for s in row.states), "nights_run": len(observed),
             "passed": counts["passed"], "failed": counts["failed"], "intermittent": counts["intermittent"],
             "known_issue": counts["known issue"],
-            "flips": sum(a != b for a, b in pairwise(flips_seen)), "streaks": row.streaks}
+            "flips": sum(a != b for a, b in pairwise(flips_seen)), "streaks": row.streaks,
+            "intermittent_streaks": row.intermittent_streaks}
 
 
 def _run_toolchain(run: Run) -> dict[str, Any]:
@@ -230,14 +245,20 @@ def _night_text(ref: dict[str, Any]) -> str:
     return f"#{ref['night']} {ref['started'][:16].replace('T', ' ')}"
 
 
-def _streak_text(s: dict[str, Any]) -> str:
+def _streak_text(s: dict[str, Any], kind: str = "bad") -> str:
     length = f"{s['nights']} night{'s' if s['nights'] > 1 else ''}{', ongoing' if s['ongoing'] else ''}"
     changes = [f"{c['name']} {c['base']} -> {c['candidate']}" for c in s["toolchain_changes"]]
     changes += s.get("code_changes") or []
-    before = ("no earlier night it ran" if s["night_before"] is None else
-              f"changed since it last ran ({s['night_before']['started'][:16].replace('T', ' ')}): "
+    before = ("no earlier night it passed" if s["night_before"] is None else
+              f"changed since it last passed ({s['night_before']['started'][:16].replace('T', ' ')}): "
               f"{', '.join(changes) or 'nothing recorded (toolchain, driver, suite, kernel modules)'}")
-    return f"first bad {_night_text(s['first_bad'])} ({length}; {before})"
+    return f"first {kind} {_night_text(s['first_bad'])} ({length}; {before})"
+
+
+def _streaks_text(k: dict[str, Any]) -> str:
+    texts = [_streak_text(s) for s in k["streaks"]]
+    texts += [_streak_text(s, "intermittent") for s in k.get("intermittent_streaks") or []]
+    return "; ".join(texts) or "-"
 
 
 def section(h: History) -> Section:
@@ -247,16 +268,17 @@ def section(h: History) -> Section:
              f"{h.window} of each; a night is one run (a sharded run's files merged), in the order the runs started. "
              + LEGEND,
              "A streak is consecutive nights that failed (nights not run or failing only intermittently neither extend "
-             "nor end it; intermittent failures are counted apart); a flip is a change between passing and failing. "
-             "A streak's cause: what changed (toolchain, driver, suite, the kernel's module) since the last night it ran."]
+             "nor end it; intermittent failures are counted apart, in intermittent streaks of their own); a flip is a "
+             "change between passing and failing. A streak's cause, either kind's: what changed (toolchain, driver, "
+             "suite, the kernel's module) since the last night it passed."]
     tables = []
     for p in h.platforms:
         tables.append(Table(["kernel", "dtype", "state", "since", "timeline", "flips", "failed", "intermittent",
-                             "streaks (first bad night)"],
+                             "streaks (first bad or intermittent night)"],
                             [[k["kernel"], k["dtype"], k["state"],
                               ("window start " if k["since_window_start"] else "") + _night_text(k["since"]),
                               k["timeline"], k["flips"], k["failed"], k["intermittent"],
-                              "; ".join(_streak_text(s) for s in k["streaks"]) or "-"] for k in p["kernels"]],
+                              _streaks_text(k)] for k in p["kernels"]],
                             f"Kernels on {_series_text(p)}", "no kernel x dtype test ran"))
         tables.append(Table(["night", "run", "files", "status", "triton", "torch", "driver", "runtime",
                              "toolchain change vs the night before"],

@@ -1,13 +1,17 @@
 """The shards of one run, read as one run: a run split over N runners (``--shard=I/N``) leaves N run files that say
 ``"shard": {"index": I, "count": N, "run_id": ...}``. Files with the same shard run id, backend and arch are one run:
 their tests, cases, compiles, benchmarks, findings and coverage are added together; a set with a shard missing, given
-twice, or disagreeing on N is refused, naming the run and the shard."""
+twice, or disagreeing on N is refused, naming the run and the shard; so is one whose shards are not of one launch
+(another CI pipeline, another suite version, started more than 12 hours apart: a shard of another night under a
+run id reused by hand), unless --merge-shards asks for it. The merged run's check states are the least of its
+shards'."""
 
 from __future__ import annotations
 
 import copy
 import json
 from collections import Counter
+from datetime import datetime, timezone
 from typing import Any
 
 from reports.loading import Run, RunFileError
@@ -30,8 +34,9 @@ def _what(key: tuple[str, str, str]) -> str:
     return f"run {run_id} ({backend} {arch})"
 
 
-def check_set(key: tuple[str, str, str], shards: list[Run]) -> list[Run]:
-    """The shards of one run in shard order, or RunFileError saying which shard is missing, repeated or odd."""
+def check_set(key: tuple[str, str, str], shards: list[Run], merge_anyway: bool = False) -> list[Run]:
+    """The shards of one run in shard order, or RunFileError saying which shard is missing, repeated or odd, or
+    which shards are not of one launch (``merge_anyway``, --merge-shards: merged all the same, with a warning)."""
     counts = Counter(r.data["shard"]["count"] for r in shards)
     if len(counts) > 1:
         listed = ", ".join(f"{r.path.name} says {r.data['shard']['index']}/{r.data['shard']['count']}" for r in shards)
@@ -55,7 +60,52 @@ def check_set(key: tuple[str, str, str], shards: list[Run]) -> list[Run]:
         raise RunFileError(f"{_what(key)}: shard{'s' if len(missing) > 1 else ''} "
                            f"{', '.join(f'{i}/{count}' for i in missing)} missing (given: {given}); name every "
                            f"shard's run file")
-    return [by_index[i][0] for i in range(1, count + 1)]
+    ordered = [by_index[i][0] for i in range(1, count + 1)]
+    if (why := not_one_launch(ordered)) and not merge_anyway:
+        raise RunFileError(f"{_what(key)}: {why}: a shard of another run under the same run id (a --run-id given by "
+                           f"hand and reused, a file from another night), not one run's; give the shards of one run, "
+                           f"each run its own --run-id, or merge them all the same with {MERGE_OPTION}")
+    return ordered
+
+
+# The shards of one run start together (a CI's jobs of one pipeline, runners started by one script): shards that started
+# further apart than this are of other runs under one run id (another night's), unless --merge-shards says otherwise.
+SHARD_START_WINDOW_H = 12.0
+
+
+def _started(run: Run) -> datetime | None:
+    try:
+        when = datetime.fromisoformat(str(run.data["started"]).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+def not_one_launch(shards: list[Run]) -> str | None:
+    """Why ``shards`` (one run id, in shard order) are not one run's launch, or None: they come from different CI
+    pipelines (the ci_run they record), ran different versions of the suite, or started more than
+    SHARD_START_WINDOW_H hours apart."""
+    def name(r: Run) -> str:
+        return f"{r.data['shard']['index']}/{r.data['shard']['count']} {r.path.name}"
+
+    recorded = [r for r in shards if "ci_run" in r.data["shard"]]  # older files lack it: nothing to compare
+    if len({r.data["shard"]["ci_run"] for r in recorded}) > 1:
+        return ("its shards come from different CI runs (" + ", ".join(
+            f"{name(r)}: {r.data['shard']['ci_run'] or 'no CI'}" for r in recorded) + ")")
+    versions = [r for r in shards if r.env.get("suite")]
+    if len({r.env["suite"] for r in versions}) > 1:
+        return "its shards ran different versions of the suite (" + ", ".join(
+            f"{name(r)}: {r.env['suite']}" for r in versions) + ")"
+    starts = [(r, _started(r)) for r in shards]
+    if any(when is None for _, when in starts):
+        return None
+    first, last = min(when for _, when in starts), max(when for _, when in starts)
+    hours = (last - first).total_seconds() / 3600
+    if hours > SHARD_START_WINDOW_H:
+        return (f"its shards started {hours:.1f} h apart (" + ", ".join(f"{name(r)} at {r.data['started']}"
+                                                                       for r, _ in starts) +
+                f"; the shards of one run start within {SHARD_START_WINDOW_H:g} h)")
+    return None
 
 
 SPLIT_FIELDS = {"selection": {"kernels": "--kernels", "keyword": "-k", "markexpr": "-m",
@@ -139,6 +189,32 @@ def _merge_coverage(records: list[Any]) -> list[Any]:
     return list(out.values())
 
 
+COMPILE_MATRIX_ORDER = ("defaults", "ci", "full")  # least first
+
+
+def _merge_checks(shards: list[Run]) -> tuple[dict[str, Any] | None, str | None]:
+    """The shards' check states (suite/plugin/hooks.py checks_record) as one run's: the least of each, as the least
+    checked shard had it, and what differed; None where a shard records none (its states are not recorded)."""
+    parts = [r.data.get("checks") for r in shards]
+    if all(p is None for p in parts):
+        return None, None
+    if any(not isinstance(p, dict) for p in parts):
+        return None, "a shard records no check states"
+    out = copy.deepcopy(parts[0])
+    races = [p.get("races") for p in parts]
+    out["races"] = next((r for r in races if r != "on"), "on")
+    runs = [p["intermittent_runs"] for p in parts if isinstance(p.get("intermittent_runs"), int)]
+    out["intermittent_runs"] = min(runs) if runs else None
+    modes = [p.get("compile_matrix") for p in parts]
+    out["compile_matrix"] = min(modes, key=lambda m: COMPILE_MATRIX_ORDER.index(m) if m in COMPILE_MATRIX_ORDER else -1)
+    out["compile_targets"] = "own" if any(p.get("compile_targets") != "all" for p in parts) else "all"
+    for name in ("config", "repro"):
+        out[name] = next((p[name] for p in parts if p.get(name) is not None), None)
+    differ = sorted({k for p in parts for k in p if json.dumps(p.get(k), sort_keys=True) !=
+                     json.dumps(parts[0].get(k), sort_keys=True)})
+    return out, (", ".join(differ) if differ else None)
+
+
 def _sum_counters(parts: list[Any], keys: tuple[str, ...]) -> Any:
     dicts = [p for p in parts if isinstance(p, dict)]
     if not dicts:
@@ -173,6 +249,10 @@ def merge(key: tuple[str, str, str], shards: list[Run]) -> Run:
     if "coverage" in data:
         data["coverage"] = _merge_coverage(data["coverage"])
     data["memcheck"] = _merge_memcheck([r.data.get("memcheck") for r in shards])
+    checks, checks_differ = _merge_checks(shards)
+    data.pop("checks", None)
+    if checks is not None:
+        data["checks"] = checks
     for name, keys in COUNTERS.items():
         if name in data:
             data[name] = _sum_counters([r.data.get(name) for r in shards], keys)
@@ -180,6 +260,13 @@ def merge(key: tuple[str, str, str], shards: list[Run]) -> Run:
     data["shard"] = {"index": 1, "count": 1, "run_id": key[0], "merged_from": [r.path.name for r in shards],
                      **{k: first.data["shard"][k] for k in SPLIT_FIELDS if k in first.data["shard"]}}
     merged = Run(first.path, data, [w for r in shards for w in r.warnings])
+    if checks_differ:
+        merged.warnings.append(f"{_what(key)}: its shards ran with other check states ({checks_differ}); the merged run "
+                               f"has the least of each, as the shard that checked least had it")
+    modes = sorted({str((r.data.get("memcheck") or {}).get("mode")) for r in shards})
+    if len(modes) > 1:
+        merged.warnings.append(f"{_what(key)}: its shards ran with other memory checks ({', '.join(modes)}); each "
+                               f"kernel's is the one its shard had")
     software = {(r.env.get("triton"), r.env.get("torch"), r.env.get("driver"), r.env.get("runtime")) for r in shards}
     if len(software) > 1:
         merged.warnings.append(f"{_what(key)}: its {len(shards)} shards ran different software (triton, torch, driver, "
@@ -259,11 +346,14 @@ def merge_some(runs: list[Run], merge_ids: bool = False) -> tuple[list[Run], lis
             merged[key] = shards[0]
             continue
         try:
-            merged[key] = merge(key, check_set(key, shards))
+            ordered = check_set(key, shards, merge_ids)
         except RunFileError as exc:
             merged[key] = None
             bad.append(exc)
             continue
+        merged[key] = merge(key, ordered)
+        if why := not_one_launch(ordered):  # merged on request all the same (--merge-shards)
+            merged[key].warnings.append(f"{_what(key)}: {why}; merged as one run on request ({MERGE_OPTION})")
         if key not in errors and "+" in key[0]:  # run ids never hold '+': joined by --merge-shards
             merged[key].warnings.append(f"{_what(key)}: shard files of different run ids merged as one run on "
                                         f"request ({MERGE_OPTION})")

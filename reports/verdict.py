@@ -94,8 +94,10 @@ def spots(runs: list[Run]) -> tuple[list[Platform], list[str], dict[tuple[str, P
     table: dict[tuple[str, Platform], Spot] = defaultdict(Spot)
     checks: list[dict] = []
     mem_checked: dict[Platform, set[str]] = defaultdict(set)  # kernels a memory checker saw on the platform
+    # A finding names a kernel where any run tested one of that name: an older run whose tests of a kernel newer code
+    # superseded (reports/current.py) keeps its findings the newer code never checked, and they are the kernel's.
+    kernels = set().union(*map(kernels_of, runs))
     for run in runs:
-        kernels = kernels_of(run)
         tests = tests_by_nodeid(run)
         for c in run.data["cases"]:
             s = table[(c["kernel"], run.platform)]
@@ -196,9 +198,10 @@ def _known_issues(runs: list[Run]) -> tuple[int, int, list[str], list[dict[str, 
 
 
 def verdict_section(runs: list[Run], bad: list[RunFileError], with_plots: bool = True,
-                    superseded: list[Any] | None = None) -> tuple[Section, dict[str, Any]]:
-    """``superseded``: what older code of a changed kernel module ran, left out (reports/current.py)."""
-    superseded = superseded or []
+                    superseded: list[Any] | None = None, kept: list[Any] | None = None) -> tuple[Section, dict[str, Any]]:
+    """``superseded``: what older code of a changed kernel module ran that newer code covered again, left out;
+    ``kept``: what older code ran that stays in, no newer code having covered it (reports/current.py)."""
+    superseded, kept = superseded or [], kept or []
     plats, kernels, table, checks = spots(runs)
     labels = [platform_label(p) for p in plats]
     listed = sorted(table.items())
@@ -223,8 +226,12 @@ def verdict_section(runs: list[Run], bad: list[RunFileError], with_plots: bool =
                      f"{', '.join(labels) or 'no platform'}; known issues aside).")
     if superseded:
         notes.append(f"**Superseded: {len({s.run for s in superseded})} run(s) of older code left out** (a kernel "
-                     "module changed since; the verdict is its newest run's, `--keep-superseded` adds every version "
-                     "up) - " + _listed([s.text() for s in superseded]))
+                     "module changed since; what its newer code ran again on the same platform is that code's, "
+                     "`--keep-superseded` adds every version up) - " + _listed([s.text() for s in superseded]))
+    if kept:
+        notes.append(f"**Older code still counted: {len({k.run for k in kept})} run(s)** (a kernel module changed "
+                     "since, but its newer code did not run these again on that platform, or checked less: their "
+                     "results stay in the verdict) - " + _listed([k.text() for k in kept]))
     if checks:
         notes.append(f"**Broken checks of the suite itself: {len(checks)}** - " + _listed(
             [f"{c['check']} on {c['platform']}" for c in checks]))
@@ -297,5 +304,6 @@ def verdict_section(runs: list[Run], bad: list[RunFileError], with_plots: bool =
                "states": {k: {platform_label(p): table[(k, p)].record() for p in plats if (k, p) in table}
                           for k in kernels},
                "unreadable_files": [str(e) for e in bad],
-               "superseded": [s.record() for s in superseded]}
+               "superseded": [s.record() for s in superseded],
+               "older_code_counted": [k.record() for k in kept]}
     return section, summary

@@ -91,8 +91,10 @@ def test_the_window_keeps_the_last_nights(tmp_path):
     assert [n["run_id"] for n in p["nights"]] == ["gh-4-1", "night-5", "night-6"]
     softmax = by_kernel(p)[("softmax", "fp16")]
     assert softmax["timeline"] == "FPF" and softmax["flips"] == 2
-    # the streak starting at the window's first night is compared with the night before the window
-    assert softmax["streaks"][0]["night_before"]["run_id"] == "night-3"
+    # the streak running into the window's first night is compared with the last night before it that passed (night
+    # 3, before the window, failed already: the Triton change came that night)
+    assert softmax["streaks"][0]["night_before"]["run_id"] == "night-2"
+    assert softmax["streaks"][0]["toolchain_changes"] == [{"name": "triton", "base": "3.6.0", "candidate": "3.7.0"}]
     last = by_kernel(history.history([d], window=1).platforms[0])[("softmax", "fp16")]
     assert last["since_window_start"] is True and last["timeline"] == "F"
 
@@ -144,7 +146,8 @@ def test_the_command_line(tmp_path, capsys):
     assert main(["history", str(d), "--out", str(tmp_path / "h")]) == 0
     md = capsys.readouterr().out
     assert "| softmax  | fp16    | failed  | #6 2026-11-16 02:17" in md
-    assert "first bad #3 2026-11-13 02:17 (2 nights; changed since it last ran (2026-11-12 02:17): triton 3.6.0 -> 3.7.0)" in md
+    assert "first bad #3 2026-11-13 02:17 (2 nights; changed since it last passed (2026-11-12 02:17): triton 3.6.0 -> 3.7.0)" \
+        in md
     assert {p.name for p in (tmp_path / "h").iterdir()} == {"history.md", "history.html", "history.json"}
     html = (tmp_path / "h" / "history.html").read_text()
     assert '<section id="nightly-history">' in html and "PPFFPF" in html
@@ -261,3 +264,27 @@ def test_the_run_file_records_the_suite_s_version():
 
     pyproject = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
     assert suite_version() == re.search(r'^version\s*=\s*"([^"]+)"', pyproject, re.MULTILINE).group(1)
+
+
+# Issue 61, item 14: an intermittent night is blamed on what changed, as a failing streak is; a streak is blamed on
+# what changed since the kernel x dtype last passed, not since an intermittent night.
+
+
+def test_an_intermittent_night_after_a_toolchain_change_is_blamed_on_it(tmp_path):
+    nights = [night(1, "P", "P"), night(2, "I", "P", triton="3.7.0"), night(3, "P", "P", triton="3.7.0")]
+    row = _blame(tmp_path, nights)
+    assert row["timeline"] == "PIP" and row["streaks"] == []
+    (stretch,) = row["intermittent_streaks"]
+    assert (stretch["first_bad"]["run_id"], stretch["nights"], stretch["ongoing"]) == ("night-2", 1, False)
+    assert stretch["night_before"]["run_id"] == "night-1"
+    assert stretch["toolchain_changes"] == [{"name": "triton", "base": "3.6.0", "candidate": "3.7.0"}]
+    h = history.history([tmp_path / "blame"])
+    md = "\n".join(" | ".join(map(str, r)) for t in history.section(h).tables for r in t.rows)
+    assert "first intermittent #2" in md and "triton 3.6.0 -> 3.7.0" in md, md
+
+
+def test_a_failing_streak_after_an_intermittent_night_is_blamed_since_it_last_passed(tmp_path):
+    nights = [night(1, "P", "P"), night(2, "I", "P", triton="3.7.0"), night(3, "F", "P", triton="3.7.0")]
+    (streak,) = _blame(tmp_path, nights)["streaks"]
+    assert streak["night_before"]["run_id"] == "night-1"
+    assert streak["toolchain_changes"] == [{"name": "triton", "base": "3.6.0", "candidate": "3.7.0"}]

@@ -551,3 +551,20 @@ def test_build_warns_where_one_platforms_runs_tested_different_code_of_a_kernel_
         in md, md[:3000]
     code, _, _ = cli(capsys, "build", runs[1], runs[2], "--out", tmp_path / "same")
     assert "differs between its runs" not in (tmp_path / "same" / "report.md").read_text()
+
+
+def test_a_test_that_failed_its_end_of_test_check_is_no_green_cell(tmp_path, capsys):
+    """Issue 61, item 14: every case of softmax fp16 passed and its test failed at the end (a declared path no case
+    took): the correctness matrix read '3/0/0', as a kernel x dtype all right; one failing before any case read '-'."""
+    run = make_run(kernels=(("softmax", "fp16"), ("matmul", "bf16")))
+    for t in run["tests"]:
+        t["outcome"], t["message"] = "failed", "softmax: declared path(s) ['tail'] are taken by no case the dims allow"
+    run["cases"] = [c for c in run["cases"] if c["kernel"] == "softmax"]  # matmul failed before its first case
+    out = tmp_path / "report"
+    code, _, err = cli(capsys, "build", write(tmp_path / "run.json", run), "--out", out)
+    assert code == 0, err
+    matrix = (out / "report.md").read_text().split("### Cases (passed/failed/xfailed)")[1].split("###")[0]
+    assert "| softmax  | fp16    | 3/0/0; 1 test failed" in matrix, matrix
+    assert "| matmul   | bf16    | 0/0/0; 1 test failed" in matrix, matrix
+    summary = json.loads((out / "summary.json").read_text())
+    assert {(r["kernel"], r.get("failed_tests")) for r in summary["correctness"]} == {("softmax", 1), ("matmul", 1)}

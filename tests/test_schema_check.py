@@ -105,6 +105,15 @@ def test_a_shard_record_passes_both_checkers():
     assert not builtin_paths(data, SCHEMA) and not jsonschema_paths(data, SCHEMA)
 
 
+def test_a_checks_record_passes_both_checkers_and_a_bad_one_fails_both():
+    data = make_run()
+    data["checks"] = {"races": "off", "intermittent_runs": 3, "compile_matrix": "ci", "compile_targets": "own",
+                      "config": {"BLOCK": 64}, "repro": "N=3;seed=1"}
+    assert not builtin_paths(data, SCHEMA) and not jsonschema_paths(data, SCHEMA)
+    data["checks"]["races"] = "sometimes"
+    assert builtin_paths(data, SCHEMA) == jsonschema_paths(data, SCHEMA) != []
+
+
 def _without_jsonschema(*argv: str) -> subprocess.CompletedProcess:
     code = ("import sys; sys.modules['jsonschema'] = None; from reports.__main__ import main; "
             "sys.exit(main(sys.argv[1:]))")

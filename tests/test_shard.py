@@ -341,9 +341,10 @@ def test_a_shard_dealt_no_test_leaves_an_empty_run_file_and_exits_0(run_suite, t
     assert data["tests"] == [] and data["status"] == "complete"
     assert {k: data["shard"][k] for k in ("index", "count", "run_id")} == {"index": 4, "count": 4, "run_id": "r4"}
     others = [_shard(tmp_path, f"o{i}", i, 4, run_id="r4", backend="interpret", arch="interpreter") for i in (1, 2, 3)]
-    for path in others:  # the other runners selected alike and split by the same durations
+    for path in others:  # the other runners selected alike, split by the same durations and started with it
         other = json.loads(path.read_text())
         other["shard"].update(selection=data["shard"]["selection"], split_by=data["shard"]["split_by"])
+        other["started"] = data["started"]
         write(path, other)
     assert main(["build", *map(str, others), str(res.run_files()[0]), "--out", str(tmp_path / "r")]) == 0
     capsys.readouterr()
@@ -419,3 +420,63 @@ def test_a_shard_s_own_verdict_names_the_shard_and_claims_only_what_it_ran():
 def test_a_shard_with_a_random_run_id_says_how_to_merge_it():
     assert "give every shard the same --run-id=ID" in shard.run_id_note(None, {})
     assert shard.run_id_note("night-7", {}) == "" and shard.run_id_note(None, {"GITHUB_RUN_ID": "123"}) == ""
+
+
+# Issue 61, item 18: a shard of another night under the same run id (a --run-id given by hand and reused) is not one
+# run's: its set is refused, naming what tells them apart, not merged into a night that lost that shard.
+
+
+def _night_shard(tmp_path: Path, name: str, index: int, started: str, broken: bool = False, **shard) -> Path:
+    data = make_run(run_id=f"{name}-own", started=started,
+                    kernels=(("softmax", "fp16"),) if index == 1 else (("matmul", "bf16"),))
+    data["shard"] = {"index": index, "count": 2, "run_id": "nightly", **shard}
+    if broken:
+        data["tests"][0]["outcome"] = "failed"
+    return write(tmp_path / f"{name}.json", data)
+
+
+def test_a_shard_from_another_night_under_the_same_run_id_is_refused(tmp_path, capsys):
+    yesterday = _night_shard(tmp_path, "yesterday-1", 1, "2026-11-21T02:00:00+00:00")
+    tonight = _night_shard(tmp_path, "tonight-2", 2, "2026-11-22T02:05:00+00:00")
+    assert main(["build", str(yesterday), str(tonight), "--out", str(tmp_path / "report")]) == 2
+    err = capsys.readouterr().err
+    assert ("run nightly (cuda sm_90): its shards started 24.1 h apart (1/2 yesterday-1.json at 2026-11-21T02:00:00+00:00, "
+            "2/2 tonight-2.json at 2026-11-22T02:05:00+00:00; the shards of one run start within 12 h)") in err, err
+    assert not (tmp_path / "report").exists()
+    assert main(["build", str(yesterday), str(tonight), "--out", str(tmp_path / "report"), "--merge-shards"]) == 0
+    summary = json.loads((tmp_path / "report" / "summary.json").read_text())
+    assert any("started 24.1 h apart" in w and "merged as one run on request" in w for w in summary["warnings"])
+
+
+def test_shards_of_other_ci_runs_under_the_same_run_id_are_refused(tmp_path, capsys):
+    one = _night_shard(tmp_path, "a", 1, "2026-11-22T02:00:00+00:00", ci_run="github 9001 attempt 1")
+    two = _night_shard(tmp_path, "b", 2, "2026-11-22T02:10:00+00:00", ci_run="github 9002 attempt 1")
+    assert main(["compare", str(one), str(two), str(write(tmp_path / "other.json", make_run(run_id="other")))]) == 2
+    err = capsys.readouterr().err
+    assert ("run nightly (cuda sm_90): its shards come from different CI runs (1/2 a.json: github 9001 attempt 1, "
+            "2/2 b.json: github 9002 attempt 1)") in err, err
+
+
+def test_a_shard_records_the_ci_run_it_came_from():
+    assert shard.ci_run({"GITHUB_RUN_ID": "9001", "GITHUB_RUN_ATTEMPT": "2"}) == "github 9001 attempt 2"
+    assert shard.ci_run({"CI_PIPELINE_ID": "77"}) == "gitlab 77"
+    assert shard.ci_run({}) is None
+
+
+def test_the_run_file_names_the_ci_run_of_its_shard(run_suite):
+    run = run_suite("suite/test_kernels.py", "--kernels=vector_add", "-k", "fp32", "--hypothesis-profile=dev",
+                    "--run-id=nightly", env={"GITHUB_RUN_ID": "9001", "GITHUB_RUN_ATTEMPT": "1"})
+    assert run.returncode == 0, run.output[-3000:]
+    assert run.run_data()["shard"]["ci_run"] == "github 9001 attempt 1"
+
+
+def test_shards_of_other_suite_versions_under_the_same_run_id_are_refused(tmp_path, capsys):
+    paths = [_night_shard(tmp_path, "a", 1, "2026-11-22T02:00:00+00:00"),
+             _night_shard(tmp_path, "b", 2, "2026-11-22T02:10:00+00:00")]
+    for path, version in zip(paths, ("0.3.0", "0.4.0"), strict=True):
+        data = json.loads(path.read_text())
+        data["environment"]["suite"] = version
+        write(path, data)
+    assert main(["build", *map(str, paths), "--out", str(tmp_path / "report")]) == 2
+    assert "its shards ran different versions of the suite (1/2 a.json: 0.3.0, 2/2 b.json: 0.4.0)" \
+        in capsys.readouterr().err

@@ -102,6 +102,7 @@ def install(config: pytest.Config, ctx: context.SuiteContext) -> None:
     if ctx.run_file is not None:
         ctx.run_file.data["autotune"] = autotune_record(ctx)
         ctx.run_file.data["memcheck"] = {"mode": ctx.memcheck, "kernels": {}, "unchecked": {}}
+        ctx.run_file.data["checks"] = checks_record(ctx)
         if ctx.options.shard is not None or ctx.options.run_id is not None:  # one of N runners' files (shard.py)
             index, count = ctx.options.shard or (1, 1)
             ctx.run_file.data["shard"] = {"index": index, "count": count,
@@ -109,7 +110,8 @@ def install(config: pytest.Config, ctx: context.SuiteContext) -> None:
                                           "selection": shard.selection(ctx.options, config.option.keyword,
                                                                        config.option.markexpr, ctx.profile,
                                                                        ctx.run_file.data.get("kernel_modules") or []),
-                                          "split_by": shard.split_by(schedule.load(profile=ctx.profile))}
+                                          "split_by": shard.split_by(schedule.load(profile=ctx.profile)),
+                                          "ci_run": shard.ci_run()}
         ctx.run_file.data["gpu_share"] = {"workers": _workers(config), "oom_retried": 0, "oom_retried_passed": 0,
                                             "oom_held": 0, "too_large": 0, "too_large_cases": [],
                                             "held_cases": [], "alone_cases": []}
@@ -250,6 +252,18 @@ def autotune_record(ctx: context.SuiteContext) -> dict | None:
             "stale_kernels": {}, "tuning_benchmarks": 0, "entries": [],
             **({"fallback_cache": str(fallback.path), "fallback_status": fallback.status,
                 "fallback_entries": len(fallback.entries), "fallback": 0} if fallback is not None else {})}
+
+
+def checks_record(ctx: context.SuiteContext) -> dict[str, Any]:
+    """How this run had each switch that turns a check off or down (docs/options.md): `reports compare` says where a
+    candidate checked less than its base. The memory check's mode and the Hypothesis profile are recorded apart."""
+    from suite.tools import compile_matrix
+
+    races = "not run" if ctx.memcheck != "interpreter" else (
+        "off" if os.environ.get(memcheck.RACE_ENV, "1") == "0" else "on")  # anything else: a usage error at install
+    return {"races": races, "intermittent_runs": options.intermittent_runs(), "compile_matrix": compile_matrix.mode(),
+            "compile_targets": ctx.options.compile_targets_for(ctx.backend.name), "config": ctx.options.config,
+            "repro": ctx.options.repro}
 
 
 def _retune(config: pytest.Config, ctx: context.SuiteContext) -> None:

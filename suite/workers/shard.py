@@ -72,6 +72,24 @@ def selection(options: Any, keyword: str, markexpr: str, profile: str,
                                      for m in kernel_modules)}
 
 
+# The CI's own id of the pipeline a shard ran in, where the environment gives one: the shards of one run come from one
+# pipeline, and a shard of another night under a --run-id reused by hand does not (the reports refuse the set).
+CI_RUN_VARIABLES = (("github", "GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT"), ("gitlab", "CI_PIPELINE_ID", None),
+                    ("buildkite", "BUILDKITE_BUILD_ID", None))
+
+
+def ci_run(environ: dict[str, str] | None = None) -> str | None:
+    """'github 1234 attempt 1' (or gitlab's, buildkite's pipeline), None outside a CI that says which."""
+    import os
+
+    env = os.environ if environ is None else environ
+    for name, run, attempt in CI_RUN_VARIABLES:
+        if value := env.get(run, "").strip():
+            again = env.get(attempt, "").strip() if attempt else ""
+            return f"{name} {value}" + (f" attempt {again}" if again else "")
+    return None
+
+
 def split_by(costs: dict[str, float]) -> dict[str, Any]:
     """What decided the split: the test durations it weighed (their digest, so that runners with the same file
     anywhere agree), or none (collection order: a runner without the file splits otherwise)."""

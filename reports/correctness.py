@@ -9,7 +9,7 @@ from typing import Any
 
 from reports.failure_kinds import FailureKind
 from reports.loading import Run, num, platform_label
-from reports.nodeids import OUTCOMES
+from reports.nodeids import FAILING, OUTCOMES
 from reports.outcomes import (
     finding_known_issue,
     kernel_dtype_of,  # noqa: F401 - where it was first defined (tests/test_parts.py)
@@ -63,7 +63,7 @@ def correctness_section(runs: list[Run], plats: list[Platform]) -> tuple[Section
     failed_tests: Counter = Counter()
     for run in runs:
         for t in run.data["tests"]:
-            if t["outcome"] in ("failed", "xpassed-strict") and (kd := kernel_dtype_of(t["nodeid"])):
+            if t["outcome"] in FAILING and (kd := kernel_dtype_of(t["nodeid"])):
                 failed_tests[(*kd, run.platform)] += 1
         for c in run.data["cases"]:
             counts[(c["kernel"], c["dtype"], run.platform)][c["outcome"]] += 1

@@ -162,6 +162,13 @@ def test_bf16_to_other_types_goes_through_its_exact_fp32(dst):
     else:
         x = torch.cat([x, torch.tensor([math.inf, -math.inf, math.nan, 2.0 ** -133, -0.0], dtype=torch.bfloat16)])
     assert_same_bits(run_convert(x, dst), x.float().to(dst))
+    # Triton's language routes bf16 -> anything but fp32 through fp32 itself; the builder's own cast, which another
+    # Triton could reach directly, goes through the exact fp32 too.
+    from triton.runtime.interpreter import TensorHandle, interpreter_builder
+
+    handle = TensorHandle(x.view(torch.int16).numpy().view(np.uint16).copy(), tl.bfloat16)
+    direct = interpreter_builder.cast_impl(handle, TL[dst])
+    assert_same_bits(torch.from_numpy(np.asarray(direct.data).copy()), x.float().to(dst))
 
 
 # --- arithmetic -----------------------------------------------------------------------------------------------------
@@ -295,6 +302,10 @@ def test_bf16_reductions_and_scans_round_at_every_step_in_element_order():
     assert widened[2].item() == 1.0078125  # in fp32 they are kept
     assert x.max() > 0 > x.min()  # compared as bits, a negative value would be the largest
     assert extremes.tolist() == [x.max().item(), x.min().item()] and argmax.item() == int(x.float().argmax())
+    # 1 + 2**-8 ties to 1.0 at every step: the sum stays 1.0, where a sum kept in fp32 and rounded once is 1.125
+    steps = torch.tensor([1.0] + [2.0 ** -8] * 31, dtype=torch.bfloat16)
+    reductions[(1,)](steps, total, scanned, widened, extremes, argmax, BLOCK=32)
+    assert total.item() == 1.0 and scanned[31].item() == 1.0 and widened[31].item() == 1.125
 
 
 # --- dot ------------------------------------------------------------------------------------------------------------

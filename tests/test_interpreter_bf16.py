@@ -273,6 +273,14 @@ def reductions(x_ptr, sum_ptr, scanned_ptr, widened_ptr, extremes_ptr, argmax_pt
     tl.store(argmax_ptr, tl.argmax(x, 0))
 
 
+def tree(x: torch.Tensor, op) -> torch.Tensor:
+    """``op`` over ``x`` (a power of two long) in a tree: element i with i + n/2, each result rounded to bf16."""
+    while len(x) > 1:
+        half = len(x) // 2
+        x = op(x[:half].float(), x[half:].float()).to(torch.bfloat16)
+    return x
+
+
 def running(x: torch.Tensor, op, dtype: torch.dtype) -> torch.Tensor:
     """The running results of ``op`` over ``x`` in element order, each rounded to ``dtype``."""
     out = [x[0].to(dtype)]
@@ -281,10 +289,10 @@ def running(x: torch.Tensor, op, dtype: torch.dtype) -> torch.Tensor:
     return torch.stack(out)
 
 
-def test_bf16_reductions_and_scans_round_at_every_step_in_element_order():
+def test_bf16_reductions_and_scans_round_at_every_step():
     """tl.sum and a scan of bf16 add (multiply) in fp32 and round to bf16 at every step, as a bf16 combine does on a
-    GPU (in element order here); the bits are never summed. tl.cumsum/cumprod widen to fp32 first. A max of negative
-    values compares values, not bits."""
+    GPU: the sum in a tree (a warp's butterfly), the scan in element order; the bits are never summed. tl.cumsum and
+    tl.cumprod widen to fp32 first. A max of negative values compares values, not bits."""
     x = torch.cat([_bf16([1.0, 2.0 ** -8, 2.0 ** -8, -3.0, 1.0078125]), random_bf16(27, seed=9) * 0.01]).to(
         torch.bfloat16)
     x[7] = -12.5
@@ -295,17 +303,18 @@ def test_bf16_reductions_and_scans_round_at_every_step_in_element_order():
     add, mul = (lambda a, b: a + b), (lambda a, b: a * b)
     assert_same_bits(scanned[:32], running(x, add, torch.bfloat16))
     assert_same_bits(scanned[32:], running(x, mul, torch.bfloat16))
-    assert_same_bits(total, running(x, add, torch.bfloat16)[-1:])
+    assert_same_bits(total, tree(x, add))
     assert scanned[2].item() == 1.0  # 1 + 2**-8 is a tie to 1.0, twice: the 2**-8s are lost in bf16, in this order
     assert_same_bits(widened[:32], running(x, add, torch.float32).to(torch.bfloat16))
     assert_same_bits(widened[32:], running(x, mul, torch.float32).to(torch.bfloat16))
     assert widened[2].item() == 1.0078125  # in fp32 they are kept
     assert x.max() > 0 > x.min()  # compared as bits, a negative value would be the largest
     assert extremes.tolist() == [x.max().item(), x.min().item()] and argmax.item() == int(x.float().argmax())
-    # 1 + 2**-8 ties to 1.0 at every step: the sum stays 1.0, where a sum kept in fp32 and rounded once is 1.125
+    # 1 + 2**-8 ties to 1.0: in element order at every step, so the scan stays 1.0; in the tree once, the first pair
+    # (the 2**-8s pair up exactly), so the sum is 1 + 30 * 2**-8; kept in fp32 and rounded once, both would be 1.125
     steps = torch.tensor([1.0] + [2.0 ** -8] * 31, dtype=torch.bfloat16)
     reductions[(1,)](steps, total, scanned, widened, extremes, argmax, BLOCK=32)
-    assert total.item() == 1.0 and scanned[31].item() == 1.0 and widened[31].item() == 1.125
+    assert scanned[31].item() == 1.0 and total.item() == 1.1171875 and widened[31].item() == 1.125
 
 
 # --- dot ------------------------------------------------------------------------------------------------------------

@@ -18,9 +18,12 @@ patches here (registered in suite/compat.py, installed by suite/checks/interpret
   ``fma.rn.bf16`` rounds once, so the two can differ by one bf16 ulp where the fp32 sum lands on a bf16 tie.
 - **dot** (``interpreter-bf16-dot``): bf16 operands widened exactly, multiplied and accumulated in fp32 (the
   accumulator's dtype).
-- **reductions and scans** (``interpreter-bf16-reductions``): ``tl.sum``/``tl.cumsum``/``tl.cumprod`` of bf16 add in
-  fp32 and round to bf16 at every step, in element order (a GPU's tree order can differ by a few ulps); a bf16
-  min/max/argmin/argmax compares the values, not the bits. (``tl.max``/``tl.min`` widen bf16 to fp32 themselves.)
+- **reductions and scans** (``interpreter-bf16-reductions``): a bf16 ``tl.sum`` adds in fp32 and rounds to bf16 at
+  every step, in a tree (element i with i + n/2, as a warp's butterfly pairs lanes; a GPU whose threads hold several
+  elements adds those in order first, so its result can differ by an ulp or so); a bf16 scan (``tl.associative_scan``
+  with ``tl.standard._sum_combine`` or ``_prod_combine``) does the same in element order; a bf16 min/max/argmin/argmax
+  compares the values, not the bits. (``tl.max``, ``tl.min``, ``tl.cumsum`` and ``tl.cumprod`` widen bf16 to fp32
+  themselves.)
 
 Select (``tl.where``), loads, stores, reshapes and ``abs`` move the bits, which was already right. bf16 atomics are
 refused by the interpreter's core ("Unsupported data type"): an error, never a wrong result.
@@ -225,20 +228,23 @@ def _dot(setter: Callable[[Any, str, Any], None]) -> None:
 def fold(bits: np.ndarray, axis: int | None, op: Callable[[np.ndarray, np.ndarray], np.ndarray],
          keep_dims: bool = False) -> np.ndarray:
     """bf16 values (bits) reduced along ``axis`` (None: all) with ``op`` computed in fp32 and rounded to bf16 at every
-    step, in element order."""
+    step, in a tree: element i with element i + n/2, then again over the first half, as a GPU's butterfly of lanes
+    pairs them (Triton's block dims are powers of two; an odd one out is carried to the next level)."""
     bits = np.asarray(bits, dtype=np.uint16)
-    moved = np.moveaxis(bits.reshape(-1) if axis is None else bits, 0 if axis is None else axis, 0)
-    acc = moved[0].copy()
+    acc = np.moveaxis(bits.reshape(-1) if axis is None else bits, 0 if axis is None else axis, 0)
     with np.errstate(all="ignore"):
-        for row in moved[1:]:
-            acc = round_fp32(op(widen(acc), widen(row)))
+        while len(acc) > 1:
+            half = len(acc) // 2
+            paired = round_fp32(op(widen(acc[:half]), widen(acc[half:2 * half])))
+            acc = np.concatenate([paired, acc[2 * half:]]) if len(acc) % 2 else paired
+    acc = acc[0].copy()
     if keep_dims:
         acc = acc.reshape((1,) * bits.ndim) if axis is None else np.expand_dims(acc, axis)
     return acc
 
 
 def scan(bits: np.ndarray, axis: int, op: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
-    """The running results of :func:`fold` along ``axis``, every one rounded to bf16."""
+    """The running results of ``op`` along ``axis`` in element order, computed in fp32, every one rounded to bf16."""
     moved = np.moveaxis(np.asarray(bits, dtype=np.uint16), axis, 0)
     out = moved.copy()
     with np.errstate(all="ignore"):

@@ -14,8 +14,9 @@ patches here (registered in suite/compat.py, installed by suite/checks/interpret
   GPU); ``fp_downcast_rounding='rtz'`` truncates.
 - **arithmetic** (``interpreter-bf16-arithmetic``): every binary (+, -, *, /, %, min, max), unary (exp, log, sqrt,
   sin, ..., erf, rsqrt), fma and clamp on bf16 operands computed in fp32 and rounded to bf16; comparisons give bools.
-  An fp32 fma of bf16 operands is exact up to its one fp32 rounding, then rounded to bf16: as on AMD; NVIDIA's native
-  ``fma.rn.bf16`` rounds once, so the two can differ by one bf16 ulp where the fp32 sum lands on a bf16 tie.
+  An fp32 fma of bf16 operands is exact up to its one fp32 rounding, then rounded to bf16 (torch's CPU model); an H200's
+  ``fma.rn.bf16`` rounds once: a bf16 ulp apart where the exact product lies on a bf16 tie that the addend moves off
+  (0.27% of random operands, evidence/interpreter-bf16/).
 - **dot** (``interpreter-bf16-dot``): bf16 operands widened exactly, multiplied and accumulated in fp32 (the
   accumulator's dtype).
 - **reductions and scans** (``interpreter-bf16-reductions``): a bf16 ``tl.sum`` adds in fp32 and rounds to bf16 at

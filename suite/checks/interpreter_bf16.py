@@ -94,12 +94,16 @@ def truncate(values: Any) -> np.ndarray:
     return np.where(np.isnan(t), np.uint16(QUIET_NAN), (t.view(np.uint32) >> 16).astype(np.uint16))
 
 
-def holds_bf16(handle: Any) -> bool:
+def bf16_test() -> Callable[[Any], bool]:
     """Whether an interpreter TensorHandle holds bf16 values (as uint16 bits; Triton's own comparisons of bf16 left
-    their bool results typed as bf16)."""
-    import triton.language as tl
+    their bool results typed as bf16): a function asked at every operation the interpreter builds, so its numpy
+    dtype is asked first (a float's fails there) and the types it compares with are looked up once."""
+    uint16 = np.dtype(np.uint16)
 
-    return handle.dtype == tl.bfloat16 and handle.data.dtype == np.uint16
+    def holds_bf16(handle: Any) -> bool:
+        return handle.data.dtype == uint16 and handle.dtype.name == "bf16"
+
+    return holds_bf16
 
 
 def _handle(bits: np.ndarray) -> Any:
@@ -128,6 +132,7 @@ def install(setter: Callable[[Any, str, Any], None] = setattr) -> None:
 
 
 def _casts(setter: Callable[[Any, str, Any], None]) -> None:
+    holds_bf16 = bf16_test()
     import triton.language as tl
     from triton.runtime import interpreter
 
@@ -137,19 +142,18 @@ def _casts(setter: Callable[[Any, str, Any], None]) -> None:
 
     @functools.wraps(cast_impl)
     def bf16_cast_impl(self, src, dst_type):
-        source, dst = src.dtype.scalar, dst_type.scalar
-        if source == dst:
-            return cast_impl(self, src, dst_type)
-        if holds_bf16(src):  # bf16 -> fp32 exactly; anything else through that fp32
-            wide = interpreter.TensorHandle(widen(src.data), tl.float32)
-            return wide if dst == tl.float32 else cast_impl(self, wide, dst_type)
-        if dst == tl.bfloat16:
+        dst = dst_type.scalar.name
+        if holds_bf16(src):
+            if dst != "bf16":  # bf16 -> fp32 exactly; anything else through that fp32
+                wide = interpreter.TensorHandle(widen(src.data), tl.float32)
+                return wide if dst == "fp32" else cast_impl(self, wide, dst_type)
+        elif dst == "bf16":
             return _handle(narrow(src.data))
         return cast_impl(self, src, dst_type)
 
     @functools.wraps(fp_to_fp)
     def bf16_fp_to_fp(self, src, dst_type, rounding_mode, *rest, **kwargs):
-        if dst_type.scalar == tl.bfloat16 and src.dtype.scalar in (tl.float32, tl.float64):
+        if dst_type.scalar.name == "bf16" and src.dtype.scalar.name in ("fp32", "fp64"):
             return _handle(truncate(src.data) if rounding_mode == rtz else narrow(src.data))
         return fp_to_fp(self, src, dst_type, rounding_mode, *rest, **kwargs)
 
@@ -158,6 +162,7 @@ def _casts(setter: Callable[[Any, str, Any], None]) -> None:
 
 
 def _arithmetic(setter: Callable[[Any, str, Any], None]) -> None:
+    holds_bf16 = bf16_test()
     from triton.runtime import interpreter
 
     builder = interpreter.InterpreterBuilder
@@ -211,6 +216,7 @@ def _arithmetic(setter: Callable[[Any, str, Any], None]) -> None:
 
 
 def _dot(setter: Callable[[Any, str, Any], None]) -> None:
+    holds_bf16 = bf16_test()
     import triton.language as tl
     from triton.runtime import interpreter
 
@@ -255,6 +261,7 @@ def scan(bits: np.ndarray, axis: int, op: Callable[[np.ndarray, np.ndarray], np.
 
 
 def _reductions(setter: Callable[[Any, str, Any], None]) -> None:
+    holds_bf16 = bf16_test()
     import triton.language as tl
     from triton.runtime import interpreter
 

@@ -9,9 +9,9 @@ patches here (registered in suite/compat.py, installed by suite/checks/interpret
 
 - **conversions** (``interpreter-bf16-casts``): bf16 -> fp32 exactly (the 16 bits above 16 zero bits), and to other
   types through that fp32; fp32 -> bf16 to nearest even, overflowing to inf as rounding gives, a NaN a quiet NaN
-  (0x7FFF, the NaN both vendors' conversions give); fp64 -> bf16 rounded once (to odd in fp32 first, so the second
-  rounding is exact); integers through fp32, as compiled Triton converts them (rounded twice above 2**24, as on the
-  GPU); ``fp_downcast_rounding='rtz'`` truncates.
+  (0x7FFF, the NaN an H200 stores, evidence/interpreter-bf16/); fp64 -> bf16 rounded once (to odd in fp32 first, so
+  the second rounding is exact); integers through fp32 (rounded twice above 2**24, as torch does);
+  ``fp_downcast_rounding='rtz'`` truncates.
 - **arithmetic** (``interpreter-bf16-arithmetic``): every binary (+, -, *, /, %, min, max), unary (exp, log, sqrt,
   sin, ..., erf, rsqrt), fma and clamp on bf16 operands computed in fp32 and rounded to bf16; comparisons give bools.
   An fp32 fma of bf16 operands is exact up to its one fp32 rounding, then rounded to bf16 (torch's CPU model); an H200's
@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-# The NaN a GPU's fp32 -> bf16 conversion gives for any NaN (NVIDIA's cvt.rn.bf16.f32 and Triton's AMD lowering).
+# The NaN compiled Triton's fp32 -> bf16 conversion stored for every NaN on an H200 (evidence/interpreter-bf16/).
 QUIET_NAN = 0x7FFF
 
 

@@ -20,7 +20,7 @@ SLOPE = 0.01
 def leaky_relu_kernel(x_ptr, out_ptr, n, slope, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)  # fp32 math: the interpreter's bf16 arithmetic is wrong
+    x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)  # fp32 math: one rounding, at the store, whatever the dtype
     y = tl.where(x >= 0, x, x * slope)
     tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
 

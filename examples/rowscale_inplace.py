@@ -32,7 +32,7 @@ def rowscale_kernel(x_ptr, w_ptr, M, N, stride_m, stride_n, bias, BLOCK_M: tl.co
     col_mask = cols < N
     mask = row_mask[:, None] & col_mask[None, :]
     ptrs = x_ptr + rows[:, None] * stride_m + cols[None, :] * stride_n
-    # fp32 math: the interpreter's bf16 arithmetic is wrong, and fp16 products would round twice
+    # fp32 math: fp16 or bf16 products and sums would round at every step
     x = tl.load(ptrs, mask=mask).to(tl.float32)
     w = tl.load(w_ptr + cols, mask=col_mask).to(tl.float32)
     y = x * w[None, :] + bias

@@ -387,7 +387,7 @@ def pattern_matches_anything(text: str) -> str | None:
         return None
     return (f"{text!r} matches the empty string, so it matches every failure (a kernel off by 50% would be expected "
             f"too): give a regular expression of what fails, from the failure's message (e.g. 'NaN where the "
-            f"reference is not', or 'on the interpreter this kernel did bf16 arithmetic')")
+            f"reference is not', or 'elements never written')")
 
 
 def _check_known_issues(issues: Any, dtypes: tuple[str, ...], fail: Callable[[str, str], SpecError]) -> None:

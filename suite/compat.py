@@ -123,6 +123,21 @@ INTERP = "triton.runtime.interpreter"
 CORE = "triton.language.core"
 SEMANTIC = "triton.language.semantic"
 BUILDER = "InterpreterBuilder"
+BF16 = "suite/checks/interpreter_bf16.py"
+
+
+def _bf16_stored_as_bits() -> str | None:
+    """The bf16 patches read and write bf16 as the interpreter stores it: uint16 bit patterns."""
+    import numpy as np
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    try:
+        stored = interpreter._get_np_dtype(tl.bfloat16)
+    except (AttributeError, KeyError) as exc:
+        return f"triton.runtime.interpreter._get_np_dtype(tl.bfloat16) fails ({exc!r})"
+    return None if stored == np.uint16 else (f"triton.runtime.interpreter stores bf16 as {stored}, not as uint16 bit "
+                                             f"patterns: the bf16 patches would read its values as bits")
 
 
 def _vendor_libdevice_shape() -> str | None:
@@ -159,10 +174,38 @@ PATCHES: tuple[Patch, ...] = (
     Patch("interpreter-bf16-constants", "suite/checks/interpreter.py",
           "bf16 constants rounded to nearest even (Triton 3.6 has no get_bf16; 3.9's truncates)",
           (Target(INTERP, f"{BUILDER}.get_bf16", ("self", "value"), optional=True),), backends=("interpret",)),
-    Patch("interpreter-bf16-notes", "suite/checks/interpreter.py",
-          "notes which bf16 operations a case ran (the interpreter computes on uint16 bit patterns, hazard 1)",
+    Patch("interpreter-bf16-casts", BF16,
+          "bf16 conversions as compiled Triton does them: bf16 -> fp32 exact (and on through fp32), to bf16 rounded "
+          "to nearest even (fp64 once; integers through fp32), a NaN quiet, rtz truncating (the interpreter truncated "
+          "fp32 and converted other types with astype on the uint16 bit patterns, hazard 1)",
+          (Target(INTERP, f"{BUILDER}.cast_impl", ("self", "src", "dst_type")),
+           Target(INTERP, f"{BUILDER}.create_fp_to_fp", ("self", "src", "dst_type", "rounding_mode")),
+           Target(INTERP, "_ir.ROUNDING_MODE.RTZ"), Target(INTERP, "TensorHandle", ("data", "dtype"))),
+          backends=("interpret",), extra_check=_bf16_stored_as_bits),
+    Patch("interpreter-bf16-arithmetic", BF16,
+          "binary, unary, fma and clamp operations on bf16 computed in fp32 and rounded to bf16 (nearest even), "
+          "comparisons giving bools, as compiled Triton computes them (the interpreter computed on the uint16 bit "
+          "patterns, triton #4972, hazard 1)",
           (Target(INTERP, f"{BUILDER}.binary_op", ("self", "lhs", "rhs", "op")),
-           Target(INTERP, f"{BUILDER}.create_dot", ("self", "a", "b", "d"))), backends=("interpret",)),
+           Target(INTERP, f"{BUILDER}.unary_op", ("self", "arg", "op")),
+           Target(INTERP, f"{BUILDER}.create_fma", ("self", "x", "y", "z")),
+           Target(INTERP, f"{BUILDER}.create_clampf", ("self", "arg", "lo", "hi", "propagate_nans")),
+           Target(INTERP, f"{BUILDER}.create_erf", ("self", "arg")),
+           Target(INTERP, f"{BUILDER}.create_rsqrt", ("self", "arg"))),
+          backends=("interpret",), extra_check=_bf16_stored_as_bits),
+    Patch("interpreter-bf16-dot", BF16,
+          "tl.dot of bf16 operands widened exactly to fp32, multiplied and accumulated in fp32, as the GPUs' matrix "
+          "units do (the interpreter multiplied the uint16 bit patterns)",
+          (Target(INTERP, f"{BUILDER}.create_dot", ("self", "a", "b", "d")),),
+          backends=("interpret",), extra_check=_bf16_stored_as_bits),
+    Patch("interpreter-bf16-reductions", BF16,
+          "tl.sum, tl.cumsum and tl.cumprod of bf16 added (multiplied) in fp32 and rounded to bf16 at every step, "
+          "and bf16 min/max/argmin/argmax comparing values (the interpreter summed and compared the uint16 bits)",
+          (Target(INTERP, "ReduceOps.sum", ("self", "input")),
+           Target(INTERP, "ReduceOps.min_max", ("self", "input", "val_reduce_op", "idx_reduce_op")),
+           Target(INTERP, "ReduceOps.to_tensor", ("self", "ret", "dtype")),
+           Target(INTERP, "ScanOps.cumsum", ("self", "input")), Target(INTERP, "ScanOps.cumprod", ("self", "input"))),
+          backends=("interpret",), extra_check=_bf16_stored_as_bits),
     Patch("interpreter-fp8-notes", "suite/checks/interpreter.py",
           "notes the float -> fp8 conversions a case ran, where the interpreter's own conversion is wrong",
           (Target(INTERP, f"{BUILDER}.create_fp_to_fp", ("self", "src", "dst_type")),

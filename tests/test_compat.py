@@ -113,6 +113,43 @@ def test_an_optional_target_may_be_missing_but_not_misshapen(monkeypatch):
     assert "get_bf16 takes (self, v)" in patch.check()[0]
 
 
+BF16_PATCHES = ("interpreter-bf16-casts", "interpreter-bf16-arithmetic", "interpreter-bf16-dot",
+                "interpreter-bf16-reductions")
+
+
+@pytest.mark.parametrize("name", BF16_PATCHES)
+def test_the_bf16_patches_are_registered_with_targets_that_exist(name):
+    """The patches that compute bf16 as compiled Triton does (suite/checks/interpreter_bf16.py): each registered
+    for the interpreter, every target there in the shape it relies on, and, on the interpreter, installed."""
+    from suite.checks import interpreter
+
+    assert name in interpreter.BF16_PATCHES and set(interpreter.BF16_PATCHES) == set(BF16_PATCHES)
+    patch = compat.BY_NAME[name]
+    assert patch.where == "suite/checks/interpreter_bf16.py" and patch.backends == ("interpret",), patch
+    assert patch.applies("3.6.0", "interpret") and not patch.applies("3.6.0", "cuda")
+    for target in patch.targets:
+        assert target.problem() is None, target
+        assert target.optional or target.resolve() is not None, target
+    assert patch.check() == [], patch.check()
+    if INTERPRETED:
+        assert compat.applied(name)
+
+
+@pytest.mark.parametrize("name", BF16_PATCHES)
+def test_a_triton_that_stores_bf16_otherwise_fails_the_bf16_patches(monkeypatch, name):
+    """The bf16 patches read the interpreter's bf16 as uint16 bit patterns: a Triton that stored bf16 as another numpy
+    dtype would have them read its values as bits, so it is refused, naming the patch."""
+    from triton.runtime import interpreter
+
+    original = interpreter._get_np_dtype
+    monkeypatch.setattr(interpreter, "_get_np_dtype",
+                        lambda t: np.dtype(np.float32) if t == tl.bfloat16 else original(t))
+    problems = compat.BY_NAME[name].check()
+    assert problems and "not as uint16 bit patterns" in problems[0], problems
+    with pytest.raises(compat.PatchBroken, match=f"patch '{name}'"):
+        compat.require(name)
+
+
 def test_version_gates():
     masks, index = compat.BY_NAME["interpreter-bool-masks"], compat.BY_NAME["interpreter-index-numpy24"]
     assert masks.applies("3.9.0", "interpret") and masks.applies("3.10.0+git1234", "interpret")

@@ -370,8 +370,6 @@ PLANTS: dict[str, tuple[list[tuple[str, str]], bool]] = {
     "alloc-launcher": ([("\n\ndef make_inputs", ALLOC + "\n\ndef make_inputs"),
                         ('run=lambda inp, out, cfg: leaky_relu(inp["x"], out["out"], SLOPE, cfg)',
                          'run=lambda inp, out, cfg: out["out"].copy_(leaky_relu_alloc(inp["x"], cfg))')], True),
-    "bf16-arith": ([("x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)", "x = tl.load(x_ptr + offs, mask=mask)"),
-                    ("x * slope)", "x * slope.to(x.dtype))")], True),
 }
 MARKED = re.compile(r"^" + re.escape(CHECKED) + r"((?: \((?:plant|run|fixture): [\w-]+\))+) -->\n```[^\n]*\n(.*?)^```",
                     re.S | re.M)
@@ -573,7 +571,7 @@ def test_the_guide_and_readme_mark_their_quoted_outputs():
     assert ("README.md", "plant", "fp16-after-where") in marked and ("README.md", "run", "leaky_relu") in marked
     guide = {n for p, k, n in marked if p == "adding-a-kernel.md"}
     assert {"leaky_relu", "fp16-store", "grid-floor", "mask-le", "store-unmasked", "alloc-launcher",
-            "bf16-arith", "broken_libdevice_gap"} <= guide, guide
+            "broken_libdevice_gap"} <= guide, guide
 
 
 def test_a_stale_quote_fails():

@@ -126,21 +126,3 @@ def test_what_triton_s_own_interpreter_lacks_is_a_gap_too():
     assert gap is not None and "inline_asm not supported in interpreter mode" in str(gap)
     assert "--backend=cuda" in str(gap)
     assert interpreter.gap_in(NotImplementedError("a launcher's own")) is None  # only the interpreter's
-
-
-@triton.jit
-def bf16_multiply(x_ptr, out_ptr, BLOCK: tl.constexpr):
-    offs = tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + offs)
-    tl.store(out_ptr + offs, x * x)
-
-
-def test_bf16_arithmetic_is_noted_for_the_failure_message():
-    interpreter.take_bf16_operations()
-    x = torch.full((4,), 1.5, dtype=torch.bfloat16)
-    bf16_multiply[(1,)](x, torch.empty_like(x), BLOCK=4)
-    seen = interpreter.take_bf16_operations()
-    assert seen["multiply"] == 1
-    note = interpreter.bf16_note(seen)
-    assert "bf16 arithmetic (multiply x1)" in note and "hazard 1" in note
-    assert interpreter.bf16_note(interpreter.take_bf16_operations()) == ""

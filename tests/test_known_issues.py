@@ -19,9 +19,12 @@ def write(tmp_path, entries):
     return path
 
 
-def test_shipped_registry_loads():
+def test_shipped_registry_loads_and_each_entry_matches_a_failure_not_a_note():
+    """The shipped file loads, and each entry says what fails in the failure's own words: an entry that matched a note
+    the suite appends to a message (as the interpreter's bf16 entries once did) covered every failure of its kernel
+    and dtype, an unwritten tile included."""
     issues = known_issues.load()
-    assert any(k.id == "interpreter-bf16-dot" for k in issues)
+    assert all(k.failure_pattern and "note" not in k.failure_pattern for k in issues), issues
 
 
 def test_matching_by_backend_arch_version_kernel_dtype(tmp_path):
@@ -87,35 +90,39 @@ def test_malformed_registry_is_a_usage_error(run_suite, tmp_path):
 
 
 def test_a_dtype_a_known_issue_stops_is_left_out_of_the_kernels_reach(run_suite):
-    """attention bf16 stops at its first case on the interpreter (interpreter-bf16-dot): its paths were never going
-    to be taken, so the summary's reach row counts fp16 alone instead of calling every path "not taken"."""
-    run = run_suite("suite/test_kernels.py", "--backend=interpret", "-k", "attention-fp16 or attention-bf16",
-                    env={"COLUMNS": "200"})  # wide enough for the reach row on one line
+    """known_bf16_sub_add's bf16 fails every case under its known issue (tests/fixtures/known_issue_kernels.py): its
+    paths were never going to be taken, so the summary's reach row counts fp16 alone instead of calling every path
+    "not taken"."""
+    run = run_suite("suite/test_kernels.py", "--backend=interpret", "--kernel-module=tests/fixtures/known_issue_kernels.py",
+                    "--kernels=known_bf16_sub_add", env={"COLUMNS": "200"})  # wide enough for the reach row on one line
     assert run.returncode == 0, run.output[-2000:]
     coverage = {c["dtype"]: c for c in run.run_data()["coverage"]}
-    assert coverage["bf16"]["stopped_by"].startswith("known issue interpreter-bf16-dot"), coverage["bf16"]
+    assert coverage["bf16"]["stopped_by"].startswith("known issue sub-for-negative-bf16"), coverage["bf16"]
     assert "stopped_by" not in coverage["fp16"] and not coverage["fp16"]["unexercised"], coverage["fp16"]
     lines = run.output.splitlines()
     header = next(i for i, line in enumerate(lines) if "paths taken" in line)
-    row = next(line for line in lines[header:] if line.startswith("| attention "))
+    row = next(line for line in lines[header:] if line.startswith("| known_bf16_sub_add "))
     cells = [c.strip() for c in row.strip("|").split("|")]
     declared = len(coverage["fp16"]["paths"])
     assert cells[1] == "fp16,bf16 (stopped: known issue)" and cells[3] == f"{declared}/{declared}" and cells[5] == "-", row
 
 
 def test_a_property_test_xfailed_under_a_known_issue_names_it_in_the_run_file(run_suite, tmp_path):
-    """dropout bf16's 'scaled_exactly' fails on the interpreter under interpreter-bf16-truncating-cast (an entry for
-    test_properties): the test's record names the issue, as a reference test's does, so that the report counts it
-    as a known issue and never as a broken property; its report says so on the first screen."""
-    run = run_suite("suite/test_properties.py", "-k", "dropout-bf16")
+    """softmax_props_scaled's 'rows_sum_to_one' fails (tests/fixtures/softmax_properties.py: every row sums to 1.01)
+    under an entry for test_properties: the test's record names the issue, as a reference test's does, so that the
+    report counts it as a known issue and never as a broken property; its report says so on the first screen."""
+    entry = {**ENTRY, "id": "scaled-softmax-sums-high", "kernel": "softmax_props_scaled", "dtype": "fp32",
+             "test": "test_properties", "failure_pattern": "property 'rows_sum_to_one' does not hold"}
+    run = run_suite("suite/test_properties.py", "--kernel-module=tests/fixtures/softmax_properties.py",
+                    "--kernels=softmax_props_scaled", f"--known-issues={write(tmp_path, [entry])}")
     assert run.returncode == 0, run.output[-2000:]
     assert "1 xfailed" in run.output, run.output[-2000:]
     [test] = run.run_data()["tests"]
-    assert test["outcome"] == "xfailed" and test["known_issue"] == "interpreter-bf16-truncating-cast", test
+    assert test["outcome"] == "xfailed" and test["known_issue"] == "scaled-softmax-sums-high", test
     from reports.__main__ import main
 
     assert main(["build", str(run.run_files()[0]), "--out", str(tmp_path / "report")]) == 0
     verdict = (tmp_path / "report" / "report.md").read_text().split("### Kernel x platform")[0]
     assert "Broken" not in verdict and "**Known issues: 1 xfailed test(s)**" in verdict, verdict
-    assert "interpreter-bf16-truncating-cast (dropout bf16 on Triton CPU interpreter (interpreter): 1 xfailed test)" \
-        in verdict, verdict
+    assert ("scaled-softmax-sums-high (softmax_props_scaled fp32 on Triton CPU interpreter (interpreter): 1 xfailed "
+            "test)") in verdict, verdict

@@ -354,20 +354,20 @@ def test_negative_and_zero_timings_are_shown_invalid_and_left_out(tmp_path, caps
 
 INTERPRETER = ("Triton CPU interpreter", "interpreter")
 SKIP_FP8 = "Skipped: {} is not supported on {} ({} profile)"
-KNOWN = [{"id": "interpreter-bf16-dot", "backend": "interpret", "arch": "*", "triton": ">=3.0", "kernel": "matmul",
+KNOWN = [{"id": "matmul-bf16-planted", "backend": "interpret", "arch": "*", "triton": ">=3.0", "kernel": "matmul",
           "dtype": "bf16", "reason": "bit patterns", "link": "https://example.invalid/1"},
-         {"id": "interpreter-bf16-truncating-cast", "backend": "interpret", "arch": "*", "triton": ">=3.0",
+         {"id": "dropout-bf16-planted-rounding", "backend": "interpret", "arch": "*", "triton": ">=3.0",
           "kernel": "dropout", "dtype": "bf16", "test": "test_properties", "reason": "truncates",
           "link": "https://example.invalid/2"},
          {"id": "never-matched", "backend": "cuda", "arch": "*", "triton": ">=3.0", "kernel": "softmax",
           "dtype": "fp16", "reason": "r", "link": "https://example.invalid/3"}]
 
 
-def interpreter_run(property_issue: str | None = "interpreter-bf16-truncating-cast") -> dict:
-    """A green run on the interpreter as the README's quick start leaves one (pytest: 2 xfailed): matmul bf16's
-    reference test and dropout bf16's property test xfailed under their known issues (a run file written before
-    property tests recorded theirs has null), fp8_codes skipped everywhere (the interpreter has no fp8), the suite's
-    check that inputs are drawn alike ('inputs'), a portability lint about another target, memory checked."""
+def interpreter_run(property_issue: str | None = "dropout-bf16-planted-rounding") -> dict:
+    """A green run on the interpreter with two tests xfailed under known issues of this run's own: matmul bf16's
+    reference test and dropout bf16's property test (a run file written before property tests recorded theirs has
+    null), fp8_codes skipped everywhere (the interpreter has no fp8), the suite's check that inputs are drawn alike
+    ('inputs'), a portability lint about another target, memory checked."""
     run = make_run(INTERPRETER, run_id="20261126T000000Z-interpret-interpreter-cccccc",
                    kernels=(("softmax", "fp16"), ("matmul", "bf16"), ("dropout", "bf16")))
     run["environment"].update(backend="interpret", profile="interpreter", driver=None, runtime=None)
@@ -376,10 +376,10 @@ def interpreter_run(property_issue: str | None = "interpreter-bf16-truncating-ca
     prop = "suite/test_properties.py::test_properties[dropout-bf16]"
     for t in run["tests"]:
         if t["nodeid"] == f"{ref}[matmul-bf16]":
-            t.update(outcome="xfailed", known_issue="interpreter-bf16-dot")
+            t.update(outcome="xfailed", known_issue="matmul-bf16-planted")
     run["cases"] = [c for c in run["cases"] if c["kernel"] != "matmul"]
     run["cases"].append({**case("matmul", "bf16", 0, outcome="xfailed", ratio=4.5e11),
-                         "known_issue": "interpreter-bf16-dot"})
+                         "known_issue": "matmul-bf16-planted"})
     run["tests"].append({"nodeid": prop, "outcome": "xfailed", "duration_s": 2.5, "message": None,
                          "known_issue": property_issue})
     run["tests"] += [{"nodeid": f"suite/{f}[fp8_codes-{d}]", "outcome": "skipped", "duration_s": 0.0,
@@ -420,7 +420,7 @@ def test_known_issues_the_run_met_come_first_and_one_it_did_not_meet_says_so(tmp
     verdict, _ = verdict_of(out)
     assert ("**Known issues: 2 xfailed test(s)** (1 xfailed case(s) in them) under 2 known issue(s) (1 more not met "
             "in this run)") in verdict, verdict
-    met = verdict.index("interpreter-bf16-dot (matmul bf16")
+    met = verdict.index("matmul-bf16-planted (matmul bf16")
     # a run that met none of them (FlagGems' interpreter run: its cross_entropy tests all skipped) says so first
     only = {**run, "tests": [t for t in run["tests"] if t["outcome"] != "xfailed"],
             "cases": [c for c in run["cases"] if c["outcome"] != "xfailed"]}
@@ -440,15 +440,15 @@ def test_a_green_interpreter_run_with_known_issues_is_correct(tmp_path, capsys, 
     count is pytest's (tests, 2; cases said apart), every known issue that matched is named with its counts (from
     the registry where the run file did not record the property test's), and 'inputs' is no kernel."""
     out = tmp_path / "report"
-    path = write(tmp_path / "run.json", interpreter_run("interpreter-bf16-truncating-cast" if recorded else None))
+    path = write(tmp_path / "run.json", interpreter_run("dropout-bf16-planted-rounding" if recorded else None))
     code, _, err = cli(capsys, "build", path, "--out", out)
     assert code == 0, err
     verdict, summary = verdict_of(out)
     assert "Broken" not in verdict and "**Correct: every case run passed** (3 kernel(s) run" in verdict, verdict
     assert summary["verdict"]["broken"] == []
     assert "**Known issues: 2 xfailed test(s)** (1 xfailed case(s) in them) under 2 known issue(s)" in verdict
-    assert "interpreter-bf16-dot (matmul bf16 on Triton CPU interpreter (interpreter): 1 xfailed test, 1 xfailed " \
-           "case)" in verdict and "interpreter-bf16-truncating-cast (dropout bf16 on Triton CPU interpreter " \
+    assert "matmul-bf16-planted (matmul bf16 on Triton CPU interpreter (interpreter): 1 xfailed test, 1 xfailed " \
+           "case)" in verdict and "dropout-bf16-planted-rounding (dropout bf16 on Triton CPU interpreter " \
            "(interpreter): 1 xfailed test)" in verdict and "never-matched" not in verdict, verdict
     assert summary["verdict"]["known_issues"]["xfailed_tests"] == 2
     states = summary["verdict"]["states"]
@@ -457,11 +457,11 @@ def test_a_green_interpreter_run_with_known_issues_is_correct(tmp_path, capsys, 
         "dropout": "known issue", "matmul": "known issue", "softmax": "passed", "fp8_codes": "not run"}
     md = (out / "report.md").read_text()
     used = md.split("### Tests and cases under known issues")[1]
-    assert "| interpreter-bf16-truncating-cast | Triton CPU interpreter (interpreter) | 1 xfailed test " in used
-    assert "| interpreter-bf16-dot             | Triton CPU interpreter (interpreter) | 1 xfailed test, 1 xfailed " \
+    assert "| dropout-bf16-planted-rounding | Triton CPU interpreter (interpreter) | 1 xfailed test " in used
+    assert "| matmul-bf16-planted           | Triton CPU interpreter (interpreter) | 1 xfailed test, 1 xfailed " \
            "case |" in used
     findings = md.split("## Property findings")[1].split("## Compile matrix")[0]
-    assert "known issue interpreter-bf16-truncating-cast: claimed, does not hold" in findings
+    assert "known issue dropout-bf16-planted-rounding: claimed, does not hold" in findings
     assert "BROKEN:" not in findings
 
 

@@ -11,8 +11,10 @@ from suite.plugin import fit, glance, summary
 
 def test_the_last_lines_of_a_run_are_its_whole_verdict(run_suite):
     run = run_suite("suite/test_kernels.py", "suite/test_properties.py", "--kernel-module=tests/fixtures/planted_bugs.py",
-                    "--kernels=planted_vector_add_dropped_mask,dropout,fp8_codes",
-                    "-k", "planted_vector_add_dropped_mask or dropout-bf16 or fp8_codes-fp8e5",
+                    "--kernel-module=tests/fixtures/known_issue_kernels.py",
+                    "--kernels=planted_vector_add_dropped_mask,dropout,fp8_codes,known_nan_add",
+                    "-k", "planted_vector_add_dropped_mask or dropout-bf16 or fp8_codes-fp8e5 or "
+                          "test_matches_reference and known_nan_add",
                     env={"SUITE_SHRINK_SECONDS": "3", "COLUMNS": "80", "CI": "true"})
     # CI set, as on a CI runner (GitHub Actions sets it): pytest then prints each failure's whole message in its
     # short summary, not one line cut to the terminal's width
@@ -20,7 +22,7 @@ def test_the_last_lines_of_a_run_are_its_whole_verdict(run_suite):
     lines = run.output.rstrip("\n").splitlines()
     tail = lines[-15:]
     text = "\n".join(tail)
-    assert re.fullmatch(r"=+ 2 failed, 1 passed, 4 skipped, \d+ deselected, 1 xfailed in .* =+", tail[-1]), text
+    assert re.fullmatch(r"=+ 2 failed, 2 passed, 4 skipped, \d+ deselected, 1 xfailed in .* =+", tail[-1]), text
     verdict = next(i for i, line in enumerate(tail) if line.startswith("VERDICT: "))
     assert tail[verdict - 1].startswith("=") and " verdict " in tail[verdict - 1], text
     assert tail[verdict].startswith("VERDICT: FAILED: 2 of "), text
@@ -29,8 +31,8 @@ def test_the_last_lines_of_a_run_are_its_whole_verdict(run_suite):
     assert norm[1:4] == ["failed test_matches_reference: planted_vector_add_dropped_mask[fp32]",
                          "test_properties: planted_vector_add_dropped_mask[fp32]",
                          "each failure is above with its message and 'reproduce with:' line"], text
-    assert "passed 1 test: test_matches_reference: dropout[bf16]" in norm, text
-    assert "known interpreter-bf16-truncating-cast: dropout[bf16] (test_properties)" in norm, text
+    assert "passed 2 tests: every test of dropout[bf16]" in norm, text
+    assert "known nan-for-large-x: known_nan_add[fp32] (test_matches_reference)" in norm, text
     assert "not run 4 tests, the dtype is not supported on interpreter (interpreter profile): " \
            "fp8_codes[fp8e5,fp8e5b16]" in body, text
     assert tail[-2] == f"result file (complete): {run.run_files()[0]}", text  # whole, never wrapped
@@ -52,7 +54,7 @@ def test_the_last_lines_of_a_run_are_its_whole_verdict(run_suite):
     # the summary's list of reproduction lines has the property tests' failures too, not only the cases'
     recap = [line for line in lines if line.startswith(("FAILED ", "XFAILED ")) and " reproduce" in line]
     assert [line.split(":")[0] for line in recap] == [
-        "FAILED case planted_vector_add_dropped_mask[fp32]", "XFAILED property dropout[bf16] scaled_exactly",
+        "XFAILED case known_nan_add[fp32]", "FAILED case planted_vector_add_dropped_mask[fp32]",
         "FAILED property planted_vector_add_dropped_mask[fp32] deterministic"], "\n".join(recap)
     assert "Skipped: " not in "\n".join(lines[start:])
 
@@ -118,15 +120,15 @@ def test_a_lint_is_named_once_with_its_targets_and_a_known_issue_marks_its_findi
                  "target": t, "claimed": False, "holds": False, "cases_checked": 0} for t in ("sm_80", "sm_90", "gfx90a")]
     findings += [{"kernel": "dropout", "dtype": "bf16", "property": "scaled_exactly", "claimed": True, "holds": False,
                   "cases_checked": 4}]
-    tests = [_test("suite/test_properties.py::test_properties[dropout-bf16]", "xfailed", known="interpreter-bf16-cast")]
+    tests = [_test("suite/test_properties.py::test_properties[dropout-bf16]", "xfailed", known="dropout-bf16-planted-rounding")]
     rows = summary.findings_rows(findings, tests)
-    assert rows == [["dropout", "bf16", "scaled_exactly: NO (known issue interpreter-bf16-cast)"],
+    assert rows == [["dropout", "bf16", "scaled_exactly: NO (known issue dropout-bf16-planted-rounding)"],
                     ["fp8_codes", "fp8e4b8", "lint:fp8_flavour_unsupported on gfx90a sm_80 sm_90"]]
 
 
 def test_a_known_issues_worst_error_names_it_and_a_skipped_dtype_says_not_run():
     cases = [{"kernel": "matmul", "dtype": "bf16", "outcome": "xfailed", "error_ratio": 8.11e11}]
-    tests = [_test("suite/test_kernels.py::test_matches_reference[matmul-bf16]", "xfailed", known="interpreter-bf16-dot"),
+    tests = [_test("suite/test_kernels.py::test_matches_reference[matmul-bf16]", "xfailed", known="matmul-bf16-planted"),
              _test("suite/test_kernels.py::test_matches_reference[fp8_codes-fp8e5]", "skipped",
                    "Skipped: fp8e5 is not supported on interpreter (interpreter profile)")]
     rows = summary.case_summary_rows(cases, tests)

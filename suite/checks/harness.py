@@ -395,13 +395,12 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
     configs = [dict(config), *(dict(c) for c in extra_configs)]
     state = _CaseState(inputs=inputs)
     current, default = configs[0], spec.default_config_for(backend.family)
-    interpreter.take_bf16_operations()
     interpreter.take_fp8_casts()
 
     def result(passed: bool, ratio: float, checks=(), error=None, failure=None) -> CaseResult:
         if error is not None and current != default:
             error = f"with config {json.dumps(current, sort_keys=True)}: {error}"
-        note = interpreter.bf16_note(interpreter.take_bf16_operations()) if not passed and failure != FailureKind.SPEC else ""
+        note = ""
         if not passed and failure != FailureKind.SPEC and (fp8 := interpreter.fp8_note(interpreter.take_fp8_casts())):
             note += fp8  # the interpreter's rounding, which no tolerance (magnitude) would fix: no hint at one
             checks = [dataclasses.replace(c, detail=c.detail.replace(MAGNITUDE_HINT, "")) for c in checks]

@@ -14,9 +14,9 @@ Installed once per process when the backend is the interpreter (``install``), be
   maker; they are rounded to nearest even, as on a GPU.
 - **Version-specific gaps** (integer masks that Triton 3.9's core refuses, Triton 3.6's ``int()`` of a one-element
   array that numpy 2.4 refuses) are patched in suite/compat.py, which registers every patch of Triton's internals.
-- **bf16 arithmetic** is still done on the raw uint16 bit patterns (triton #4972; docs/hazards.md, hazard 1). That is
-  not patched over: the interpreter notes which bf16 operations a case ran (the session's ``bf16_operations``) and the harness
-  names them when the case fails, with what to do.
+- **bf16** is kept as uint16 bit patterns, on which Triton 3.6's interpreter computed (triton #4972; docs/hazards.md,
+  hazard 1), and which it truncated from fp32: bf16 arithmetic, conversions, ``tl.dot`` and reductions are computed as
+  compiled Triton computes them, in fp32 rounded to nearest even (suite/checks/interpreter_bf16.py).
 - **float -> fp8 conversions** are rounded wrongly by Triton 3.6's interpreter (its ``_convert_float`` drops the
   carry into the exponent: fp32 126.5 becomes 64 in e4m3fn, not 128; ties round away from even). Not patched over
   either: where the installed interpreter's conversion is wrong (:func:`fp8_conversion_error`, probed once), the
@@ -43,7 +43,12 @@ from typing import Any
 
 import numpy as np
 
+from suite.checks import interpreter_bf16
 from suite.session import stash
+
+# bf16 computed as compiled Triton computes it (suite/checks/interpreter_bf16.py)
+BF16_PATCHES = ("interpreter-bf16-casts", "interpreter-bf16-arithmetic", "interpreter-bf16-dot",
+                "interpreter-bf16-reductions")
 
 
 class InterpreterGap(Exception):  # noqa: N818 - it names the finding
@@ -121,11 +126,10 @@ def libdevice(name: str, args: tuple) -> Any:
 
 
 def _bf16_bits(value: float) -> np.ndarray:
-    """``value`` rounded to bf16 (nearest even), as the uint16 bit pattern the interpreter stores bf16 in."""
-    import torch
-
-    return np.array([torch.tensor(value, dtype=torch.float32).to(torch.bfloat16).view(torch.int16).item()],
-                    dtype=np.int16).view(np.uint16)
+    """``value`` rounded to bf16 (nearest even), as the uint16 bit pattern the interpreter stores bf16 in. Through fp32,
+    as the GPU builder's get_bf16 takes a C float."""
+    with np.errstate(over="ignore"):
+        return interpreter_bf16.round_fp32(np.array([value], dtype=np.float32))
 
 
 def _taken(counts: Counter[str]) -> Counter[str]:
@@ -133,22 +137,6 @@ def _taken(counts: Counter[str]) -> Counter[str]:
     seen = Counter(counts)
     counts.clear()
     return seen
-
-
-def take_bf16_operations() -> Counter[str]:
-    """The bf16 operations run since the last call, op name -> count (see the module docstring); and forget them."""
-    return _taken(stash.session().bf16_operations)
-
-
-def bf16_note(seen: Counter[str]) -> str:
-    """What to tell the author of a case that failed after bf16 arithmetic on the interpreter."""
-    if not seen:
-        return ""
-    ops = ", ".join(f"{op} x{n}" for op, n in seen.most_common(4))
-    return (f"\nnote: on the interpreter this kernel did bf16 arithmetic ({ops}), which Triton's interpreter computes "
-            f"on the raw uint16 bit patterns (triton #4972; docs/hazards.md, hazard 1): the result above may be the "
-            f"interpreter's, not the kernel's. Convert to fp32 before computing (x.to(tl.float32)) if the kernel "
-            f"should, or declare a KnownIssue(backend='interpret', dtype='bf16', ...) and check it on a GPU")
 
 
 def take_fp8_casts() -> Counter[str]:
@@ -243,8 +231,8 @@ def install() -> None:
     """Fill in the interpreter's gaps (see the module docstring), once per process; TRITON_INTERPRET=1 must be set."""
     from suite import compat
 
-    patches = ("interpreter-float-scalars", "interpreter-bf16-constants", "interpreter-libdevice", "interpreter-bf16-notes",
-               "interpreter-fp8-notes", "interpreter-semantic-gaps")
+    patches = ("interpreter-float-scalars", "interpreter-bf16-constants", "interpreter-libdevice",
+               "interpreter-fp8-notes", "interpreter-semantic-gaps", *BF16_PATCHES)
     if compat.applied(*patches):
         return
     import triton.language as tl
@@ -266,23 +254,10 @@ def install() -> None:
                                                                                         tl.bfloat16)
     _route_libdevice_stubs(stubs)
     _route_vendor_libdevice()
-
-    binary_op, create_dot = interpreter.InterpreterBuilder.binary_op, interpreter.InterpreterBuilder.create_dot
-
-    def noting_binary_op(self, lhs, rhs, op):
-        if lhs.dtype.scalar == tl.bfloat16:
-            stash.session().bf16_operations[getattr(op, "__name__", "op")] += 1
-        return binary_op(self, lhs, rhs, op)
-
-    def noting_dot(self, a, b, d, *rest):
-        if a.dtype.scalar == tl.bfloat16 or b.dtype.scalar == tl.bfloat16:
-            stash.session().bf16_operations["dot"] += 1
-        return create_dot(self, a, b, d, *rest)
-
-    interpreter.InterpreterBuilder.binary_op = noting_binary_op
-    interpreter.InterpreterBuilder.create_dot = noting_dot
+    interpreter_bf16.install()
     fp_to_fp = interpreter.InterpreterBuilder.create_fp_to_fp
 
+    @functools.wraps(fp_to_fp)
     def noting_fp_to_fp(self, src, dst_type, *rest):
         dst, source = dst_type.scalar, src.dtype.scalar
         if dst.is_fp8() and not source.is_fp8():

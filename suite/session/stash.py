@@ -31,7 +31,6 @@ class Session:
         self.compile_child: Any = None  # tools.compile_matrix: the process compiling what needs a process of its own
         self.checker: Any = None  # checks.memcheck.Checker: the interpreter's memory checker and its counts
         self.sanitizer_log_offset: dict[str, int] = {}  # checks.memcheck: how far the GPU checker's logs were read
-        self.bf16_operations: Counter[str] = Counter()  # checks.interpreter: bf16 operations the running case ran
         self.fp8_casts: Counter[str] = Counter()  # checks.interpreter: float -> fp8 conversions the running case ran
         self.untuned: dict[str, int] = {}  # checks.launches: autotuned kernels that ran their first config only
         self.timer: Any = None  # tools.bench.Timer: the benchmarks' timer (its L2-flush buffer allocated once)

@@ -600,14 +600,15 @@ def runnable_id(nodeid: str, launcher: list[str], started_in: str | None) -> str
     return nodeid if relative == path else f"{relative}{sep}{rest}"
 
 
-def repro_prefix(ctx: Any, nodeid: str) -> list[str]:
+def repro_prefix(ctx: Any, nodeid: str, launcher: list[str] | None = None) -> list[str]:
     """The command that reruns one test alone, with every option that changes what a case does; ``--repro=CASE``
-    (and ``--config`` where the case ran a config other than the default) completes it."""
+    (and ``--config`` where the case ran a config other than the default) completes it. ``launcher``: how the run
+    was started, where not this run's own."""
     opts = ctx.options
     # As the run was started (note_launcher): pytest or python -m pytest (with the interpreter that ran) in a checkout;
     # triton-portability (or python -m triton_portability, python -m suite) from any directory, which finds the suite's
     # own test file from a test id as printed (suite/__main__.py).
-    launcher = shlex.split(os.environ.get(LAUNCHER_ENV, "")) or ["pytest"]
+    launcher = launcher or shlex.split(os.environ.get(LAUNCHER_ENV, "")) or ["pytest"]
     parts = [*launcher, runnable_id(nodeid, launcher, opts.started_in), f"--backend={ctx.backend.name}"]
     parts += [f"--kernel-module={m}" for m in opts.kernel_modules]
     if opts.autotune_dir is not None:

@@ -31,6 +31,19 @@ OPTIONAL = {"test": "test_matches_reference", "failure_pattern": ""}
 ANY_KERNEL = ("x", "zz_any_kernel_9")
 
 
+# A kernel pattern with wildcards keeps at least this many characters of a name in a row ('liger_*', '*_add').
+LEAST_KEPT = 3
+
+
+def name_kept(pattern: str) -> str | None:
+    """The longest run of plain characters in a kernel glob ('liger_' of 'liger_*'; '' of '[!v]*'), or None where
+    ``pattern`` has no wildcard (a name)."""
+    if not any(c in pattern for c in "*?["):
+        return None
+    plain = re.split(r"[*?]", re.sub(r"\[!?\]?[^\]]*\]", "*", pattern))
+    return max(plain, key=len)
+
+
 class KnownIssueError(ValueError):
     pass
 
@@ -105,6 +118,12 @@ def load(path: Path | str = DEFAULT_PATH) -> list[KnownIssue]:
         if all(fnmatch.fnmatchcase(name, entry["kernel"]) for name in ANY_KERNEL):
             raise KnownIssueError(f"{where} ({entry.get('id')!r}): field 'kernel' {entry['kernel']!r} matches any "
                                   f"kernel: name the kernel (or a pattern of the kernels) the issue is about")
+        if (kept := name_kept(entry["kernel"])) is not None and len(kept) < LEAST_KEPT:
+            raise KnownIssueError(f"{where} ({entry.get('id')!r}): field 'kernel' {entry['kernel']!r} keeps "
+                                  f"{'no' if not kept else len(kept)} character{'' if len(kept) == 1 else 's'} of a "
+                                  f"name in a row ({kept!r}), so it matches kernels of any name ('*_*' matches most): "
+                                  f"a pattern of kernels keeps at least {LEAST_KEPT} characters of their name in a "
+                                  f"row, e.g. 'liger_*' or '*_add'")
         if problem := triton_specifier_problem(entry["triton"]):
             raise KnownIssueError(f"{where}: field 'triton' {problem}")
         if not entry["id"].strip():
@@ -144,7 +163,8 @@ def check_unique(issues: list[KnownIssue]) -> None:
 
 def check_kernels(issues: list[KnownIssue], kernels: list[str], dtypes: list[str], path: Path | str) -> None:
     """Every entry's kernel and dtype patterns match something registered: an entry that names no kernel (a typo,
-    a renamed kernel) would silently expect nothing."""
+    a renamed kernel) would silently expect nothing; and a kernel pattern does not match every registered kernel
+    ('?*?': the loaded entry's check refuses only what matches any name)."""
     for i, issue in enumerate(issues):
         where = f"{path}: known_issues[{i}] ({issue.id!r})"
         if not fnmatch.filter(kernels, issue.kernel):
@@ -152,6 +172,9 @@ def check_kernels(issues: list[KnownIssue], kernels: list[str], dtypes: list[str
                                   f"{', '.join(sorted(kernels))}")
         if not fnmatch.filter(dtypes, issue.dtype):
             raise KnownIssueError(f"{where}: field 'dtype' {issue.dtype!r} matches no dtype; dtypes: {', '.join(dtypes)}")
+        if len(kernels) > 1 and issue.kernel not in kernels and len(fnmatch.filter(kernels, issue.kernel)) == len(kernels):
+            raise KnownIssueError(f"{where}: field 'kernel' {issue.kernel!r} matches every registered kernel (all "
+                                  f"{len(kernels)}): name the kernel (or a pattern of the kernels) the issue is about")
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ copy started from a directory that holds a ``kernels/`` package or a ``reports.p
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 
 import pytest
@@ -45,19 +46,38 @@ def test_a_bad_value_is_one_usage_error(run_suite, args, env, message):
     assert not res.run_files()
 
 
-def test_the_current_directory_goes_behind_the_suites_own(monkeypatch, tmp_path):
+def test_the_current_directory_goes_behind_the_suites_own_and_every_installed_package(monkeypatch, tmp_path):
     """An installed console script's sys.path: the suite's home first (``import triton_portability`` put it there),
-    then the script's directory. The current directory, added for a dotted --kernel-module, goes behind the home:
-    in front, its ``kernels/`` package shadowed the suite's and the run stopped at its first import (exit 3)."""
+    then the script's directory. The current directory, added for a dotted --kernel-module, goes last: in front of
+    the home, its ``kernels/`` package shadowed the suite's and the run stopped at its first import (exit 3); in front
+    of site-packages, its ``triton.py`` or ``numpy.py`` was imported for Triton or numpy (an INTERNALERROR, issue 61
+    item 21). ``python -m`` put it ('' or its path) first: it goes last too."""
     home = str(suite_main.SUITE_DIR.parent)
     monkeypatch.setattr(sys, "path", [home, "/venv/bin", "/venv/lib/site-packages"])
     suite_main.on_import_path(str(tmp_path))
-    assert sys.path == [home, str(tmp_path), "/venv/bin", "/venv/lib/site-packages"]
-    # A checkout's `python -m suite` has the current directory first already: nothing added.
-    monkeypatch.setattr(sys, "path", [os.getcwd(), home])
-    suite_main.on_import_path(os.getcwd())
-    assert sys.path == [os.getcwd(), home]
-    # Any other first entry: the current directory goes first, as `python -m` has it.
-    monkeypatch.setattr(sys, "path", ["/venv/bin", "/venv/lib/site-packages"])
-    suite_main.on_import_path(str(tmp_path))
-    assert sys.path[0] == str(tmp_path)
+    assert sys.path == [home, "/venv/bin", "/venv/lib/site-packages", str(tmp_path)]
+    # A checkout's `python -m suite` has the current directory first, and it is the suite's home: left there.
+    monkeypatch.setattr(sys, "path", [home, "/venv/lib/site-packages"])
+    suite_main.on_import_path(home)
+    assert sys.path == [home, "/venv/lib/site-packages"]
+    # `python -m triton_portability` elsewhere: '' (or the directory's path) behind the home, then last.
+    for first in ("", str(tmp_path)):
+        monkeypatch.setattr(sys, "path", [home, first, "/venv/lib/site-packages"])
+        suite_main.on_import_path(str(tmp_path))
+        assert sys.path == [home, "/venv/lib/site-packages", str(tmp_path)], first
+
+
+@pytest.mark.parametrize("shadow", ["triton", "numpy"])
+def test_a_triton_py_or_numpy_py_in_the_current_directory_is_not_imported_for_the_real_one(tmp_path, shadow):
+    """Issue 61, item 21: `python -m triton_portability` (and the `triton-portability` command) in a directory holding
+    a triton.py or a numpy.py imported it for Triton or numpy: an INTERNALERROR. The run, its workers too, imports
+    the installed ones."""
+    (tmp_path / f"{shadow}.py").write_text(f'raise ImportError("the {shadow}.py of the current directory")\n')
+    env = {**os.environ, "PYTHONPATH": str(suite_main.SUITE_DIR.parent)}
+    env.pop("TRITON_INTERPRET", None)
+    run = subprocess.run([sys.executable, "-m", "triton_portability", "--kernels=vector_add", "-k", "fp32 and reference",
+                          "--no-results", "-n", "2", "-p", "no:cacheprovider"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=600)
+    output = run.stdout + run.stderr
+    assert run.returncode == 0 and "INTERNALERROR" not in output, output[-3000:]
+    assert f"the {shadow}.py of the current directory" not in output, output[-3000:]

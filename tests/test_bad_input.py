@@ -67,16 +67,19 @@ def test_the_current_directory_goes_behind_the_suites_own_and_every_installed_pa
         assert sys.path == [home, "/venv/lib/site-packages", str(tmp_path)], first
 
 
-@pytest.mark.parametrize("shadow", ["triton", "numpy"])
+@pytest.mark.parametrize("shadow", ["triton", "numpy", "pytest", "json"])
 def test_a_triton_py_or_numpy_py_in_the_current_directory_is_not_imported_for_the_real_one(tmp_path, shadow):
     """Issue 61, item 21: `python -m triton_portability` (and the `triton-portability` command) in a directory holding
     a triton.py or a numpy.py imported it for Triton or numpy: an INTERNALERROR. The run, its workers too, imports
-    the installed ones."""
+    the installed ones; and `python -m`, which puts the directory first before the suite runs, no pytest.py or
+    json.py of it either (with -n 0: a worker of pytest-xdist imports pytest and json in its own start-up, from the
+    directory it starts in, before the suite runs there)."""
     (tmp_path / f"{shadow}.py").write_text(f'raise ImportError("the {shadow}.py of the current directory")\n')
     env = {**os.environ, "PYTHONPATH": str(suite_main.SUITE_DIR.parent)}
     env.pop("TRITON_INTERPRET", None)
+    workers = "2" if shadow in ("triton", "numpy") else "0"
     run = subprocess.run([sys.executable, "-m", "triton_portability", "--kernels=vector_add", "-k", "fp32 and reference",
-                          "--no-results", "-n", "2", "-p", "no:cacheprovider"], cwd=tmp_path, env=env,
+                          "--no-results", "-n", workers, "-p", "no:cacheprovider"], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=600)
     output = run.stdout + run.stderr
     assert run.returncode == 0 and "INTERNALERROR" not in output, output[-3000:]

@@ -30,7 +30,7 @@ from suite.checks.strategies import register_profiles
 from suite.plugin import context, glance, summary
 from suite.plugin.context import BACKEND, CONTEXT
 from suite.plugin.recorder import AUTOTUNE_PROPERTY, KNOWN_PROPERTY, MEMCHECK_PROPERTY, RunRecorder
-from suite.session import options
+from suite.session import options, terminal
 from suite.workers import bytecode, crash, gpu_share, parts, schedule, shard, timing, warmup
 
 __all__ = ["BACKEND", "CONTEXT", "KNOWN_PROPERTY", "repro_prefix"]
@@ -60,10 +60,45 @@ def pytest_configure(config: pytest.Config) -> None:
             bytecode.share_with_workers(config)  # where bytecode is off: the workers' kept between runs
         crash.process().announce = crash.announce_past_capture(config)
         stop_on_sigterm()
+    if not context.is_worker(config):
+        config.pluginmanager.register(TerminalText(), "suite-terminal-text")
     if context.defers(config):  # an xdist controller: its workers start first (suite/plugin/context.py)
         context.begin_deferred(config)
         return
-    install(config, context.build(config))
+    install(config, _build(config))
+
+
+def _build(config: pytest.Config) -> context.SuiteContext:
+    """context.build; a usage error's text as the terminal shows it (a path or a known issue's id holding an escape
+    sequence)."""
+    try:
+        return context.build(config)
+    except pytest.UsageError as exc:
+        raise pytest.UsageError(terminal.visible(str(exc))) from None
+
+
+class TerminalText:
+    """Controller only: a test's failure, skip or expected-failure text as the terminal shows it, its control
+    characters escaped (suite/session/terminal.py). After every other plugin has the report (trylast): the run file
+    records the text exact; pytest's terminal reporter prints these reports at the end of the run."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        longrepr = report.longrepr
+        if isinstance(longrepr, tuple) and len(longrepr) == 3 and isinstance(longrepr[2], str):  # a skip
+            report.longrepr = (longrepr[0], longrepr[1], terminal.visible(longrepr[2]))
+        elif longrepr is not None and terminal.CONTROL.search(text := str(longrepr)):
+            report.longrepr = terminal.visible(text)  # only then a plain string: pytest's own otherwise
+        if isinstance(getattr(report, "wasxfail", None), str):
+            report.wasxfail = terminal.visible(report.wasxfail)
+        report.sections = [(title, terminal.visible(text)) for title, text in report.sections]  # captured output
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_warning_recorded(self, warning_message: Any) -> None:
+        """A warning's text (a case not run for memory, with its reproduction line) before the terminal keeps it."""
+        text = str(warning_message.message)
+        if terminal.CONTROL.search(text):
+            warning_message.message = UserWarning(terminal.visible(text))
 
 
 class Terminated(KeyboardInterrupt):
@@ -137,7 +172,7 @@ def pytest_sessionstart(session: pytest.Session):
     result = yield
     if config.stash.get(context.DEFERRED, False) and CONTEXT not in config.stash:
         try:
-            install(config, context.build(config))
+            install(config, _build(config))
         except BaseException:  # a usage error most often: no worker is left waiting for tests
             _stop_workers(config)
             raise
@@ -415,7 +450,7 @@ def header_lines(config: pytest.Config, ctx: context.SuiteContext) -> list[str]:
     if ctx.run_file:
         # Written when the first of the suite's own tests reports: a run of none (the harness's tests) writes none.
         lines.append(f"portability: results -> {ctx.run_file.path} (written once a suite test reports)")
-    return lines
+    return [terminal.visible(line) for line in lines]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -526,7 +561,33 @@ class SummaryPrinter:
         run_file = self.ctx.run_file
         if run_file is not None and run_file.started:
             width = glance.width_of(config)
-            summary.write_summary(glance.FittedWriter(terminalreporter, width), run_file.data, run_file.path, width)
+            summary.write_summary(VisibleLines(glance.FittedWriter(terminalreporter, width)), run_file.data,
+                                  run_file.path, width)
+
+
+def _visible_data(value: Any) -> Any:
+    """A copy of a run file's data with every string's control characters escaped, for what the terminal shows of
+    it (the verdict); the run file keeps its own."""
+    if isinstance(value, str):
+        return terminal.visible(value)
+    if isinstance(value, dict):
+        return {_visible_data(k): _visible_data(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_visible_data(v) for v in value]
+    return value
+
+
+class VisibleLines:
+    """A writer's ``write_line`` and ``section``, each line's control characters escaped before it is fitted."""
+
+    def __init__(self, writer: Any) -> None:
+        self.writer = writer
+
+    def section(self, title: str, *args: Any, **kwargs: Any) -> None:
+        self.writer.section(terminal.visible(title), *args, **kwargs)
+
+    def write_line(self, text: str, **markup: Any) -> None:
+        self.writer.write_line(terminal.visible(str(text)), **markup)
 
 
 class VerdictPrinter:
@@ -557,7 +618,9 @@ class VerdictPrinter:
             status = session.exitstatus if session is not None else exitstatus
             recorder = config.pluginmanager.get_plugin("suite-run-recorder")
             not_started = len(recorder.never_started()) if recorder is not None else 0
-            lines = glance.verdict_lines(run_file.data, run_file.path, width, unwritten, exitstatus=int(status),
+            # Escaped before they are fitted to the width (a carriage return would be wrapped away as a space).
+            lines = glance.verdict_lines(_visible_data(run_file.data), terminal.visible(str(run_file.path)), width,
+                                         unwritten and terminal.visible(unwritten), exitstatus=int(status),
                                          not_started=not_started)
             failed = glance.verdict_state(run_file.data, int(status)) in ("FAILED", "INTERRUPTED")
             for i, line in enumerate(lines):
@@ -566,5 +629,5 @@ class VerdictPrinter:
                     markup = {"red": True}
                 terminalreporter.write_line(line, **markup)
         elif unwritten:
-            terminalreporter.write_line(unwritten, red=True)
+            terminalreporter.write_line(terminal.visible(unwritten), red=True)
         return result

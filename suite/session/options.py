@@ -25,6 +25,7 @@ import pytest
 
 from suite.session import backend as backend_mod
 from suite.session import known_issues as known_mod
+from suite.session import terminal
 
 DEFAULT_CASE_TIMEOUT_S = 300.0
 # How many more times a case that gave a wrong result runs, to tell a deterministic failure from an intermittent one
@@ -143,7 +144,7 @@ def usage(option: str, value: Any, problem: str) -> pytest.UsageError:
     shown = str(value)
     if len(shown) > 160:  # a name too long to use is too long to read: its ends say which it is
         shown = f"{shown[:80]}...({len(shown)} characters)...{shown[-40:]}"
-    return pytest.UsageError(f"{option}={shown}: {problem}")
+    return pytest.UsageError(terminal.visible(f"{option}={shown}: {problem}"))  # a value may hold an escape sequence
 
 
 def usable_path(option: str, value: str) -> None:

@@ -84,3 +84,89 @@ def test_a_triton_py_or_numpy_py_in_the_current_directory_is_not_imported_for_th
     output = run.stdout + run.stderr
     assert run.returncode == 0 and "INTERNALERROR" not in output, output[-3000:]
     assert f"the {shadow}.py of the current directory" not in output, output[-3000:]
+
+
+# --- issue 61, item 23 ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("raw", ["١/٢", " 1/2", "1/2 ", "1/2\n", "+1/2", "1 / 2", "1/２", "1/2/3", "0x1/2"])
+def test_a_shard_written_otherwise_than_ascii_digits_i_slash_n_is_refused(raw):
+    """'١/٢' (Arabic-Indic digits) and ' 1/2' were taken as 1/2: a shard is written I/N in ASCII digits, as a CI matrix
+    writes it, and nothing else."""
+    with pytest.raises(pytest.UsageError, match=r"(?s)^--shard=.*: not I/N"):
+        options.parse_shard(raw)
+    assert options.parse_shard("1/2") == (1, 2)
+
+
+def test_an_export_directory_that_cannot_be_made_is_refused_before_any_test(run_suite, tmp_path):
+    """An --export-failures directory that cannot be made was warned about once per failing case, at the end of each
+    test: now a usage error before any test runs."""
+    (tmp_path / "a-file").write_text("")
+    res = run_suite("suite/test_kernels.py", "--kernels=vector_add", "-k", "fp32 and reference", "-n", "0",
+                    f"--export-failures={tmp_path / 'a-file' / 'exports'}")
+    assert res.returncode == 4, res.output[-3000:]
+    assert (f"--export-failures={tmp_path / 'a-file' / 'exports'}: cannot make the directory there: "
+            in res.output), res.output[-3000:]
+    assert not res.run_files()
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_keyword_that_selects_no_test_is_a_usage_error(run_suite, workers):
+    """-k matching nothing ended with pytest's exit 5, no verdict and no run file: a usage error naming -k."""
+    res = run_suite("suite/test_kernels.py", "--kernels=vector_add", "-k", "vector_ad and fp33", "-n", workers)
+    assert res.returncode == 4, res.output[-3000:]
+    assert ("-k=vector_ad and fp33: selects none of the tests --kernels=vector_add leaves (nor of those -m leaves); "
+            "-k matches words of a test's id") in res.output, res.output[-3000:]
+    assert "INTERNALERROR" not in res.output and not res.run_files(), res.output[-3000:]
+
+
+def test_durations_from_a_device_are_named_and_not_read(tmp_path):
+    """SUITE_TEST_COSTS=/dev/zero was read until the process was killed for memory (or an INTERNALERROR): a file of
+    test durations is a regular file, and no larger than any the suite writes."""
+    code = ("from suite.workers import schedule; print(schedule.read()[2])")
+    env = {**os.environ, "SUITE_TEST_COSTS": "/dev/zero", "PYTHONPATH": str(suite_main.SUITE_DIR.parent)}
+
+    def limit() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (4 * 2**30, 4 * 2**30))
+
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120,
+                         preexec_fn=limit)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert ("test durations SUITE_TEST_COSTS=/dev/zero: it is a device, not a file; not used (collection order, no "
+            "test split)") in run.stdout, run.stdout
+
+
+@pytest.mark.parametrize(("config", "problem"), [
+    ('{"BLOCK_SIZE": true}', "BLOCK_SIZE is true; kernel 'vector_add' gives it whole numbers"),
+    ('{"BLOCK_SIZE": 1.5}', "BLOCK_SIZE is 1.5; kernel 'vector_add' gives it whole numbers"),
+    ('{"BLOCK_SIZE": 0}', "BLOCK_SIZE is 0; every config of kernel 'vector_add' gives it a power of two"),
+    ('{"BLOCK_SIZE": 100}', "BLOCK_SIZE is 100; every config of kernel 'vector_add' gives it a power of two"),
+    ('{"BLOCK_SIZE": "64"}', "BLOCK_SIZE is \"64\"; kernel 'vector_add' gives it whole numbers"),
+    ('{"num_warps": 3}', "num_warps is 3; a launch's num_warps is a power of two from 1 to 32"),
+    ('{"num_warps": 0}', "num_warps is 0; a launch's num_warps is a power of two from 1 to 32"),
+    ('{"num_stages": -1}', "num_stages is -1; a launch's num_stages is a whole number from 0"),
+])
+def test_a_config_value_no_config_of_the_kernel_could_hold_is_refused(config, problem):
+    """--config values true, 1.5, 0 and a num_warps of 3 were taken and failed the kernel's test (or passed it, a
+    boolean being 1): each is a usage error naming the key, the value and what the kernel's configs hold."""
+    from kernels.vector_add import SPEC
+
+    assert problem in (options.config_problem(SPEC, options.parse_config(config)) or ""), config
+    assert options.config_problem(SPEC, options.parse_config('{"BLOCK_SIZE": 256, "num_warps": 8}')) is None
+
+
+def test_a_config_key_given_twice_is_refused():
+    with pytest.raises(pytest.UsageError, match=r"--config=.*: 'BLOCK_SIZE' is given twice \(64, then 128\)"):
+        options.parse_config('{"BLOCK_SIZE": 64, "BLOCK_SIZE": 128}')
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_bad_config_is_a_usage_error_not_the_kernels_failure(run_suite, workers):
+    """Under xdist the workers collect: a --config no kernel of the run could take failed each kernel's test."""
+    res = run_suite("suite/test_kernels.py", "--kernels=vector_add", "-k", "fp32 and reference", "-n", workers,
+                    '--config={"BLOCK_SIZE": 0}')
+    assert res.returncode == 4, res.output[-3000:]
+    assert ('--config={"BLOCK_SIZE": 0}: BLOCK_SIZE is 0; every config of kernel \'vector_add\' gives it a power of two'
+            in res.output), res.output[-3000:]
+    assert not res.run_files()

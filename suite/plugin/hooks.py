@@ -62,6 +62,8 @@ def pytest_configure(config: pytest.Config) -> None:
         stop_on_sigterm()
     if not context.is_worker(config):
         config.pluginmanager.register(TerminalText(), "suite-terminal-text")
+        if context.xdist_on(config):
+            config.pluginmanager.register(WorkersSelection(config), "suite-workers-selection")
     if context.defers(config):  # an xdist controller: its workers start first (suite/plugin/context.py)
         context.begin_deferred(config)
         return
@@ -75,6 +77,40 @@ def _build(config: pytest.Config) -> context.SuiteContext:
         return context.build(config)
     except pytest.UsageError as exc:
         raise pytest.UsageError(terminal.visible(str(exc))) from None
+
+
+class WorkersSelection:
+    """xdist controller: what a run without xdist refuses when it collects (pytest_collection_modifyitems), refused
+    from the test ids the first worker collected, before any test runs: a ``-k`` that left none (with --shard an
+    empty part may be the shard's: left to pytest), a ``--config`` or ``--repro`` that does not fit a kernel a test
+    runs (it failed that kernel's test instead)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.checked = False
+
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        config = self.config
+        if self.checked:
+            return
+        self.checked = True
+        if not ids and config.option.keyword and not config.getoption("--shard", None):
+            _stop_workers(config)
+            raise pytest.UsageError(keyword_selects_none(config))
+        ctx = config.stash.get(CONTEXT, None)
+        if ctx is None or (ctx.options.config is None and ctx.options.repro is None):
+            return
+        from kernels import registry
+
+        specs = {s.name: s for s in registry.all_specs()}
+        for nodeid in ids:
+            if "::test_matches_reference[" not in nodeid and "::test_properties[" not in nodeid:
+                continue  # the tests of a kernel and dtype (kernel_dtype), as without xdist
+            param = nodeid.partition("[")[2].rstrip("]")
+            name = max((n for n in specs if param.startswith(f"{n}-")), key=len, default=None)
+            if name is not None and (problem := _selection_problem(ctx, specs[name], param[len(name) + 1:], nodeid)):
+                _stop_workers(config)
+                raise pytest.UsageError(terminal.visible(problem))
 
 
 class TerminalText:
@@ -501,6 +537,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     if ctx.options.kernels:
         _deselect_other_kernels(config, ctx, items)
+    if not items and config.option.keyword:  # pytest would end with exit 5, no verdict and no run file
+        _refuse(config, keyword_selects_none(config))
     if ctx.options.shard is not None:  # after every other selection: the shards split what the whole run would run
         kept, dropped = shard.split(items, *ctx.options.shard, schedule.load(profile=ctx.profile))
         if dropped:
@@ -513,20 +551,38 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         schedule.compiles_first(items)  # collection order, but the lints after the compiles they repeat
     if ctx.options.repro is None and ctx.options.config is None:
         return
-    from kernels.spec import Case
-
     for item in items:
         callspec = getattr(item, "callspec", None)
         if callspec is None or "kernel_dtype" not in callspec.params:
             continue
         spec, dtype, _ = callspec.params["kernel_dtype"]
-        if ctx.options.config is not None and (problem := options.config_problem(spec, ctx.options.config)):
-            _refuse(config, f"--config={json.dumps(ctx.options.config)}: {problem} (test {item.nodeid})")
-        if ctx.options.repro is not None:
-            try:
-                spec.check_case(Case.parse(spec.name, dtype, ctx.options.repro))
-            except ValueError as exc:
-                _refuse(config, f"--repro={ctx.options.repro}: {exc} (test {item.nodeid})")
+        if problem := _selection_problem(ctx, spec, dtype, item.nodeid):
+            _refuse(config, problem)
+
+
+def _selection_problem(ctx: context.SuiteContext, spec: Any, dtype: str, nodeid: str) -> str | None:
+    """Why --config or --repro does not fit a test of ``spec`` on ``dtype`` (a split test's dtype carries its part:
+    '-part1of3'), or None."""
+    from kernels.spec import Case
+
+    if ctx.options.config is not None and (problem := options.config_problem(spec, ctx.options.config)):
+        return f"--config={json.dumps(ctx.options.config)}: {problem} (test {nodeid})"
+    if ctx.options.repro is not None:
+        try:
+            spec.check_case(Case.parse(spec.name, dtype.split("-part")[0], ctx.options.repro))
+        except ValueError as exc:
+            return f"--repro={ctx.options.repro}: {exc} (test {nodeid})"
+    return None
+
+
+def keyword_selects_none(config: pytest.Config) -> str:
+    """The usage error of a ``-k`` that leaves no test."""
+    ctx = config.stash.get(CONTEXT, None)
+    kernels = ctx.options.kernels if ctx is not None else None
+    among = f"the tests --kernels={','.join(kernels)} leaves" if kernels else "the tests collected"
+    return terminal.visible(f"-k={config.option.keyword}: selects none of {among} (nor of those -m leaves); -k "
+                            f"matches words of a test's id, such as a kernel, a dtype or a test function (e.g. -k "
+                            f"'vector_add and fp32'): --collect-only -q lists the ids")
 
 
 def _deselect_other_kernels(config: pytest.Config, ctx: context.SuiteContext, items: list[pytest.Item]) -> None:

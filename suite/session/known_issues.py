@@ -20,8 +20,10 @@ from packaging.version import Version
 
 # no torch: an xdist controller loads this before torch
 from kernels._validation import pattern_matches_anything, pattern_problem, triton_specifier_problem
+from suite.session import reading
 
 DEFAULT_PATH = Path(__file__).resolve().parents[1] / "known_issues.json"
+MOST_BYTES = 16 * 2**20  # the shipped file is 3 KiB
 FIELDS = {"id": str, "backend": str, "arch": str, "triton": str, "kernel": str, "dtype": str, "reason": str, "link": str}
 # Optional: which test functions the entry applies to (glob), the reference test by default. What fails
 # (failure_pattern, a regular expression searched for in the failure's message) is required in effect: '' (its
@@ -84,7 +86,11 @@ class KnownIssue:
 def load(path: Path | str = DEFAULT_PATH) -> list[KnownIssue]:
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(reading.read_regular(path, MOST_BYTES).decode("utf-8"))
+    except reading.NotAFile as exc:  # a FIFO waited for ever, /dev/zero was read until the process was killed
+        raise KnownIssueError(f"{path}: not a known-issue file: {exc}") from None
+    except UnicodeDecodeError:
+        raise KnownIssueError(f"{path}: not a known-issue file: not UTF-8 text") from None
     except OSError as exc:
         raise KnownIssueError(f"{path}: cannot read known-issue file: {exc.strerror}") from None
     except json.JSONDecodeError as exc:

@@ -143,6 +143,8 @@ def test_durations_from_a_device_are_named_and_not_read(tmp_path):
     ('{"BLOCK_SIZE": 0}', "BLOCK_SIZE is 0; every config of kernel 'vector_add' gives it a power of two"),
     ('{"BLOCK_SIZE": 100}', "BLOCK_SIZE is 100; every config of kernel 'vector_add' gives it a power of two"),
     ('{"BLOCK_SIZE": "64"}', "BLOCK_SIZE is \"64\"; kernel 'vector_add' gives it whole numbers"),
+    ('{"BLOCK_SIZE": 1099511627776}', "BLOCK_SIZE is 1099511627776; every config of kernel 'vector_add' gives it a "
+                                      "power of two"),  # past Triton's largest block
     ('{"num_warps": 3}', "num_warps is 3; a launch's num_warps is a power of two from 1 to 32"),
     ('{"num_warps": 0}', "num_warps is 0; a launch's num_warps is a power of two from 1 to 32"),
     ('{"num_stages": -1}', "num_stages is -1; a launch's num_stages is a whole number from 0"),
@@ -170,3 +172,20 @@ def test_a_bad_config_is_a_usage_error_not_the_kernels_failure(run_suite, worker
     assert ('--config={"BLOCK_SIZE": 0}: BLOCK_SIZE is 0; every config of kernel \'vector_add\' gives it a power of two'
             in res.output), res.output[-3000:]
     assert not res.run_files()
+
+
+def test_a_kernel_module_or_an_autotune_cache_that_is_a_named_pipe_is_named(tmp_path):
+    """Found trying other files than the durations: a --kernel-module that is a FIFO was 'no such file; did you mean'
+    itself, and an autotune cache that is one hung the run."""
+    from suite.session import kernel_names
+
+    os.mkfifo(tmp_path / "mod.py")
+    with pytest.raises(pytest.UsageError, match=r"mod.py: it is a FIFO \(named pipe\), not a file of Python source"):
+        kernel_names.locate(str(tmp_path / "mod.py"))
+    os.mkfifo(tmp_path / "interpreter.json")
+    code = ("from pathlib import Path; from suite.checks import autotune\n"
+            f"print(autotune.load(Path({str(tmp_path / 'interpreter.json')!r}), 'interpreter').error)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(suite_main.SUITE_DIR.parent)})
+    assert "interpreter.json: not an autotune cache: it is a FIFO (named pipe), not a file" in run.stdout, \
+        run.stdout + run.stderr[-2000:]

@@ -353,7 +353,7 @@ def makeable_directory(option: str, path: Path) -> None:
                                   f"or give another")
     there = next(p for p in (path, *path.parents) if p.exists())
     if not there.is_dir():
-        raise usage(option, path, f"cannot make the directory there: {there} is a file, not a directory")
+        raise usage(option, path, f"cannot make the directory there: {there} is not a directory")
     try:
         if there == path:
             fd, probe = tempfile.mkstemp(prefix=".suite-probe-", dir=path)
@@ -554,6 +554,11 @@ LAUNCH_VALUES: dict[str, tuple[Any, str]] = {
 }
 
 
+# Triton's largest block, in elements (triton.language.core.TRITON_MAX_TENSOR_NUMEL): a larger tl.arange does not
+# compile, and the kernel's test would fail for the option's sake.
+MOST_BLOCK = 1 << 20
+
+
 def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -585,9 +590,11 @@ def config_problem(spec: Any, config: dict[str, Any]) -> str | None:
         if values and all(_whole(v) for v in values):
             if not _whole(value):
                 return f"{shown}; kernel {spec.name!r} gives it whole numbers ({_some(values)})"
-            if all(v > 0 and v & (v - 1) == 0 for v in values) and not (value > 0 and value & (value - 1) == 0):
+            if all(v > 0 and v & (v - 1) == 0 for v in values) and not (
+                    value > 0 and value & (value - 1) == 0 and value <= MOST_BLOCK):
                 return (f"{shown}; every config of kernel {spec.name!r} gives it a power of two ({_some(values)}): a "
-                        f"block size, which tl.arange needs to be one")
+                        f"block size, which tl.arange needs to be one, of at most {MOST_BLOCK} elements (Triton's "
+                        f"largest block)")
             if all(v > 0 for v in values) and value <= 0:
                 return f"{shown}; every config of kernel {spec.name!r} gives it a positive number ({_some(values)})"
         elif values and not any(type(v) is type(value) for v in values):

@@ -8,7 +8,7 @@ import secrets
 import stat
 from pathlib import Path
 
-from reports.loading import RunFileError
+from reports.loading import RunFileError, file_kind
 
 
 def same_file(a: Path, b: Path) -> bool:
@@ -16,14 +16,6 @@ def same_file(a: Path, b: Path) -> bool:
         return a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b))
     except OSError:
         return False
-
-
-def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device"),
-                       (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory")):
-        if test(mode):
-            return name
-    return "not a regular file"
 
 
 def refuse_special(out: Path) -> None:
@@ -36,7 +28,7 @@ def refuse_special(out: Path) -> None:
     except OSError as exc:
         raise RunFileError(f"refusing to write {out}: cannot inspect it: {exc.strerror or exc}") from None
     if not stat.S_ISREG(mode):
-        raise RunFileError(f"refusing to write {out}: it is {_kind(mode)}, and outputs are written only as regular "
+        raise RunFileError(f"refusing to write {out}: it is {file_kind(mode)}, and outputs are written only as regular "
                            "files (new, or replacing a regular file); choose another output path")
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -88,11 +90,42 @@ def check(data: Any, source: str | Path, arch: str | None = None, device_name: s
     return data
 
 
+# A noise-floor file is a few KiB (the H100's, 898 lines); past this it is not one (a device such as /dev/zero never ends).
+MAX_BYTES = 16 * 2**20
+
+
+def _read_regular(p: Path) -> str:
+    """The text of ``p`` where it is a regular file (after links) of at most MAX_BYTES: a named pipe waited for a
+    writer for ever. Opened without waiting, then asked what it is."""
+    if (kind := _special(os.stat(p).st_mode)) is not None:  # a socket cannot even be opened
+        raise FloorFileError(f"{p}: not a noise-floor file: it is {kind} (a noise-floor file is a regular file)")
+    fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    if (kind := _special(os.fstat(fd).st_mode)) is not None:
+        os.close(fd)
+        raise FloorFileError(f"{p}: not a noise-floor file: it is {kind} (a noise-floor file is a regular file)")
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise FloorFileError(f"{p}: not a noise-floor file: more than {MAX_BYTES // 2**20} MiB")
+    return data.decode("utf-8")
+
+
+def _special(mode: int) -> str | None:
+    """What a file that is not a regular file is ('a FIFO', 'a device', ...), or None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    return ("a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "a directory" if stat.S_ISDIR(mode) else "not a regular file")
+
+
 def read(path: str | Path, arch: str | None = None, device_name: str | None = None) -> dict[str, Any]:
     """Read and check a noise-floor file; every problem is a FloorFileError naming the file."""
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = json.loads(_read_regular(p))
+    except FloorFileError:
+        raise
     except OSError as exc:
         raise FloorFileError(f"{p}: cannot read the noise-floor file: {exc.strerror or exc}") from None
     except (ValueError, UnicodeDecodeError) as exc:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import os
+import stat
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from reports import schema_check
 
@@ -64,7 +66,7 @@ REPORT_NEEDS: dict[str, Any] = {
 }
 
 
-MAX_RUN_FILE_BYTES = 256 * 2**20  # what one run file may hold, decompressed: a gzip bomb or /dev/zero stops here
+MAX_RUN_FILE_BYTES = 256 * 2**20  # what one run file may hold, decompressed: a gzip bomb stops here
 # What parsing a run file may cost, estimated from its text before it is parsed: a JSON value is at least a list or
 # dict slot and a Python object (a float is 24 bytes, an empty dict 64): 256 MiB of "{}," parses to about 12 GB.
 # The largest real run files (a nightly on two H200s: 9.4 MB, 282,000 values) estimate at about 10 MB.
@@ -201,11 +203,34 @@ def _compact(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "benchmarks": compact}
 
 
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular file is, from its mode: 'a FIFO', 'a device', ..."""
+    for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device"),
+                       (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def open_regular(p: Path) -> BinaryIO:
+    """``p`` opened for reading where it is a regular file (after links); RunFileError saying what it is otherwise: a
+    named pipe waited for a writer for ever, a device such as /dev/zero never ends. Opened without waiting, then
+    asked, so nothing swapped in between is read."""
+    if not stat.S_ISREG(mode := os.stat(p).st_mode):  # a socket cannot even be opened
+        raise RunFileError(f"{p}: not a run file: it is {file_kind(mode)} (a run file is a regular file)")
+    fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    if not stat.S_ISREG(mode := os.fstat(fd).st_mode):
+        os.close(fd)
+        raise RunFileError(f"{p}: not a run file: it is {file_kind(mode)} (a run file is a regular file)")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
 def _read_capped(p: Path) -> bytes:
     """The file's bytes, gunzipped where it is gzip (committed evidence is stored so), never more than
-    MAX_RUN_FILE_BYTES of either: a gzip bomb or /dev/zero is refused after reading that much."""
+    MAX_RUN_FILE_BYTES of either: a gzip bomb is refused after reading that much."""
     cap = MAX_RUN_FILE_BYTES
-    with p.open("rb") as f:
+    with open_regular(p) as f:
         gzipped = f.read(2) == b"\x1f\x8b"
         f.seek(0)
         try:

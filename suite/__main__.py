@@ -91,13 +91,25 @@ def suite_help(prog: str = "triton-portability") -> str:
 
 def on_import_path(cwd: str | None = None) -> None:
     """The current directory importable, as ``python -m suite`` has it: a dotted ``--kernel-module`` names a module
-    there. (A console script's sys.path starts with the script's own directory instead.) Behind the suite's own
-    directory where that comes first (``import triton_portability`` put it there): a ``kernels/`` package or a
-    ``reports.py`` in the current directory must not shadow the suite's, as ``python -m triton_portability`` has it."""
+    there. (A console script's sys.path starts with the script's own directory instead.) Last, behind the suite's own
+    directory and every installed package: a ``kernels/`` package or a ``reports.py`` in the current directory must
+    not shadow the suite's, nor a ``triton.py`` or ``numpy.py`` the installed Triton or numpy (an INTERNALERROR).
+    Where ``python -m`` put it first ('' or its path), it moves there too; the suite's own directory stays where it
+    is (a checkout's ``python -m suite``)."""
     cwd = cwd or os.getcwd()
-    if not any(p in ("", cwd) or (p and Path(p).resolve() == Path(cwd).resolve()) for p in sys.path):
-        first = bool(sys.path) and bool(sys.path[0]) and Path(sys.path[0]).resolve() == SUITE_DIR.parent.resolve()
-        sys.path.insert(1 if first else 0, cwd)
+    here = Path(cwd).resolve()
+    if here == SUITE_DIR.parent.resolve():
+        if not any(p in ("", cwd) or (p and Path(p).resolve() == here) for p in sys.path):
+            sys.path.insert(0, cwd)
+        return
+    sys.path[:] = [p for p in sys.path if not (p in ("", cwd) or (p and _resolved(p) == here))] + [cwd]
+
+
+def _resolved(path: str) -> Path | None:
+    try:
+        return Path(path).resolve()
+    except OSError:  # a path entry that cannot be resolved (too long, a loop): not the current directory
+        return None
 
 
 USAGE_ERROR = 4  # pytest's exit code for a usage error

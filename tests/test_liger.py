@@ -35,3 +35,23 @@ def test_a_bug_planted_in_a_copy_of_liger_rms_norm_fails_and_liger_passes(run_su
                           capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 1 and "1 failed" in proc.stdout, proc.stdout[-3000:]
     assert case["message"].split(" at ")[0] in proc.stdout
+
+
+def test_the_swiglu_underflow_is_described_by_what_it_does_not_by_a_range(monkeypatch):
+    """Issue 61, item 24: liger_swiglu's known issue (silu(a) is 0 where exp(-a) overflows fp32) named the reference's
+    exponents (e-38 to e-45); a draw whose reference is -2.6e-36, an fp32 normal, failed the example on the dev
+    profile. What the bug does: an output is 0 where the reference is not, whatever the reference."""
+    from kernels import registry
+    from suite.session import known_issues
+
+    for name in ("_REGISTRY", "_WHERE", "_LOADED"):  # this test's registrations are its own
+        monkeypatch.setattr(registry, name, type(getattr(registry, name))(getattr(registry, name)))
+    registry.load_module(str(ROOT / "examples/liger_kernel.py"))
+    [issue] = [k for k in known_issues.from_specs([registry.get("liger_swiglu")])
+               if k.id == "liger-swiglu-silu-underflow"]
+    for reference in ("-2.6e-36", "-7.37e-36", "-1.24e-38", "4.1e-40", "1.3e-30"):
+        message = (f"c: error {abs(float(reference)):.3e} at (0, 1) is 3.2e+09x the bound 8.1e-46 (got -0.0, reference "
+                   f"{reference}); 1 of 2 elements over")
+        assert issue.covers(message), (reference, issue.failure_pattern)
+    assert not issue.covers("c: error 3.717e-02 at (5, 1) is 5.19x the bound 7.162e-03 (got 0.4712, reference "
+                            "0.5083636455237865); 7 of 4096 elements over")

@@ -77,11 +77,35 @@ def test_a_gzip_within_the_cap_still_reads(tmp_path, one_mib_cap):
     assert loading.load_run(path).run_id == GOOD
 
 
-def test_an_endless_file_is_refused_at_the_cap(tmp_path, capsys, one_mib_cap):
-    """/dev/zero used to be read until MemoryError."""
+def test_an_endless_file_is_refused(tmp_path, capsys, one_mib_cap):
+    """/dev/zero used to be read until MemoryError; it is a device, not a run file."""
     good = write(tmp_path / "good.json", make_run(run_id=GOOD))
     code, out, err = cli(capsys, "build", good, "/dev/zero", "--out", tmp_path / "r")
-    assert code == 2 and "error: /dev/zero: not a run file: more than 1 MiB" in err, err
+    assert code == 2 and "error: /dev/zero: not a run file: it is a device (a run file is a regular file)" in err, err
+
+
+@pytest.mark.parametrize("read_as", ["run file", "noise-floor file"])
+def test_a_named_pipe_is_refused_not_waited_on(tmp_path, read_as):
+    """Issue 61, item 21: `reports build` on a named pipe waited for a writer for ever, and so did `compare
+    --noise-floor`. Refused, as every file that is not a regular file, with the good files still reported."""
+    import os
+    import subprocess
+    import sys
+
+    good = write(tmp_path / "good.json", make_run(run_id=GOOD))
+    fifo = tmp_path / "run-pipe.json"
+    os.mkfifo(fifo)
+    if read_as == "run file":
+        args = ["build", str(good), str(fifo), "--out", str(tmp_path / "r")]
+    else:
+        other = write(tmp_path / "other.json", make_run(run_id="20261121T010000Z-cuda-sm_90-bbbbbb",
+                                                          started="2026-11-21T01:00:00+00:00"))
+        args = ["compare", str(good), str(other), "--noise-floor", str(fifo)]
+    run = subprocess.run([sys.executable, "-m", "reports", *args], cwd=Path(__file__).resolve().parents[1],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2, run.stderr[-2000:]
+    assert f"error: {fifo}: not a {read_as}: it is a FIFO (a {read_as} is a regular file)" in run.stderr, run.stderr
+    assert read_as != "run file" or (tmp_path / "r" / "report.md").exists()
 
 
 def test_a_plain_file_over_the_cap_is_refused(tmp_path, one_mib_cap):

@@ -14,8 +14,16 @@ naming both paths, before anything of the suite is imported.
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
+
+# `python -m triton_portability` put the current directory first on sys.path: a pytest.py, json.py or triton.py there
+# would be imported for the real one before the suite could put the directory last (suite/__main__.py,
+# on_import_path). It goes last now, before this package imports anything (sys.argv[0] is '-m' until __main__ runs).
+if sys.argv[:1] == ["-m"] and sys.path[:1] == [os.getcwd()]:
+    sys.path.append(sys.path.pop(0))
+
+from pathlib import Path  # noqa: E402 - after the current directory has gone last
 
 _HERE = Path(__file__).resolve().parent
 # Installed: site-packages/triton_portability/_root; in a checkout: the repository root, this folder's parent.

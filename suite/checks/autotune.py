@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reports.failure_kinds import FailureKind
-from suite.session import results, stash
+from suite.session import reading, results, stash
 from suite.workers import crash
 
 if TYPE_CHECKING:  # kernels.spec imports torch: an xdist controller loads this module before it may (suite/plugin/context.py)
@@ -150,10 +150,16 @@ def load(path: Path, arch: str, profile: str | None = None) -> Cache:
     return cache
 
 
+# The largest autotune cache read (the shipped sm_90.json is about 100 KiB).
+MOST_BYTES = 64 * 2**20
+
+
 def parse(path: Path, arch: str, profile: str | None = None) -> tuple[dict[str, dict], dict[str, dict]]:
     """Entries and tuning runs of a cache file; CacheError naming the file and the bad part."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(reading.read_regular(path, MOST_BYTES).decode("utf-8"))
+    except reading.NotAFile as exc:  # a FIFO hung the run, /dev/zero was read until it was killed
+        raise CacheError(f"{path}: not an autotune cache: {exc}") from None
     except UnicodeDecodeError as exc:
         raise CacheError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except json.JSONDecodeError as exc:

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from suite import compat
-from suite.checks import autotune, interpreter, launches, libraries
+from suite.checks import autotune, interpreter, launches, libraries, ordinary
 from suite.checks.strategies import LARGE_SHAPE_PROFILES, VALIDATION_SEED
 from suite.session import backend as backend_mod
 from suite.session import kernel_names, options, provenance, results
@@ -229,11 +229,19 @@ def build(config: pytest.Config) -> SuiteContext:
         from kernels import registry
         from kernels.spec import DTYPES
 
+        modules = {s.name: registry.where(s.name) for s in specs}
         known_mod.check_kernels(known, [s.name for s in specs], list(DTYPES), opts.known_issues)
-        known += known_mod.from_specs(specs, {s.name: registry.where(s.name) for s in specs})
-        known_mod.check_unique(known)
+        if controller:  # the workers read what the controller let through
+            ordinary.check_file(known, opts.known_issues, specs, opts, modules)
     except known_mod.KnownIssueError as exc:
         raise pytest.UsageError(f"--known-issues: {exc}") from None
+    try:  # a module's entry: its error names the module
+        if controller:
+            ordinary.check_modules(specs, opts, modules)
+        known += known_mod.from_specs(specs, modules)
+        known_mod.check_unique(known)
+    except known_mod.KnownIssueError as exc:
+        raise pytest.UsageError(str(exc)) from None
     crash.process().timeout_s = opts.case_timeout
     cache = fallback = None
     # The interpreter reads a cache only from an explicit --autotune-dir (the harness's own tests of the cache).

@@ -30,7 +30,7 @@ from suite.checks.strategies import register_profiles
 from suite.plugin import context, fit, glance, summary
 from suite.plugin.context import BACKEND, CONTEXT
 from suite.plugin.recorder import AUTOTUNE_PROPERTY, KNOWN_PROPERTY, MEMCHECK_PROPERTY, RunRecorder
-from suite.session import options
+from suite.session import options, terminal
 from suite.workers import bytecode, crash, gpu_share, parts, schedule, shard, timing, warmup
 
 __all__ = ["BACKEND", "CONTEXT", "KNOWN_PROPERTY", "repro_prefix"]
@@ -60,10 +60,81 @@ def pytest_configure(config: pytest.Config) -> None:
             bytecode.share_with_workers(config)  # where bytecode is off: the workers' kept between runs
         crash.process().announce = crash.announce_past_capture(config)
         stop_on_sigterm()
+    if not context.is_worker(config):
+        config.pluginmanager.register(TerminalText(), "suite-terminal-text")
+        if context.xdist_on(config):
+            config.pluginmanager.register(WorkersSelection(config), "suite-workers-selection")
     if context.defers(config):  # an xdist controller: its workers start first (suite/plugin/context.py)
         context.begin_deferred(config)
         return
-    install(config, context.build(config))
+    install(config, _build(config))
+
+
+def _build(config: pytest.Config) -> context.SuiteContext:
+    """context.build; a usage error's text as the terminal shows it (a path or a known issue's id holding an escape
+    sequence)."""
+    try:
+        return context.build(config)
+    except pytest.UsageError as exc:
+        raise pytest.UsageError(terminal.visible(str(exc))) from None
+
+
+class WorkersSelection:
+    """xdist controller: what a run without xdist refuses when it collects (pytest_collection_modifyitems), refused
+    from the test ids the first worker collected, before any test runs: a ``-k`` that left none (with --shard an
+    empty part may be the shard's: left to pytest), a ``--config`` or ``--repro`` that does not fit a kernel a test
+    runs (it failed that kernel's test instead)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.checked = False
+
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        config = self.config
+        if self.checked:
+            return
+        self.checked = True
+        if not ids and config.option.keyword and not config.getoption("--shard", None):
+            _stop_workers(config)
+            raise pytest.UsageError(keyword_selects_none(config))
+        ctx = config.stash.get(CONTEXT, None)
+        if ctx is None or (ctx.options.config is None and ctx.options.repro is None):
+            return
+        from kernels import registry
+
+        specs = {s.name: s for s in registry.all_specs()}
+        for nodeid in ids:
+            if "::test_matches_reference[" not in nodeid and "::test_properties[" not in nodeid:
+                continue  # the tests of a kernel and dtype (kernel_dtype), as without xdist
+            param = nodeid.partition("[")[2].rstrip("]")
+            name = max((n for n in specs if param.startswith(f"{n}-")), key=len, default=None)
+            if name is not None and (problem := _selection_problem(ctx, specs[name], param[len(name) + 1:], nodeid)):
+                _stop_workers(config)
+                raise pytest.UsageError(terminal.visible(problem))
+
+
+class TerminalText:
+    """Controller only: a test's failure, skip or expected-failure text as the terminal shows it, its control
+    characters escaped (suite/session/terminal.py). After every other plugin has the report (trylast): the run file
+    records the text exact; pytest's terminal reporter prints these reports at the end of the run."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        longrepr = report.longrepr
+        if isinstance(longrepr, tuple) and len(longrepr) == 3 and isinstance(longrepr[2], str):  # a skip
+            report.longrepr = (longrepr[0], longrepr[1], terminal.visible(longrepr[2]))
+        elif longrepr is not None and terminal.CONTROL.search(text := str(longrepr)):
+            report.longrepr = terminal.visible(text)  # only then a plain string: pytest's own otherwise
+        if isinstance(getattr(report, "wasxfail", None), str):
+            report.wasxfail = terminal.visible(report.wasxfail)
+        report.sections = [(title, terminal.visible(text)) for title, text in report.sections]  # captured output
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_warning_recorded(self, warning_message: Any) -> None:
+        """A warning's text (a case not run for memory, with its reproduction line) before the terminal keeps it."""
+        text = str(warning_message.message)
+        if terminal.CONTROL.search(text):
+            warning_message.message = UserWarning(terminal.visible(text))
 
 
 class Terminated(KeyboardInterrupt):
@@ -139,7 +210,7 @@ def pytest_sessionstart(session: pytest.Session):
     result = yield
     if config.stash.get(context.DEFERRED, False) and CONTEXT not in config.stash:
         try:
-            install(config, context.build(config))
+            install(config, _build(config))
         except BaseException:  # a usage error most often: no worker is left waiting for tests
             _stop_workers(config)
             raise
@@ -429,7 +500,7 @@ def header_lines(config: pytest.Config, ctx: context.SuiteContext) -> list[str]:
     if ctx.run_file:
         # Written when the first of the suite's own tests reports: a run of none (the harness's tests) writes none.
         lines.append(f"portability: results -> {ctx.run_file.path} (written once a suite test reports)")
-    return lines
+    return [terminal.visible(line) for line in lines]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -480,6 +551,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     if ctx.options.kernels:
         _deselect_other_kernels(config, ctx, items)
+    if not items and config.option.keyword:  # pytest would end with exit 5, no verdict and no run file
+        _refuse(config, keyword_selects_none(config))
     if ctx.options.shard is not None:  # after every other selection: the shards split what the whole run would run
         kept, dropped = shard.split(items, *ctx.options.shard, schedule.load(profile=ctx.profile))
         if dropped:
@@ -492,20 +565,38 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         schedule.compiles_first(items)  # collection order, but the lints after the compiles they repeat
     if ctx.options.repro is None and ctx.options.config is None:
         return
-    from kernels.spec import Case
-
     for item in items:
         callspec = getattr(item, "callspec", None)
         if callspec is None or "kernel_dtype" not in callspec.params:
             continue
         spec, dtype, _ = callspec.params["kernel_dtype"]
-        if ctx.options.config is not None and (problem := options.config_problem(spec, ctx.options.config)):
-            _refuse(config, f"--config={json.dumps(ctx.options.config)}: {problem} (test {item.nodeid})")
-        if ctx.options.repro is not None:
-            try:
-                spec.check_case(Case.parse(spec.name, dtype, ctx.options.repro))
-            except ValueError as exc:
-                _refuse(config, f"--repro={ctx.options.repro}: {exc} (test {item.nodeid})")
+        if problem := _selection_problem(ctx, spec, dtype, item.nodeid):
+            _refuse(config, problem)
+
+
+def _selection_problem(ctx: context.SuiteContext, spec: Any, dtype: str, nodeid: str) -> str | None:
+    """Why --config or --repro does not fit a test of ``spec`` on ``dtype`` (a split test's dtype carries its part:
+    '-part1of3'), or None."""
+    from kernels.spec import Case
+
+    if ctx.options.config is not None and (problem := options.config_problem(spec, ctx.options.config)):
+        return f"--config={json.dumps(ctx.options.config)}: {problem} (test {nodeid})"
+    if ctx.options.repro is not None:
+        try:
+            spec.check_case(Case.parse(spec.name, dtype.split("-part")[0], ctx.options.repro))
+        except ValueError as exc:
+            return f"--repro={ctx.options.repro}: {exc} (test {nodeid})"
+    return None
+
+
+def keyword_selects_none(config: pytest.Config) -> str:
+    """The usage error of a ``-k`` that leaves no test."""
+    ctx = config.stash.get(CONTEXT, None)
+    kernels = ctx.options.kernels if ctx is not None else None
+    among = f"the tests --kernels={','.join(kernels)} leaves" if kernels else "the tests collected"
+    return terminal.visible(f"-k={config.option.keyword}: selects none of {among} (nor of those -m leaves); -k "
+                            f"matches words of a test's id, such as a kernel, a dtype or a test function (e.g. -k "
+                            f"'vector_add and fp32'): --collect-only -q lists the ids")
 
 
 def _deselect_other_kernels(config: pytest.Config, ctx: context.SuiteContext, items: list[pytest.Item]) -> None:
@@ -540,7 +631,33 @@ class SummaryPrinter:
         run_file = self.ctx.run_file
         if run_file is not None and run_file.started:
             width = fit.width_of(config)
-            summary.write_summary(fit.FittedWriter(terminalreporter, width), run_file.data, run_file.path, width)
+            summary.write_summary(VisibleLines(fit.FittedWriter(terminalreporter, width)), run_file.data,
+                                  run_file.path, width)
+
+
+def _visible_data(value: Any) -> Any:
+    """A copy of a run file's data with every string's control characters escaped, for what the terminal shows of
+    it (the verdict); the run file keeps its own."""
+    if isinstance(value, str):
+        return terminal.visible(value)
+    if isinstance(value, dict):
+        return {_visible_data(k): _visible_data(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_visible_data(v) for v in value]
+    return value
+
+
+class VisibleLines:
+    """A writer's ``write_line`` and ``section``, each line's control characters escaped before it is fitted."""
+
+    def __init__(self, writer: Any) -> None:
+        self.writer = writer
+
+    def section(self, title: str, *args: Any, **kwargs: Any) -> None:
+        self.writer.section(terminal.visible(title), *args, **kwargs)
+
+    def write_line(self, text: str, **markup: Any) -> None:
+        self.writer.write_line(terminal.visible(str(text)), **markup)
 
 
 class VerdictPrinter:
@@ -571,7 +688,9 @@ class VerdictPrinter:
             status = session.exitstatus if session is not None else exitstatus
             recorder = config.pluginmanager.get_plugin("suite-run-recorder")
             not_started = len(recorder.never_started()) if recorder is not None else 0
-            lines = glance.verdict_lines(run_file.data, run_file.path, width, unwritten, exitstatus=int(status),
+            # Escaped before they are fitted to the width (a carriage return would be wrapped away as a space).
+            lines = glance.verdict_lines(_visible_data(run_file.data), terminal.visible(str(run_file.path)), width,
+                                         unwritten and terminal.visible(unwritten), exitstatus=int(status),
                                          not_started=not_started)
             failed = glance.verdict_state(run_file.data, int(status)) in ("FAILED", "INTERRUPTED", "UNCHECKED")
             for i, line in enumerate(lines):
@@ -580,5 +699,5 @@ class VerdictPrinter:
                     markup = {"red": True}
                 terminalreporter.write_line(line, **markup)
         elif unwritten:
-            terminalreporter.write_line(unwritten, red=True)
+            terminalreporter.write_line(terminal.visible(unwritten), red=True)
         return result

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from suite.session import reading
+
 BUILTIN_DIR = Path(__file__).resolve().parents[2] / "kernels"
 
 
@@ -47,6 +49,12 @@ def locate(target: str, base: str | None = None) -> Path | None:
         path = Path(base or "", target)  # a relative path from ``base`` (where the run started), as the registry reads it
         if path.is_file():
             return path
+        try:
+            what = reading.kind(path.stat().st_mode)
+        except OSError:
+            what = None
+        if what is not None:  # there, but a FIFO would hang the import ('no such file; did you mean' itself)
+            raise pytest.UsageError(f"{option}: it is {what}, not a file of Python source")
         where = path.parent
         if not where.is_dir():
             raise pytest.UsageError(f"{option}: no such file: the directory {where.resolve()} does not exist")

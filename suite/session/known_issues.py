@@ -20,8 +20,10 @@ from packaging.version import Version
 
 # no torch: an xdist controller loads this before torch
 from kernels._validation import pattern_matches_anything, pattern_problem, triton_specifier_problem
+from suite.session import reading
 
 DEFAULT_PATH = Path(__file__).resolve().parents[1] / "known_issues.json"
+MOST_BYTES = 16 * 2**20  # the shipped file is 3 KiB
 FIELDS = {"id": str, "backend": str, "arch": str, "triton": str, "kernel": str, "dtype": str, "reason": str, "link": str}
 # Optional: which test functions the entry applies to (glob), the reference test by default. What fails
 # (failure_pattern, a regular expression searched for in the failure's message) is required in effect: '' (its
@@ -29,6 +31,19 @@ FIELDS = {"id": str, "backend": str, "arch": str, "triton": str, "kernel": str, 
 OPTIONAL = {"test": "test_matches_reference", "failure_pattern": ""}
 # Names no two kernels share: a kernel pattern that matches both matches any kernel (a wildcard), and is refused.
 ANY_KERNEL = ("x", "zz_any_kernel_9")
+
+
+# A kernel pattern with wildcards keeps at least this many characters of a name in a row ('liger_*', '*_add').
+LEAST_KEPT = 3
+
+
+def name_kept(pattern: str) -> str | None:
+    """The longest run of plain characters in a kernel glob ('liger_' of 'liger_*'; '' of '[!v]*'), or None where
+    ``pattern`` has no wildcard (a name)."""
+    if not any(c in pattern for c in "*?["):
+        return None
+    plain = re.split(r"[*?]", re.sub(r"\[!?\]?[^\]]*\]", "*", pattern))
+    return max(plain, key=len)
 
 
 class KnownIssueError(ValueError):
@@ -71,7 +86,11 @@ class KnownIssue:
 def load(path: Path | str = DEFAULT_PATH) -> list[KnownIssue]:
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(reading.read_regular(path, MOST_BYTES).decode("utf-8"))
+    except reading.NotAFile as exc:  # a FIFO waited for ever, /dev/zero was read until the process was killed
+        raise KnownIssueError(f"{path}: not a known-issue file: {exc}") from None
+    except UnicodeDecodeError:
+        raise KnownIssueError(f"{path}: not a known-issue file: not UTF-8 text") from None
     except OSError as exc:
         raise KnownIssueError(f"{path}: cannot read known-issue file: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
@@ -105,6 +124,12 @@ def load(path: Path | str = DEFAULT_PATH) -> list[KnownIssue]:
         if all(fnmatch.fnmatchcase(name, entry["kernel"]) for name in ANY_KERNEL):
             raise KnownIssueError(f"{where} ({entry.get('id')!r}): field 'kernel' {entry['kernel']!r} matches any "
                                   f"kernel: name the kernel (or a pattern of the kernels) the issue is about")
+        if (kept := name_kept(entry["kernel"])) is not None and len(kept) < LEAST_KEPT:
+            raise KnownIssueError(f"{where} ({entry.get('id')!r}): field 'kernel' {entry['kernel']!r} keeps "
+                                  f"{'no' if not kept else len(kept)} character{'' if len(kept) == 1 else 's'} of a "
+                                  f"name in a row ({kept!r}), so it matches kernels of any name ('*_*' matches most): "
+                                  f"a pattern of kernels keeps at least {LEAST_KEPT} characters of their name in a "
+                                  f"row, e.g. 'liger_*' or '*_add'")
         if problem := triton_specifier_problem(entry["triton"]):
             raise KnownIssueError(f"{where}: field 'triton' {problem}")
         if not entry["id"].strip():
@@ -144,7 +169,8 @@ def check_unique(issues: list[KnownIssue]) -> None:
 
 def check_kernels(issues: list[KnownIssue], kernels: list[str], dtypes: list[str], path: Path | str) -> None:
     """Every entry's kernel and dtype patterns match something registered: an entry that names no kernel (a typo,
-    a renamed kernel) would silently expect nothing."""
+    a renamed kernel) would silently expect nothing; and a kernel pattern does not match every registered kernel
+    ('?*?': the loaded entry's check refuses only what matches any name)."""
     for i, issue in enumerate(issues):
         where = f"{path}: known_issues[{i}] ({issue.id!r})"
         if not fnmatch.filter(kernels, issue.kernel):
@@ -152,6 +178,9 @@ def check_kernels(issues: list[KnownIssue], kernels: list[str], dtypes: list[str
                                   f"{', '.join(sorted(kernels))}")
         if not fnmatch.filter(dtypes, issue.dtype):
             raise KnownIssueError(f"{where}: field 'dtype' {issue.dtype!r} matches no dtype; dtypes: {', '.join(dtypes)}")
+        if len(kernels) > 1 and issue.kernel not in kernels and len(fnmatch.filter(kernels, issue.kernel)) == len(kernels):
+            raise KnownIssueError(f"{where}: field 'kernel' {issue.kernel!r} matches every registered kernel (all "
+                                  f"{len(kernels)}): name the kernel (or a pattern of the kernels) the issue is about")
 
 
 @dataclass(frozen=True)

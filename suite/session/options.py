@@ -25,6 +25,7 @@ import pytest
 
 from suite.session import backend as backend_mod
 from suite.session import known_issues as known_mod
+from suite.session import terminal
 
 DEFAULT_CASE_TIMEOUT_S = 300.0
 # How many more times a case that gave a wrong result runs, to tell a deterministic failure from an intermittent one
@@ -143,7 +144,7 @@ def usage(option: str, value: Any, problem: str) -> pytest.UsageError:
     shown = str(value)
     if len(shown) > 160:  # a name too long to use is too long to read: its ends say which it is
         shown = f"{shown[:80]}...({len(shown)} characters)...{shown[-40:]}"
-    return pytest.UsageError(f"{option}={shown}: {problem}")
+    return pytest.UsageError(terminal.visible(f"{option}={shown}: {problem}"))  # a value may hold an escape sequence
 
 
 def usable_path(option: str, value: str) -> None:
@@ -202,7 +203,7 @@ MOST_INTERMITTENT_RUNS = 1_000
 MOST_SHARDS = 4_096
 
 
-SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+SHARD = re.compile(r"([0-9]+)/([0-9]+)")  # ASCII digits, nothing around them: fullmatch
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
@@ -210,10 +211,10 @@ def parse_shard(raw: str | None) -> tuple[int, int] | None:
     """(I, N) from ``--shard=I/N``: 1 <= I <= N."""
     if raw is None:
         return None
-    m = SHARD.match(raw)
-    if m is None:
-        raise usage("--shard", raw, "not I/N; give this runner's part and the number of parts, 1-based, e.g. "
-                                    "--shard=2/3")
+    m = SHARD.fullmatch(raw)
+    if m is None:  # '١/٢' and ' 1/2' were taken as 1/2
+        raise usage("--shard", raw, f"not I/N (given {raw!r}); give this runner's part and the number of parts, "
+                                    f"1-based, in ASCII digits with nothing around them, e.g. --shard=2/3")
     index, count = int(m.group(1)), int(m.group(2))
     if count < 1:
         raise usage("--shard", raw, "the number of parts N must be at least 1 (e.g. --shard=1/2)")
@@ -342,12 +343,44 @@ def writable_directory(option: str, path: Path) -> None:
         raise usage(option, path, f"cannot write there: {exc.strerror or exc}") from None
 
 
+def makeable_directory(option: str, path: Path) -> None:
+    """``path`` is a directory the run can write in, or can make where it is not yet: proven now, leaving nothing
+    behind (the directory itself is made when a case first needs it)."""
+    usable_path(option, str(path))
+    if dangling := next((p for p in (path, *path.parents) if p.is_symlink() and not p.exists()), None):
+        raise usage(option, path, f"{'it' if dangling == path else dangling} is a dangling symbolic link (to "
+                                  f"{os.readlink(dangling)}, which does not exist): create the directory it names, "
+                                  f"or give another")
+    there = next(p for p in (path, *path.parents) if p.exists())
+    if not there.is_dir():
+        raise usage(option, path, f"cannot make the directory there: {there} is not a directory")
+    try:
+        if there == path:
+            fd, probe = tempfile.mkstemp(prefix=".suite-probe-", dir=path)
+            os.close(fd)
+            os.unlink(probe)
+        else:
+            os.rmdir(tempfile.mkdtemp(prefix=".suite-probe-", dir=there))
+    except OSError as exc:
+        raise usage(option, path, f"cannot {'write' if there == path else 'make the directory'} there: "
+                                  f"{exc.strerror or exc} (in {there})") from None
+
+
 def parse_config(raw: str | None) -> dict[str, Any] | None:
     raw = _non_empty("--config", raw, 'a JSON object such as \'{"BLOCK_SIZE": 256, "num_warps": 4}\'')
     if raw is None:
         return None
+    def no_key_twice(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in seen:  # JSON's reader would keep the last silently
+                raise usage("--config", raw, f"{key!r} is given twice ({json.dumps(seen[key])}, then "
+                                             f"{json.dumps(value)}); give each key once")
+            seen[key] = value
+        return seen
+
     try:
-        value = json.loads(raw)
+        value = json.loads(raw, object_pairs_hook=no_key_twice)
     except json.JSONDecodeError as exc:
         raise usage("--config", raw, f"not JSON ({exc.msg} at column {exc.colno}); give an object such as "
                                      f"'{{\"BLOCK_SIZE\": 256}}'") from None
@@ -447,6 +480,8 @@ def read(config: pytest.Config, controller: bool) -> Options:
         usable_path("--export-failures", export)
         if Path(export).exists() and not Path(export).is_dir():
             raise usage("--export-failures", export, "exists and is not a directory")
+        if controller:  # it was warned about once per failing case, at the end of each test
+            makeable_directory("--export-failures", Path(export))
     f32_default()
     if get("--memcheck") and get("--no-memcheck"):
         raise pytest.UsageError("--memcheck and --no-memcheck: give one (--memcheck checks a GPU run under the vendor's "
@@ -506,17 +541,71 @@ def check_against_registry(options: Options, specs: list[Any]) -> None:
                                                      f"Registered: {registered}")
 
 
+# What a launch option may be, whatever the kernel (Triton's own rules; a value outside them fails the launch, blamed
+# on the kernel): (test, what would be right).
+LAUNCH_VALUES: dict[str, tuple[Any, str]] = {
+    "num_warps": (lambda v: v in (1, 2, 4, 8, 16, 32), "a power of two from 1 to 32"),
+    "num_stages": (lambda v: v >= 0, "a whole number from 0"),
+    "num_ctas": (lambda v: v >= 1, "a whole number from 1"),
+    "maxnreg": (lambda v: v >= 1, "a whole number from 1"),
+    "waves_per_eu": (lambda v: v >= 0, "a whole number from 0"),
+    "matrix_instr_nonkdim": (lambda v: v in (0, 4, 16, 32), "0, 4, 16 or 32"),
+    "kpack": (lambda v: v in (1, 2), "1 or 2"),
+}
+
+
+# Triton's largest block, in elements (triton.language.core.TRITON_MAX_TENSOR_NUMEL): a larger tl.arange does not
+# compile, and the kernel's test would fail for the option's sake.
+MOST_BLOCK = 1 << 20
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def config_problem(spec: Any, config: dict[str, Any]) -> str | None:
-    """Why ``--config`` cannot apply to ``spec`` (a parameter its configs never use), or None."""
+    """Why ``--config`` cannot apply to ``spec``, or None: a parameter its configs never use; a value of another type
+    than its configs give the parameter (true, 1.5 or "64" where they give whole numbers); a value no config of it
+    could hold (0 or 100 where every config gives a power of two, 0 where every one gives a positive number); a
+    launch option outside Triton's rules (num_warps 3)."""
     from kernels.spec import LAUNCH_OPTIONS
 
     known = set(LAUNCH_OPTIONS)
+    given: dict[str, list[Any]] = {}
     for family_configs in [*spec.configs.values(), tuple(spec.default_config.values())]:
         for cfg in family_configs:
             known |= set(cfg)
+            for key, value in cfg.items():
+                given.setdefault(key, []).append(value)
     if unknown := sorted(set(config) - known):
         return f"kernel {spec.name!r} has no parameter(s) {unknown}; its configs use {sorted(known)}"
+    for key, value in config.items():
+        shown = f"{key} is {json.dumps(value)}"
+        if key in LAUNCH_VALUES:
+            test, right = LAUNCH_VALUES[key]
+            if not _whole(value) or not test(value):
+                return f"{shown}; a launch's {key} is {right}"
+            continue
+        values = given.get(key, [])
+        if values and all(_whole(v) for v in values):
+            if not _whole(value):
+                return f"{shown}; kernel {spec.name!r} gives it whole numbers ({_some(values)})"
+            if all(v > 0 and v & (v - 1) == 0 for v in values) and not (
+                    value > 0 and value & (value - 1) == 0 and value <= MOST_BLOCK):
+                return (f"{shown}; every config of kernel {spec.name!r} gives it a power of two ({_some(values)}): a "
+                        f"block size, which tl.arange needs to be one, of at most {MOST_BLOCK} elements (Triton's "
+                        f"largest block)")
+            if all(v > 0 for v in values) and value <= 0:
+                return f"{shown}; every config of kernel {spec.name!r} gives it a positive number ({_some(values)})"
+        elif values and not any(type(v) is type(value) for v in values):
+            return (f"{shown}; kernel {spec.name!r} gives it {', '.join(sorted({type(v).__name__ for v in values}))} "
+                    f"values ({_some(values)})")
     return None
+
+
+def _some(values: list[Any]) -> str:
+    distinct = sorted(set(values), key=lambda v: (str(type(v)), v))
+    return ", ".join(json.dumps(v) for v in distinct[:6]) + (", ..." if len(distinct) > 6 else "")
 
 
 LAUNCHER_ENV = "SUITE_LAUNCHER"
@@ -600,14 +689,15 @@ def runnable_id(nodeid: str, launcher: list[str], started_in: str | None) -> str
     return nodeid if relative == path else f"{relative}{sep}{rest}"
 
 
-def repro_prefix(ctx: Any, nodeid: str) -> list[str]:
+def repro_prefix(ctx: Any, nodeid: str, launcher: list[str] | None = None) -> list[str]:
     """The command that reruns one test alone, with every option that changes what a case does; ``--repro=CASE``
-    (and ``--config`` where the case ran a config other than the default) completes it."""
+    (and ``--config`` where the case ran a config other than the default) completes it. ``launcher``: how the run
+    was started, where not this run's own."""
     opts = ctx.options
     # As the run was started (note_launcher): pytest or python -m pytest (with the interpreter that ran) in a checkout;
     # triton-portability (or python -m triton_portability, python -m suite) from any directory, which finds the suite's
     # own test file from a test id as printed (suite/__main__.py).
-    launcher = shlex.split(os.environ.get(LAUNCHER_ENV, "")) or ["pytest"]
+    launcher = launcher or shlex.split(os.environ.get(LAUNCHER_ENV, "")) or ["pytest"]
     parts = [*launcher, runnable_id(nodeid, launcher, opts.started_in), f"--backend={ctx.backend.name}"]
     parts += [f"--kernel-module={m}" for m in opts.kernel_modules]
     if opts.autotune_dir is not None:

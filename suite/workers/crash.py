@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from reports.failure_kinds import FailureKind
-from suite.session import stash
+from suite.session import stash, terminal
 
 # Exit codes of a worker that ends itself; the controller's crash report says which.
 EXIT_POISONED = 75
@@ -547,7 +547,7 @@ def announce_past_capture(config: Any) -> Callable[[str], None]:
                 capman.suspend_global_capture(in_=False)
             except Exception:  # noqa: BLE001 - best effort: the process is about to end
                 pass
-        sys.stderr.write(line + "\n")
+        sys.stderr.write(terminal.visible(line) + "\n")  # a case's line may hold a path's escape sequence
         sys.stderr.flush()
 
     return announce

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from reports import nodeids  # a part's id read as the reports read it (standard library only)
+from suite.session import reading
 
 # SUITE_TEST_COSTS: another durations file (an empty value: none, so collection order and no test split).
 COSTS_ENV = "SUITE_TEST_COSTS"
@@ -77,6 +78,10 @@ NIGHTLY_TARGET_PART_S = 60.0
 NIGHTLY_MAX_PARTS = 24
 
 
+# The largest file of durations the suite reads (the nightly's is 20 KiB).
+MOST_BYTES = 64 * 2**20
+
+
 def read(path: Path | None = None, profile: str | None = None) -> tuple[dict[str, float], dict[str, int], str | None]:
     """(durations per test, parts per split test, what is wrong with the file or None). A file this module did not
     write (unreadable, not JSON, a duration not a finite number >= 0, parts not a whole number from 1 to NIGHTLY_MAX_PARTS)
@@ -92,7 +97,9 @@ def read(path: Path | None = None, profile: str | None = None) -> tuple[dict[str
         return {}, {}, f"test durations {where}: {problem}; not used (collection order, no test split)"
 
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(reading.read_regular(path, MOST_BYTES).decode("utf-8"))
+    except reading.NotAFile as exc:  # a FIFO waited for ever, /dev/zero was read until the process was killed
+        return bad(str(exc))
     except OSError as exc:
         return bad(f"cannot be read ({exc.strerror or exc})")
     except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, nested deeper than the parser goes

@@ -168,7 +168,7 @@ def _stub_shape() -> str | None:
 
 PATCHES: tuple[Patch, ...] = (
     Patch("interpreter-float-scalars", "suite/checks/interpreter.py",
-          "a Python float kernel argument becomes an fp32 scalar, as on a GPU (it has .to there)",
+          "a Python float kernel argument becomes an fp32 scalar, as on a GPU (it has .to there); a bool an i1 scalar",
           (Target(INTERP, "_implicit_cvt", ("arg",)), Target(INTERP, "TensorHandle", ("data", "dtype"))),
           backends=("interpret",)),
     Patch("interpreter-bf16-constants", "suite/checks/interpreter.py",

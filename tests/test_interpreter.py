@@ -72,6 +72,28 @@ def test_a_float_scalar_argument_is_an_fp32_scalar_as_on_a_gpu():
 
 
 @triton.jit
+def flagged_double(x_ptr, out_ptr, n, flag, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    if flag:
+        x = x * 2.0
+    tl.store(out_ptr + offs, x, mask=mask)
+
+
+def test_a_bool_argument_is_a_runtime_flag_as_on_a_gpu():
+    """A Python bool passed as a run-time argument (bitsandbytes' 32-bit optimizers pass one) failed as a bare
+    `ValueError: numpy data itemsize (32 bits) exceeds dtype primitive_bitwidth (1 bits) for triton type int1`
+    (issue 62, item 4); compiled Triton takes it as an i1 scalar."""
+    x = torch.arange(4.0)
+    out = torch.empty_like(x)
+    flagged_double[(1,)](x, out, 4, True, BLOCK=8)
+    assert torch.equal(out, x * 2)
+    flagged_double[(1,)](x, out, 4, False, BLOCK=8)
+    assert torch.equal(out, x)
+
+
+@triton.jit
 def bf16_constant(out_ptr, value: tl.constexpr, BLOCK: tl.constexpr):
     tl.store(out_ptr + tl.arange(0, BLOCK), tl.full((BLOCK,), value, dtype=tl.bfloat16))
 

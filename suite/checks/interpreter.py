@@ -4,7 +4,9 @@ where the GPU's meaning is clear, and said plainly where it is not.
 Installed once per process when the backend is the interpreter (``install``), before any kernel runs:
 
 - **Float scalar arguments** are fp32 scalars on a GPU (``eps.to(tl.float32)`` is legal there); the interpreter
-  passed the Python float through, which has no ``.to``. They become fp32 scalars here too.
+  passed the Python float through, which has no ``.to``. They become fp32 scalars here too. **Bool arguments** (a
+  run-time flag, as bitsandbytes' optimizers pass one) are i1 scalars on a GPU; the interpreter failed on them
+  (``numpy data itemsize (32 bits) exceeds ... int1``). They become i1 scalars here too.
 - **libdevice** (``triton.language.extra.libdevice``: ``rsqrt``, ``tanh``, ``erf``, ...) is a set of stubs that the
   GPU compiler replaces by the vendor's library; the interpreter called the stubs, which return None (and the
   vendors' own modules, ``triton.language.extra.cuda.libdevice``, refused to run). Each function here computes with
@@ -245,6 +247,8 @@ def install() -> None:
     original_cvt = interpreter._implicit_cvt
 
     def implicit_cvt(arg: Any) -> Any:
+        if isinstance(arg, bool):  # the JIT passes a Python bool as an i1 scalar (the interpreter made it an int32)
+            return tl.tensor(interpreter.TensorHandle(np.array([arg], dtype=np.bool_), tl.int1), tl.int1)
         if isinstance(arg, float):  # the JIT passes a Python float as an fp32 scalar
             return tl.tensor(interpreter.TensorHandle(np.array([arg], dtype=np.float32), tl.float32), tl.float32)
         return original_cvt(arg)

@@ -216,11 +216,13 @@ def misevaluated() -> dict[str, str]:
     return wrong
 
 
-def semantic_gap(fn: Any) -> SemanticGap | None:
-    """Why jitted function ``fn`` (or one it calls) is not checkable on this interpreter, or None."""
+def semantic_gap(fn: Any, args: tuple = (), kwargs: dict[str, Any] | None = None) -> SemanticGap | None:
+    """Why jitted function ``fn`` (or one it calls), launched with ``args`` and ``kwargs``, is not checkable on this
+    interpreter, or None. The launch's constexpr arguments decide its ``if``s on them (a branch no launch of these
+    values takes is compiled nowhere, and not run here) and name the functions passed as constexprs."""
     from suite.checks import semantic_gaps
 
-    gaps = semantic_gaps.find(fn)
+    gaps = semantic_gaps.find(fn, semantic_gaps.launch_constants(fn, args, kwargs or {}))
     if not gaps:
         return None
     wrong = misevaluated()
@@ -293,7 +295,8 @@ def install() -> None:
     run = interpreter.InterpretedFunction.run
 
     def checked_run(self, *args, **kwargs):
-        if getattr(self.fn, "__module__", None) != "suite.checks._interpreter_probe" and (gap := semantic_gap(self)):
+        if getattr(self.fn, "__module__", None) != "suite.checks._interpreter_probe" and \
+                (gap := semantic_gap(self, args, kwargs)):
             raise gap
         return run(self, *args, **kwargs)
 

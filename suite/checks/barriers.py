@@ -29,12 +29,11 @@ from __future__ import annotations
 import ast
 import inspect
 import linecache
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
-from suite.checks.semantic_gaps import UNKNOWN, static_value
+from suite.checks.semantic_gaps import UNKNOWN, python_function, static_value
 
 _SUITE_DIR = str(Path(__file__).resolve().parents[1]).replace("\\", "/") + "/"
 # Calls whose effect the compiler keeps whatever their result: what reaches them is used.
@@ -47,88 +46,128 @@ _LOADS = {"load", "atomic_add", "gather", "_experimental_descriptor_load", "load
 LIVE, DEAD, RETURNED, HOISTED, UNPLACED = "live", "dead", "returned", "hoisted", "unplaced"
 
 
-# What was read, by code object or function: the process's state (lowercase: suite/checks/tampering.py leaves it be).
-_user_code: dict[Any, bool] = {}
+class Barriers:
+    """Which reductions the compiler keeps (the module docstring), with what it read kept for the next launch: owned
+    by the race check (memcheck.Races, in the session's checker), one per process."""
 
+    def __init__(self) -> None:
+        self.user_code: dict[Any, bool] = {}  # code object: whether it is the kernel's own (not Triton's or ours)
+        self.positions: dict[Any, list] = {}  # code object: its instructions' source positions
+        self.functions: dict[Any, _Function | None] = {}  # code object: its function's AST, where found
+        self.effects: dict[Any, bool] = {}  # function: whether calling it may store, print or update atomically
 
-def _user(code: Any) -> bool:
-    user = _user_code.get(code)
-    if user is None:
-        name = code.co_filename.replace("\\", "/")
-        user = not ("/triton/" in name or "/numpy/" in name or name.startswith(_SUITE_DIR) or name.startswith("<"))
-        _user_code[code] = user
-    return user
+    def user(self, code: Any) -> bool:
+        user = self.user_code.get(code)
+        if user is None:
+            name = code.co_filename.replace("\\", "/")
+            user = not ("/triton/" in name or "/numpy/" in name or name.startswith(_SUITE_DIR) or name.startswith("<"))
+            self.user_code[code] = user
+        return user
 
+    def kept(self, frame: Any) -> bool:
+        """Whether the reduction or scan being made from ``frame`` (a frame of Triton's interpreter, or one above
+        it) is one compiled Triton keeps there, barrier and all (module docstring)."""
+        f = frame
+        while f is not None and not self.user(f.f_code):
+            f = f.f_back
+        while f is not None:
+            verdict = self.verdict(f)
+            if verdict != RETURNED:
+                return verdict in (LIVE, UNPLACED)
+            caller = f.f_back  # used only where the function's result is: its caller's call, unless it is the kernel
+            if caller is not None and type(caller.f_locals.get("self")).__name__ == "GridExecutor":
+                return False  # the kernel's own return value is dropped
+            while caller is not None and not self.user(caller.f_code):
+                caller = caller.f_back
+            f = caller
+        return False
 
-def kept(frame: Any) -> bool:
-    """Whether the reduction or scan being made from ``frame`` (a frame of Triton's interpreter, or one above it) is
-    one compiled Triton keeps there, barrier and all (module docstring)."""
-    f = frame
-    while f is not None and not _user(f.f_code):
-        f = f.f_back
-    while f is not None:
-        verdict = _verdict(f)
-        if verdict != RETURNED:
-            return verdict in (LIVE, UNPLACED)
-        caller = f.f_back  # used only where the function's result is: its caller's call, unless it is the kernel
-        if caller is not None and type(caller.f_locals.get("self")).__name__ == "GridExecutor":
-            return False  # the kernel's own return value is dropped
-        while caller is not None and not _user(caller.f_code):
-            caller = caller.f_back
-        f = caller
-    return False
+    def verdict(self, frame: Any) -> str:
+        function = self.function(frame.f_code)
+        if function is None:
+            return UNPLACED
+        position = self.position(frame)
+        if position is None:
+            return UNPLACED
+        key = function.key(position)
+        if key is None:
+            return UNPLACED
+        return function.analysis(function.statics(frame), frame.f_globals, self).verdict(key)
 
+    def position(self, frame: Any) -> tuple[int, int, int, int] | None:
+        positions = getattr(frame.f_code, "co_positions", None)
+        if positions is None:
+            return None  # Python 3.10: no columns
+        table = self.positions.get(frame.f_code)
+        if table is None:
+            table = self.positions[frame.f_code] = list(positions())
+        i = frame.f_lasti // 2
+        if not 0 <= i < len(table) or None in table[i]:
+            return None
+        return table[i]  # type: ignore[return-value]
 
-def _verdict(frame: Any) -> str:
-    code = frame.f_code
-    function = _function(code)
-    if function is None:
-        return UNPLACED
-    position = _position(frame)
-    if position is None:
-        return UNPLACED
-    key = function.key(position)
-    if key is None:
-        return UNPLACED
-    statics = function.statics(frame)
-    return function.analysis(statics, frame.f_globals).verdict(key)
-
-
-def _position(frame: Any) -> tuple[int, int, int, int] | None:
-    positions = getattr(frame.f_code, "co_positions", None)
-    if positions is None:
-        return None  # Python 3.10: no columns
-    table = _positions.get(frame.f_code)
-    if table is None:
-        table = _positions[frame.f_code] = list(positions())
-    i = frame.f_lasti // 2
-    if not 0 <= i < len(table) or None in table[i]:
-        return None
-    return table[i]  # type: ignore[return-value]
-
-
-_positions: dict[Any, list] = {}
-_functions: dict[Any, _Function | None] = {}
-
-
-def _function(code: Any) -> _Function | None:
-    if code in _functions:
-        return _functions[code]
-    found = None
-    try:
-        lines = linecache.getlines(code.co_filename)
-        block = inspect.getblock(lines[code.co_firstlineno - 1:]) if lines else []
-        text = "".join(block)
-        source = textwrap.dedent(text)
-        tree = ast.parse(source)
-        func = tree.body[0] if tree.body else None
-        if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) and func.name == code.co_name:
-            indent = len(text) - len(text.lstrip()) if text else 0
-            found = _Function(func, code.co_firstlineno - 1, indent)
-    except (SyntaxError, IndexError, OSError, TypeError, ValueError):
+    def function(self, code: Any) -> _Function | None:
+        if code in self.functions:
+            return self.functions[code]
         found = None
-    _functions[code] = found
-    return found
+        try:
+            lines = linecache.getlines(code.co_filename)
+            block = inspect.getblock(lines[code.co_firstlineno - 1:]) if lines else []
+            text = "".join(block)
+            tree = ast.parse(textwrap.dedent(text))
+            func = tree.body[0] if tree.body else None
+            if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) and func.name == code.co_name:
+                indent = len(text) - len(text.lstrip()) if text else 0
+                found = _Function(func, code.co_firstlineno - 1, indent)
+        except (SyntaxError, IndexError, OSError, TypeError, ValueError):
+            found = None
+        self.functions[code] = found
+        return found
+
+    def has_effects(self, obj: Any) -> bool:
+        """Whether calling ``obj`` may have an effect: a jitted function with a store, atomic or print in it (or in
+        one it calls); True for what the analysis cannot read."""
+        if obj is None:
+            return True
+        if getattr(obj, "__name__", None) in _PURE_BUILTINS and getattr(obj, "__module__", None) == "builtins":
+            return False
+        if _triton_function(obj):
+            return False  # Triton's own (tl.sum, tl.softmax, a builtin): its name says whether it is a sink
+        py = python_function(obj)
+        if py is None:
+            return not inspect.isclass(obj)
+        if py not in self.effects:
+            self.effects[py] = False  # a recursive call adds nothing
+            self.effects[py] = self._reads_effects(py)
+        return self.effects[py]
+
+    def _reads_effects(self, py: Any) -> bool:
+        try:
+            lines, _ = inspect.getsourcelines(py)
+            tree = ast.parse(textwrap.dedent("".join(lines)))
+        except (OSError, TypeError, SyntaxError):
+            return True
+        namespace = dict(py.__globals__)
+        local = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} | \
+            {a.arg for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.Lambda)) for a in n.args.args}
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name in _SINKS or name.startswith("atomic_"):
+                return True
+            root = func.value if isinstance(func, ast.Attribute) else None
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if root is not None and (not isinstance(root, ast.Name) or root.id in local or root.id not in namespace):
+                continue  # a method of a value: its name said whether it writes
+            target = _resolve(func, namespace, local)
+            if target is not None and python_function(target) is py:
+                continue
+            if self.has_effects(target):
+                return True
+        return False
 
 
 class _Function:
@@ -165,10 +204,10 @@ class _Function:
                 out.append((name, value))
         return tuple(out)
 
-    def analysis(self, statics: tuple, namespace: dict[str, Any]) -> _Analysis:
+    def analysis(self, statics: tuple, namespace: dict[str, Any], barriers: Barriers) -> _Analysis:
         found = self.analyses.get(statics)
         if found is None:
-            found = self.analyses[statics] = _Analysis(self, dict(statics), namespace)
+            found = self.analyses[statics] = _Analysis(self, dict(statics), namespace, barriers)
         return found
 
 
@@ -176,8 +215,9 @@ class _Analysis:
     """Liveness of one function's calls, backward over its statements: which calls' results reach an effect (with
     the function's return unused, and with it used), and which reductions a loop would hoist."""
 
-    def __init__(self, function: _Function, statics: dict[str, Any], namespace: dict[str, Any]) -> None:
-        self.function, self.statics, self.namespace = function, statics, namespace
+    def __init__(self, function: _Function, statics: dict[str, Any], namespace: dict[str, Any],
+                 barriers: Barriers) -> None:
+        self.function, self.statics, self.namespace, self.barriers = function, statics, namespace, barriers
         self.live: dict[bool, set[int]] = {}
         for returned in (False, True):
             self.returned, self.marked = returned, set()
@@ -304,7 +344,7 @@ class _Analysis:
         if self.method_of_value(func):
             return False  # x.to(...), x.sum(0), desc.load(...): its name said whether it writes
         target = _resolve(func, self.namespace, self.function.locals)
-        return _has_effects(target)
+        return self.barriers.has_effects(target)
 
     def method_of_value(self, func: ast.expr) -> bool:
         """``func`` is a method of a value the function computes (``x.sum``), not of a module or global."""
@@ -395,64 +435,4 @@ def _triton_function(obj: Any) -> bool:
     return obj is not None and module.startswith("triton") and not inspect.ismodule(obj)
 
 
-_effects: dict[Any, bool] = {}
-
-
-def _has_effects(obj: Any) -> bool:
-    """Whether calling ``obj`` may have an effect: a jitted function with a store, atomic or print in it (or in one
-    it calls); True for what the analysis cannot read."""
-    if obj is None:
-        return True
-    if getattr(obj, "__name__", None) in _PURE_BUILTINS and getattr(obj, "__module__", None) == "builtins":
-        return False
-    if _triton_function(obj):
-        return False  # Triton's own (tl.sum, tl.softmax, a builtin): its name says whether it is a sink
-    from suite.checks.semantic_gaps import python_function
-
-    py = python_function(obj)
-    if py is None:
-        return not (_triton_function(obj) or inspect.isclass(obj))
-    if py in _effects:
-        return _effects[py]
-    _effects[py] = False  # a recursive call adds nothing
-    try:
-        lines, _ = inspect.getsourcelines(py)
-        tree = ast.parse(textwrap.dedent("".join(lines)))
-    except (OSError, TypeError, SyntaxError):
-        _effects[py] = True
-        return True
-    namespace = dict(py.__globals__)
-    local = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} | \
-        {a.arg for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.Lambda)) for a in n.args.args}
-    found = False
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-            if name in _SINKS or name.startswith("atomic_"):
-                found = True
-                break
-            root = func.value if isinstance(func, ast.Attribute) else None
-            while isinstance(root, ast.Attribute):
-                root = root.value
-            if root is not None and (not isinstance(root, ast.Name) or root.id in local or root.id not in namespace):
-                continue  # a method of a value: its name said whether it writes
-            target = _resolve(func, namespace, local)
-            if target is not None and python_function(target) is py:
-                continue
-            if _has_effects(target):
-                found = True
-                break
-    _effects[py] = found
-    return found
-
-
-def reset() -> None:
-    """Forget what was read (a test that redefines a function at the same place)."""
-    _functions.clear()
-    _positions.clear()
-    _effects.clear()
-
-
-__all__ = ["kept", "reset"]
-_ = sys  # the frames come from the caller (sys._getframe)
+__all__ = ["Barriers"]

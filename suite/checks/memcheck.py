@@ -184,6 +184,7 @@ class Races:
         self.user_code: dict[Any, bool] = {}
         self.depth = 0  # how far up the stack the kernel's frame was last time, and its code and its callee's
         self.depth_codes: tuple[Any, Any] = (None, None)
+        self.barriers = barriers.Barriers()  # which reductions order, as compiled (what it read, kept)
 
     def reset(self) -> None:
         if self.touched:
@@ -599,7 +600,8 @@ def install() -> Checker:
         # Across warps, a reduction or scan goes through shared memory with a barrier (bar.sync), where the compiler
         # keeps it: not one whose result is unused, nor one hoisted out of a loop (suite/checks/barriers.py). Judged
         # once, at the outermost call (Triton's apply calls itself again with a tuple).
-        if reducing[0] == 0 and checker.races is not None and barriers.kept(sys._getframe(1)):
+        races = checker.races
+        if reducing[0] == 0 and races is not None and races.barriers.kept(sys._getframe(1)):
             checker.barrier()
         reducing[0] += 1
         try:

@@ -156,11 +156,6 @@ def launch_constants(fn: Any, args: tuple, kwargs: dict[str, Any]) -> dict[str, 
     return out
 
 
-# What was read, by function, argument kinds and constants (its values kept, so that no id is reused while it is):
-# the process's state (lowercase: suite/checks/tampering.py leaves it be).
-_analysed: dict[tuple, tuple[Kind, tuple[Gap, ...], dict[str, Any]]] = {}
-
-
 def _constant_key(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
@@ -169,21 +164,38 @@ def _constant_key(value: Any) -> Any:
     return ("object", id(value))
 
 
-def _analyse(py: Any, kinds: tuple[tuple[str, Kind], ...], constants: dict[str, Any]) -> tuple[Kind, tuple[Gap, ...]]:
+class _Constants:
+    """A function's constant parameters, hashable for the cache of what was read: a function or other object by
+    identity (the cache keeps it, so no id is reused while the entry lives)."""
+
+    __slots__ = ("values", "key")
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        self.values = values
+        self.key = tuple(sorted((k, _constant_key(v)) for k, v in values.items()))
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Constants) and self.key == other.key
+
+
+def _analyse(py: Any, kinds: tuple[tuple[str, Kind], ...], constants: dict[str, Any], depth: int = 0
+             ) -> tuple[Kind, tuple[Gap, ...]]:
     """(the kind of what ``py`` returns; its gaps) with its parameters of ``kinds`` and ``constants``."""
-    key = (py, kinds, tuple(sorted((k, _constant_key(v)) for k, v in constants.items())))
-    found = _analysed.get(key)
-    if found is not None:
-        return found[0], found[1]
-    if len(_analysed) > 4096:
-        _analysed.clear()
-    _analysed[key] = (0, (), constants)  # a recursive call reads as nothing
-    result = _read(py, dict(kinds), constants)
-    _analysed[key] = (*result, constants)
-    return result
+    if depth > 32:
+        return 0, ()  # a call chain this deep calls itself again (Triton refuses recursion)
+    return _analysed(py, kinds, _Constants(constants), depth)
 
 
-def _read(py: Any, kinds: dict[str, Kind], constants: dict[str, Any]) -> tuple[Kind, tuple[Gap, ...]]:
+@functools.lru_cache(maxsize=4096)
+def _analysed(py: Any, kinds: tuple[tuple[str, Kind], ...], constants: _Constants, depth: int
+              ) -> tuple[Kind, tuple[Gap, ...]]:
+    return _read(py, dict(kinds), constants.values, depth)
+
+
+def _read(py: Any, kinds: dict[str, Kind], constants: dict[str, Any], depth: int) -> tuple[Kind, tuple[Gap, ...]]:
     try:
         lines, start = inspect.getsourcelines(py)
         file = inspect.getsourcefile(py) or "<unknown>"
@@ -203,6 +215,7 @@ def _read(py: Any, kinds: dict[str, Kind], constants: dict[str, Any]) -> tuple[K
                                                                                    col_offset=lam.col_offset)],
                                decorator_list=[], lineno=lam.lineno, col_offset=lam.col_offset)
     walker = _Walker(py, file, start - 1, source, func)
+    walker.depth = depth
     for name, kind in kinds.items():
         walker.env[name] = kind
     walker.consts.update((k, v) for k, v in walker.defaults.items() if k not in kinds)  # a parameter not given
@@ -224,6 +237,7 @@ class _Walker:
         self.gaps: list[Gap] = []
         self.returns: Kind = None
         self.calls = 0
+        self.depth = 0
         args = func.args
         self.params = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
         self.locals = set(self.params) | {n.id for n in ast.walk(func) if isinstance(n, ast.Name)
@@ -404,7 +418,16 @@ class _Walker:
         return 0
 
     def call(self, node: ast.Call) -> Kind:
-        args = [self.expr(a) for a in node.args]
+        args: list[Kind] = []
+        arg_nodes: list[ast.expr | None] = []
+        for a in node.args:
+            kind = self.expr(a.value if isinstance(a, ast.Starred) else a)
+            if isinstance(a, ast.Starred) and isinstance(kind, tuple):  # f(*pair): the tuple's elements, in order
+                args.extend(kind)
+                arg_nodes.extend([None] * len(kind))
+            else:
+                args.append(_flat(kind) if isinstance(a, ast.Starred) else kind)
+                arg_nodes.append(None if isinstance(a, ast.Starred) else a)
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
         func = node.func
         receiver = _flat(self.expr(func.value)) if isinstance(func, ast.Attribute) else 0
@@ -413,7 +436,7 @@ class _Walker:
             return self.lambda_call(self.lambdas[func.id], node, args, kwargs)
         target = self.resolve(func)
         if target is not None and _followed(target):
-            return self.callee(target, node, args, kwargs)
+            return self.callee(target, node, args, kwargs, arg_nodes)
         every = max([*(_flat(a) for a in args), *(_flat(k) for k in kwargs.values()), receiver, 0])
         if receiver:  # a method of a block: x.to(...), x.sum(axis=1), desc.load(...)
             if name in _REDUCTIONS:
@@ -429,6 +452,8 @@ class _Walker:
             return self.split(_flat(args[0]) if args else _flat(kwargs.get("a", 0)))
         if name in _SCALARS:
             return 0
+        if name == "join":  # a new last axis of 2
+            return every + 1 if every and every != BLOCK_ANY else every
         if name in _MAKERS:
             rank = _MAKERS[name]
             if rank is None:
@@ -464,10 +489,10 @@ class _Walker:
         half = rank - 1 if rank not in (BLOCK_ANY, 1, 0) else 0
         return (half, half)
 
-    def callee(self, target: Any, node: ast.Call, args: list[Kind], kwargs: dict[str, Kind]) -> Kind:
+    def callee(self, target: Any, node: ast.Call, args: list[Kind], kwargs: dict[str, Kind],
+               given_args: list[ast.expr | None]) -> Kind:
         """A jitted function (or a partial of one, a Python function) called with arguments of these kinds: read
         with the kinds and the constant values of its parameters."""
-        given_args = list(node.args)
         given_kwargs = {k.arg: k.value for k in node.keywords if k.arg is not None}
         fixed: dict[str, Any] = {}
         pre_args: list[Any] = []
@@ -506,7 +531,7 @@ class _Walker:
             constants[name] = fixed
 
     def read(self, py: Any, kinds: dict[str, Kind], constants: dict[str, Any]) -> Kind:
-        kind, gaps = _analyse(py, tuple(sorted(kinds.items())), constants)
+        kind, gaps = _analyse(py, tuple(sorted(kinds.items())), constants, self.depth + 1)
         self.gaps.extend(gaps)
         return kind if kind is not None else 0
 

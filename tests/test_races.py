@@ -14,6 +14,7 @@ import triton
 import triton.language as tl
 
 from suite.checks import memcheck
+from tests.fixtures import race_tries
 
 pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="interpreter only")
 
@@ -175,3 +176,35 @@ def test_a_scalar_load_a_colliding_scatter_an_unused_sum_and_an_atomic_beside_a_
         assert case["failure"] == "memory", case
         assert case["message"].startswith(f"data race in kernel {function} in program ("), case["message"]
         assert said in case["message"], case["message"]
+
+
+def _try(kernel, which: int, aliased: bool) -> BaseException | None:
+    x = torch.zeros(64)
+    y = x if aliased else torch.zeros(64)
+    try:
+        kernel[(1,)](x, y, 5, BLOCK=8, W=which, DEBUG=False)
+    except Exception as exc:  # noqa: BLE001 - the interpreter wraps what the hooks raise
+        return memcheck.violation_in(exc) or exc
+    return None
+
+
+@pytest.mark.parametrize("which", race_tries.RACY)
+def test_each_way_tried_to_hide_a_race_is_found(checker, which):
+    """tests/fixtures/race_tries.py, ``racy``: a block of one, aliasing arguments, signed zeros, tail-only collisions,
+    reductions the compiler deletes or hoists (unused in eight ways, loop-invariant), atomics beside plain accesses
+    and atomics of two kinds."""
+    found = _try(race_tries.racy, which, which in race_tries.ALIASED)
+    assert isinstance(found, memcheck.DataRace), found
+
+
+@pytest.mark.parametrize("which", race_tries.ORDERED)
+def test_each_right_kernel_that_looks_alike_passes(checker, which):
+    """``ordered``: one-thread scalar stores, one value stored by many lanes, reductions the compiler keeps (used,
+    feeding a branch or a loop bound, a helper's, inside an ``if`` in a loop), barriers, disjoint views, an atomic
+    then the same lane's load."""
+    x = torch.zeros(64)
+    y = x[16:] if which == 7 else torch.zeros(64)
+    try:
+        race_tries.ordered[(1,)](x, y, 5, BLOCK=8, W=which, DEBUG=False)
+    except Exception as exc:  # noqa: BLE001 - the interpreter wraps what the hooks raise
+        pytest.fail(str(memcheck.violation_in(exc) or exc))

@@ -16,6 +16,7 @@ import triton.language as tl
 from kernels import registry
 from suite.checks import lints, semantic_gaps
 from suite.checks.semantic_gaps import AND, CHAIN, NOT, OR
+from tests.fixtures import gap_tries
 
 FIXTURE = "--kernel-module=tests/fixtures/interpreter_gaps.py"
 
@@ -166,3 +167,19 @@ def test_helpers_by_keyword_by_tuple_and_by_constexpr_are_read_and_a_branch_no_l
     [case] = [c for c in run.run_data()["cases"] if c["outcome"] == "failed"]
     assert case["kernel"] == "debug_and_unmasked_add" and case["failure"] == "memory", case
     assert case["message"].startswith("out-of-bounds load in kernel debug_and_add_kernel"), case["message"]
+
+
+@pytest.mark.parametrize("which", gap_tries.FOUND)
+def test_each_way_tried_to_hide_a_gap_is_read(which):
+    """tests/fixtures/gap_tries.py: helpers reached by keyword, alias, constexpr, tuple, partial, lambda, namespace,
+    ``*args``; constexpr conditions that make the branch run."""
+    found = semantic_gaps.find(gap_tries.hidden, gap_tries.constants(which))
+    assert found, which
+
+
+@pytest.mark.parametrize("which", gap_tries.NOT_RUN)
+def test_a_gap_no_launch_runs_is_not_read(which):
+    """Branches the launch's constexprs rule out (the compiler does not compile them), and a combine function the
+    interpreter calls on scalars. Read without the launch's constants (the lint), every branch counts."""
+    assert semantic_gaps.find(gap_tries.hidden, gap_tries.constants(which)) == [], which
+    assert semantic_gaps.find(gap_tries.hidden)

@@ -55,6 +55,7 @@ class Barriers:
         self.positions: dict[Any, list] = {}  # code object: its instructions' source positions
         self.functions: dict[Any, _Function | None] = {}  # code object: its function's AST, where found
         self.effects: dict[Any, bool] = {}  # function: whether calling it may store, print or update atomically
+        self.reading: set[Any] = set()  # the helpers being read now (a recursive call is not read again)
 
     def user(self, code: Any) -> bool:
         user = self.user_code.get(code)
@@ -123,6 +124,21 @@ class Barriers:
             found = None
         self.functions[code] = found
         return found
+
+    def parameters_used(self, py: Any) -> dict[str, bool] | None:
+        """For each parameter of function ``py``, whether its result (or an effect) depends on it; None where the
+        analysis cannot read it."""
+        if py in self.reading:
+            return None  # a call back into a function being read: every argument counts
+        function = self.function(py.__code__)
+        if function is None:
+            return None
+        self.reading.add(py)
+        try:
+            analysis = function.analysis((), py.__globals__, self)
+        finally:
+            self.reading.discard(py)
+        return {p: p in analysis.entry for p in function.params}
 
     def has_effects(self, obj: Any) -> bool:
         """Whether calling ``obj`` may have an effect: a jitted function with a store, atomic or print in it (or in
@@ -219,9 +235,10 @@ class _Analysis:
                  barriers: Barriers) -> None:
         self.function, self.statics, self.namespace, self.barriers = function, statics, namespace, barriers
         self.live: dict[bool, set[int]] = {}
+        self.entry: set[str] = set()  # what the function reads of its parameters where its result is used
         for returned in (False, True):
             self.returned, self.marked = returned, set()
-            self.block(function.func.body, set())
+            self.entry = self.block(function.func.body, set())
             self.live[returned] = self.marked
         self.hoisted: set[int] = set()
         self.loops(function.func.body)
@@ -316,14 +333,39 @@ class _Analysis:
 
     # expressions ---------------------------------------------------------------------------------------------------
     def use(self, node: ast.expr) -> set[str]:
-        """``node``'s value is used: every call in it is, and the names it reads."""
-        read = set()
-        for child in ast.walk(node):
+        """``node``'s value is used: every call in it is, and the names it reads; but an argument of a jitted
+        helper that the helper's result does not depend on is not (the helper is inlined, the argument dropped)."""
+        read: set[str] = set()
+        stack = [node]
+        while stack:
+            child = stack.pop()
             if isinstance(child, ast.Call):
                 self.marked.add(id(child))
+                dropped = self.dropped_arguments(child)
+                for part in ast.iter_child_nodes(child):
+                    if any(part is d for d in dropped):
+                        read |= self.effects(part)
+                    else:
+                        stack.append(part)
             elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load):
                 read.add(child.id)
+            else:
+                stack.extend(ast.iter_child_nodes(child))
         return read
+
+    def dropped_arguments(self, call: ast.Call) -> list[ast.expr]:
+        """The arguments of ``call`` (to a jitted function of the kernel's code) that its result does not use."""
+        if self.method_of_value(call.func) or any(isinstance(a, ast.Starred) for a in call.args):
+            return []
+        target = _resolve(call.func, self.namespace, self.function.locals)
+        py = python_function(target) if target is not None and not _triton_function(target) else None
+        used = self.barriers.parameters_used(py) if py is not None else None
+        if used is None:
+            return []
+        params = list(used)
+        dropped = [a for a, p in zip(call.args, params, strict=False) if not used[p]]
+        dropped += [k.value for k in call.keywords if k.arg in used and not used[k.arg]]
+        return dropped
 
     def effects(self, node: ast.expr) -> set[str]:
         """The calls in ``node`` that have an effect whatever their result (stores, atomics, prints, calls the
@@ -431,8 +473,13 @@ def _resolve(func: ast.expr, namespace: dict[str, Any], local: list[str]) -> Any
 
 
 def _triton_function(obj: Any) -> bool:
-    module = getattr(obj, "__module__", None) or ""
-    return obj is not None and module.startswith("triton") and not inspect.ismodule(obj)
+    """Triton's own function (``tl.sum``, ``tl.store``, a jitted one of triton.language), not the kernel's: a
+    JITFunction's own ``__module__`` is its class's, so the function under it is asked."""
+    if obj is None or inspect.ismodule(obj):
+        return False
+    py = python_function(obj)
+    module = getattr(py if py is not None else obj, "__module__", None) or ""
+    return module.startswith("triton")
 
 
 __all__ = ["Barriers"]

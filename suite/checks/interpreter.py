@@ -25,9 +25,10 @@ Installed once per process when the backend is the interpreter (``install``), be
 - **Python ``and``/``or``/``not`` and chained comparisons on block tensors** (suite/checks/semantic_gaps.py) are
   evaluated as Python evaluates them (a block tensor is always true: ``a and b`` is ``b``), where compiled Triton
   computes them elementwise. Not patched over (a rewrite of the kernel's source would test the rewrite): each launch's
-  function (and the jitted functions it calls) is read before it runs, and one that uses a construct the installed
-  interpreter gets wrong (:func:`misevaluated`, probed once) raises :class:`SemanticGap`, naming the construct,
-  function, file and line: the case is not checkable here, neither failed nor passed.
+  function (and the functions it calls) is read before it runs, with the launch's constexpr arguments (a branch they
+  rule out is not run, nor read), and one that uses a construct the installed interpreter gets wrong
+  (:func:`misevaluated`, probed once) raises :class:`SemanticGap`, naming the construct, function, file and line: the
+  case is not checkable here, neither failed nor passed.
 
 ``@triton.autotune`` kernels are handled in suite/checks/launches.py (they run a chosen config and time nothing), on every
 backend.

@@ -333,7 +333,8 @@ def _collision(new: _Access) -> tuple[int, int, int, int] | None:
         return None
     i = int(np.flatnonzero(bad)[0])
     lanes = new.lane_array()
-    return int(new.addrs[order[i]]), int(lanes[order[i]]), int(lanes[order[i + 1]]), int(np.unique(a[1:][bad]).size)
+    first, second = sorted((int(lanes[order[i]]), int(lanes[order[i + 1]])))
+    return int(new.addrs[order[i]]), first, second, int(np.unique(a[1:][bad]).size)
 
 
 def _element_text(region: Region, addr: int) -> str:

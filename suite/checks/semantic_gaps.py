@@ -22,8 +22,13 @@ elementwise from one), in a position where Python's truthiness changes the resul
 
 Scalars (``tl.program_id``, scalar arguments, constexprs, full reductions) are never flagged; a value whose kind the
 analysis cannot tell (a reduction along an axis, a call it does not know) is taken as not a block, so a shipped kernel
-gets no finding unless it has the gap. Jitted functions a function calls are followed, with the kinds of the
-arguments at each call.
+gets no finding unless it has the gap. A tuple keeps its elements' kinds. The functions a function calls are
+followed, with the kinds and the constant values of the arguments at each call (positional or keyword): jitted ones
+however named (an alias, a ``tl.constexpr`` global, a partial, a function passed as a constexpr), and the lambdas and
+plain Python functions the interpreter runs as Python (compiled Triton refuses them).
+
+Read for a launch (:func:`find` with :func:`launch_constants`), a condition the launch's constexprs decide is read
+one way only, as compiled Triton compiles it: a branch no launch with those values runs is no gap of that launch.
 """
 
 from __future__ import annotations

@@ -146,6 +146,8 @@ class _Access:
 
     def value_bits(self) -> np.ndarray:
         """Each enabled lane's stored value as its bits (int64): two lanes store the same value where these agree."""
+        if self.bits is None and self.values is None:  # not seen: taken as different from every other value
+            self.bits = -1 - np.arange(self.addrs.size, dtype=np.int64) - (id(self) % (1 << 40) << 20)
         if self.bits is None:
             data = np.asarray(self.values)
             if data.dtype == np.bool_:

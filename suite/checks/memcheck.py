@@ -127,7 +127,7 @@ class _Access:
     which every thread makes), the block's shape, a store's values (the interpreter's array, read only if another
     store lands on one of its elements), and where in the kernel it was (code object and line)."""
 
-    __slots__ = ("op", "kind", "addrs", "lanes", "shape", "code", "line", "span", "values", "bits")
+    __slots__ = ("op", "kind", "addrs", "lanes", "shape", "code", "line", "span", "values", "bits", "spread")
 
     def __init__(self, op: str, addrs: np.ndarray, lanes: np.ndarray | None, shape: tuple[int, ...], code: Any,
                  line: int, values: Any = None, kind: str = "") -> None:
@@ -135,6 +135,7 @@ class _Access:
         self.kind = kind or op  # an atomic's operation: add, max, xchg, cas, ...
         self.span: tuple[int, int] | None = None  # its lowest and highest address, once asked
         self.values, self.bits = values, None
+        self.spread = False  # a one-element load: a write of more than one element has followed it
 
     def lane_array(self) -> np.ndarray:
         return self.lanes if self.lanes is not None else np.arange(self.addrs.size)
@@ -187,11 +188,17 @@ class Races:
         self.depth = 0  # how far up the stack the kernel's frame was last time, and its code and its callee's
         self.depth_codes: tuple[Any, Any] = (None, None)
         self.barriers = barriers.Barriers()  # which reductions order, as compiled (what it read, kept)
+        # One-element loads in this interval, and their races with one-element writes (thread 0's) that stand only
+        # once a write of more than one element follows the load: its value may then reach other threads' writes.
+        self.lone_loads: list[_Access] = []
+        self.pending: list[tuple] = []
 
     def reset(self) -> None:
         if self.touched:
             self.touched = {}
             self.stored = set()
+        if self.lone_loads:
+            self.lone_loads, self.pending = [], []
 
     def new_launch(self) -> None:
         self.reset()
@@ -216,6 +223,10 @@ class Races:
             collision = _collision(new)
             if collision is not None:
                 raise DataRace(_collision_message(launch, region, program(), new, *collision))
+        if op != "load" and _elements(shape) > 1 and self.lone_loads:
+            self._spread(new)
+        elif lanes is not None and lanes.size == 1 and lanes[0] == EVERY_LANE:
+            self.lone_loads.append(new)
         seen = self.touched.get(key)
         if seen is None:
             self.touched[key] = [new]
@@ -228,11 +239,28 @@ class Races:
                 if rule is None:
                     continue
                 race = _first_race(new, old, values=rule)
-                if race is not None:
-                    raise DataRace(_race_message(launch, region, program(), new, old, *race))
+                if race is None:
+                    continue
+                load = _lone_pair(new, old)
+                if load is not None and not load.spread:  # thread 0's write, every thread's load: see _spread
+                    self.pending.append((load, launch, region, program(), new, old, race))
+                    continue
+                raise DataRace(_race_message(launch, region, program(), new, old, *race))
             if op != "load":
                 self.stored.add(key)
         seen.append(new)
+
+    def _spread(self, write: _Access) -> None:
+        """A write of more than one element: what every thread loaded before it may reach other threads' elements
+        here, so a one-element load's race with thread 0's write of the element stands (before, the only thread
+        whose values were written was thread 0, which made its load and its write in order)."""
+        for load in self.lone_loads:
+            load.spread = True
+        if self.pending:
+            _, launch, region, program, new, old, race = self.pending[0]
+            raise DataRace(_race_message(launch, region, program, new, old, *race) + (
+                f"; the load's value may reach this write of {_elements(write.shape)} elements at {_at(write)}, "
+                f"which other threads make"))
 
     def _where(self) -> tuple[Any, int]:
         """(code, line) of the kernel making this access: the innermost frame outside Triton and this suite. The
@@ -274,6 +302,20 @@ def _counts_at(old: list[np.ndarray], new: list[np.ndarray]) -> np.ndarray:
 
 _WRITES_A_VALUE = {"store", "xchg", "cas"}  # what stays is the value the last of them wrote
 _COMMUTING = {"add", "fadd", "max", "min", "umax", "umin", "and", "or", "xor"}  # atomics whose order changes nothing
+
+
+def _elements(shape: tuple[int, ...]) -> int:
+    return int(np.prod(shape, dtype=np.int64)) if shape else 1
+
+
+def _lone_pair(new: _Access, old: _Access) -> _Access | None:
+    """The one-element load of a pair of a one-element load (every thread's) and a one-element write (thread 0's),
+    else None."""
+    for load, write in ((new, old), (old, new)):
+        if load.op == "load" and load.lanes is not None and load.lanes.size == 1 and load.lanes[0] == EVERY_LANE \
+                and write.op != "load" and _elements(write.shape) == 1:
+            return load
+    return None
 
 
 def _pair_rule(new: _Access, old: _Access) -> bool | None:

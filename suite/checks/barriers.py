@@ -8,7 +8,8 @@ interpreter runs every one where the source has it, but compiled Triton does not
 - **a reduction whose result nothing uses is deleted** (it is pure: dead code), and its barrier with it. Used means
   reaching, through the values computed from it, a store, an atomic, a ``device_print``, a branch or loop that does
   any of those, a call the analysis cannot see into, or the return of a function whose call is used. A result used
-  only under an ``if`` on a constexpr the launch makes false is unused: that branch is not compiled;
+  only under an ``if`` on a constexpr the launch makes false is unused: that branch is not compiled; so is one
+  passed to a jitted helper whose result and effects do not depend on that argument (the helper is inlined);
 - **a reduction in a loop whose operands the loop does not change is hoisted out of it** (loop-invariant code
   motion), so it orders nothing within the loop: its barrier runs once, before the loop. Only one directly in the
   loop's body (one inside an ``if`` in the loop stays), on operands computed without a load.
@@ -16,7 +17,9 @@ interpreter runs every one where the source has it, but compiled Triton does not
 Measured offline for sm_90 (``triton.compile``, no GPU; Triton 3.6.0): an unused ``tl.sum`` leaves no ``tt.reduce``
 in the TTGIR and no ``bar.sync`` in the PTX, one added times 0.0 into what is stored leaves both; a ``tl.sum`` or
 ``tl.cumsum`` of a value loaded before an ``scf.for`` moves before the loop, one inside an ``if`` in the loop stays;
-one used only under ``if DEBUG`` (DEBUG false) is deleted.
+one used only under ``if DEBUG`` (DEBUG false) is deleted, and so is one passed to a helper that drops it. The
+compiler also deletes what it folds away (an integer sum times 0, ``s - s``, ``tl.where(True, p, s)``, the unused
+half of a helper's returned pair): not seen here, such a reduction is taken as a barrier.
 
 The reduction is found from the interpreter's stack: the innermost frame of the kernel's own code and the call it is
 making there (its line and columns, Python 3.11's code positions), looked up in the function's source (its AST). A

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import os
+from pathlib import Path
 
 import pytest
 import triton
@@ -15,6 +16,7 @@ import triton.language as tl
 from kernels import registry
 from suite.checks import lints, semantic_gaps
 from suite.checks.semantic_gaps import AND, CHAIN, NOT, OR
+from tests.fixtures import gap_tries
 
 FIXTURE = "--kernel-module=tests/fixtures/interpreter_gaps.py"
 
@@ -124,11 +126,60 @@ def test_a_right_kernel_masking_with_and_is_not_checkable_on_the_interpreter(run
            "and_masked_add_kernel" in verdict, verdict
     tests = {t["nodeid"].rsplit("[", 1)[1].split("-")[0]: t for t in run.run_data()["tests"]}
     assert tests["scalar_and_add"]["outcome"] == "passed"
-    for kernel, function, line in (("and_masked_add", "and_masked_add_kernel", 35),
-                                   ("helper_and_masked_add", "_in_bounds", 43)):
+    for kernel, function, line in (("and_masked_add", "and_masked_add_kernel",
+                                    _fixture_line("mask = (offsets < n_elements) and (offsets >= 0)")),
+                                   ("helper_and_masked_add", "_in_bounds",
+                                    _fixture_line("return (offsets < n) and (offsets >= 0)"))):
         assert tests[kernel]["outcome"] == "skipped", tests[kernel]
         assert tests[kernel]["message"].splitlines()[0].endswith(
             f"not checkable on the interpreter: Python `and` on block tensors in {function} at "
             f"tests/fixtures/interpreter_gaps.py:{line}"), tests[kernel]["message"]
     assert not [c for c in run.run_data()["cases"] if c["outcome"] == "failed"]
     assert "not run 1 test, not checkable on the interpreter: Python `and`" in verdict, verdict
+
+
+def _fixture_line(text: str) -> int:
+    lines = (Path(__file__).parent / "fixtures" / "interpreter_gaps.py").read_text().splitlines()
+    return 1 + next(i for i, line in enumerate(lines) if text in line)
+
+
+def test_helpers_by_keyword_by_tuple_and_by_constexpr_are_read_and_a_branch_no_launch_takes_is_not(run_suite):
+    """Issue 61, item 9. Before: the three helper kernels passed on the interpreter, their `and` unread (a helper
+    called with keywords was read with no argument kinds, a returned tuple was no block, a constexpr argument named
+    no function); debug_and_unmasked_add was not checkable for an `and` under ``if DEBUG:`` that no launch runs,
+    hiding its unmasked load, and debug_and_add was not checkable either."""
+    helpers = ("kwargs_helper_and_add", "tuple_helper_and_add", "constexpr_helper_and_add")
+    run = run_suite("suite/test_kernels.py", FIXTURE, f"--kernels={','.join(helpers)},debug_and_unmasked_add,"
+                                                      f"debug_and_add")
+    assert run.returncode == 1, run.output[-3000:]
+    tests = {t["nodeid"].rsplit("[", 1)[1].split("-")[0]: t for t in run.run_data()["tests"]}
+    outcomes = {name: t["outcome"] for name, t in tests.items()}
+    assert outcomes == {**dict.fromkeys(helpers, "skipped"), "debug_and_unmasked_add": "failed",
+                        "debug_and_add": "passed"}, outcomes
+    helper_and = _fixture_line("return (offsets >= 0) and (offsets < n)")
+    for kernel, function, line in (("kwargs_helper_and_add", "_nonneg_in_bounds", helper_and),
+                                   ("tuple_helper_and_add", "tuple_helper_and_add_kernel",
+                                    _fixture_line("mask = above and below")),
+                                   ("constexpr_helper_and_add", "_nonneg_in_bounds", helper_and)):
+        assert tests[kernel]["message"].splitlines()[0].endswith(
+            f"not checkable on the interpreter: Python `and` on block tensors in {function} at "
+            f"tests/fixtures/interpreter_gaps.py:{line}"), tests[kernel]["message"]
+    [case] = [c for c in run.run_data()["cases"] if c["outcome"] == "failed"]
+    assert case["kernel"] == "debug_and_unmasked_add" and case["failure"] == "memory", case
+    assert case["message"].startswith("out-of-bounds load in kernel debug_and_add_kernel"), case["message"]
+
+
+@pytest.mark.parametrize("which", gap_tries.FOUND)
+def test_each_way_tried_to_hide_a_gap_is_read(which):
+    """tests/fixtures/gap_tries.py: helpers reached by keyword, alias, constexpr, tuple, partial, lambda, namespace,
+    ``*args``; constexpr conditions that make the branch run."""
+    found = semantic_gaps.find(gap_tries.hidden, gap_tries.constants(which))
+    assert found, which
+
+
+@pytest.mark.parametrize("which", gap_tries.NOT_RUN)
+def test_a_gap_no_launch_runs_is_not_read(which):
+    """Branches the launch's constexprs rule out (the compiler does not compile them), and a combine function the
+    interpreter calls on scalars. Read without the launch's constants (the lint), every branch counts."""
+    assert semantic_gaps.find(gap_tries.hidden, gap_tries.constants(which)) == [], which
+    assert semantic_gaps.find(gap_tries.hidden)

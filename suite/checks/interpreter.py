@@ -27,9 +27,10 @@ Installed once per process when the backend is the interpreter (``install``), be
 - **Python ``and``/``or``/``not`` and chained comparisons on block tensors** (suite/checks/semantic_gaps.py) are
   evaluated as Python evaluates them (a block tensor is always true: ``a and b`` is ``b``), where compiled Triton
   computes them elementwise. Not patched over (a rewrite of the kernel's source would test the rewrite): each launch's
-  function (and the jitted functions it calls) is read before it runs, and one that uses a construct the installed
-  interpreter gets wrong (:func:`misevaluated`, probed once) raises :class:`SemanticGap`, naming the construct,
-  function, file and line: the case is not checkable here, neither failed nor passed.
+  function (and the functions it calls) is read before it runs, with the launch's constexpr arguments (a branch they
+  rule out is not run, nor read), and one that uses a construct the installed interpreter gets wrong
+  (:func:`misevaluated`, probed once) raises :class:`SemanticGap`, naming the construct, function, file and line: the
+  case is not checkable here, neither failed nor passed.
 
 ``@triton.autotune`` kernels are handled in suite/checks/launches.py (they run a chosen config and time nothing), on every
 backend.
@@ -206,11 +207,13 @@ def misevaluated() -> dict[str, str]:
     return wrong
 
 
-def semantic_gap(fn: Any) -> SemanticGap | None:
-    """Why jitted function ``fn`` (or one it calls) is not checkable on this interpreter, or None."""
+def semantic_gap(fn: Any, args: tuple = (), kwargs: dict[str, Any] | None = None) -> SemanticGap | None:
+    """Why jitted function ``fn`` (or one it calls), launched with ``args`` and ``kwargs``, is not checkable on this
+    interpreter, or None. The launch's constexpr arguments decide its ``if``s on them (a branch no launch of these
+    values takes is compiled nowhere, and not run here) and name the functions passed as constexprs."""
     from suite.checks import semantic_gaps
 
-    gaps = semantic_gaps.find(fn)
+    gaps = semantic_gaps.find(fn, semantic_gaps.launch_constants(fn, args, kwargs or {}))
     if not gaps:
         return None
     wrong = misevaluated()
@@ -272,7 +275,8 @@ def install() -> None:
     run = interpreter.InterpretedFunction.run
 
     def checked_run(self, *args, **kwargs):
-        if getattr(self.fn, "__module__", None) != "suite.checks._interpreter_probe" and (gap := semantic_gap(self)):
+        if getattr(self.fn, "__module__", None) != "suite.checks._interpreter_probe" and \
+                (gap := semantic_gap(self, args, kwargs)):
             raise gap
         return run(self, *args, **kwargs)
 

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from suite.checks import barriers
 from suite.session import stash
 
 SANITIZER_ENV = "SUITE_MEMCHECK_LOG_DIR"  # set in a run re-executed under the GPU checker
@@ -66,6 +67,13 @@ class Region:
     strides: tuple[int, ...]  # in elements
     numel: int
     contiguous: bool
+    group: str = ""  # the races' key: the first of the arguments whose memory overlaps this one's (aliases: one)
+
+    def extent(self) -> tuple[int, int]:
+        """The bytes [lo, hi) its elements span."""
+        lo = sum(min(0, (n - 1) * s) for n, s in zip(self.shape, self.strides, strict=True)) * self.itemsize
+        hi = (sum(max(0, (n - 1) * s) for n, s in zip(self.shape, self.strides, strict=True)) + 1) * self.itemsize
+        return self.base + lo, self.base + hi
 
     def describe(self) -> str:
         layout = "" if self.contiguous else f", strides {self.strides}"
@@ -110,17 +118,24 @@ class Launch:
     regions: list[Region]
 
 
-class _Access:
-    """One load or store of a region in the current program and barrier interval: its enabled lanes' addresses, each
-    lane's position in the block (None: every lane, in order), the block's shape, and where in the kernel it was
-    (code object and line)."""
+EVERY_LANE = -1  # the lane of a one-element load: every thread of the program makes it
 
-    __slots__ = ("op", "addrs", "lanes", "shape", "code", "line", "span")
+
+class _Access:
+    """One load, store or atomic of a region in the current program and barrier interval: its enabled lanes'
+    addresses, each lane's position in the block (None: every lane, in order; ``EVERY_LANE``: a one-element load,
+    which every thread makes), the block's shape, a store's values (the interpreter's array, read only if another
+    store lands on one of its elements), and where in the kernel it was (code object and line)."""
+
+    __slots__ = ("op", "kind", "addrs", "lanes", "shape", "code", "line", "span", "values", "bits", "spread")
 
     def __init__(self, op: str, addrs: np.ndarray, lanes: np.ndarray | None, shape: tuple[int, ...], code: Any,
-                 line: int) -> None:
+                 line: int, values: Any = None, kind: str = "") -> None:
         self.op, self.addrs, self.lanes, self.shape, self.code, self.line = op, addrs, lanes, shape, code, line
+        self.kind = kind or op  # an atomic's operation: add, max, xchg, cas, ...
         self.span: tuple[int, int] | None = None  # its lowest and highest address, once asked
+        self.values, self.bits = values, None
+        self.spread = False  # a one-element load: a write of more than one element has followed it
 
     def lane_array(self) -> np.ndarray:
         return self.lanes if self.lanes is not None else np.arange(self.addrs.size)
@@ -130,34 +145,60 @@ class _Access:
             self.span = (int(self.addrs.min()), int(self.addrs.max()))
         return self.span
 
+    def value_bits(self) -> np.ndarray:
+        """Each enabled lane's stored value as its bits (int64): two lanes store the same value where these agree."""
+        if self.bits is None and self.values is None:  # not seen: taken as different from every other value
+            self.bits = -1 - np.arange(self.addrs.size, dtype=np.int64) - (id(self) % (1 << 40) << 20)
+        if self.bits is None:
+            data = np.asarray(self.values)
+            if data.dtype == np.bool_:
+                data = data.view(np.uint8)
+            data = np.broadcast_to(data, self.shape if self.shape else (1,)).reshape(-1)
+            if self.lanes is not None:
+                data = data[self.lanes]
+            unsigned = np.ascontiguousarray(data).view(np.dtype(f"u{data.dtype.itemsize}"))
+            self.bits = unsigned.astype(np.int64)
+        return self.bits
+
 
 class Races:
     """Races the interpreter cannot show. It runs a program's lanes as one (numpy over the whole block), so an
     element that one lane stores and another lane loads is read in program order there; on a GPU the lanes are
     threads of different warps, unordered without a barrier, and the load may see either value. Within one program
-    and between two barriers (``tl.debug_barrier()``, or a reduction or scan: across warps Triton lowers one through
-    shared memory with a barrier; a new program starts afresh), an element one lane stores and
-    another lane loads or stores is a race, whichever comes first. A lane is the element's position in the access's
-    block tensor (flat index): conservative, as a GPU may give two positions to one thread (a layout choice the
-    interpreter cannot see). Atomics are not races. Only regions stored in the interval are compared (each store with
-    the region's earlier loads and stores, each later load with its stores). What is kept costs time (a look up the
-    stack, and arrays the interpreter would free), so past a launch's first program, loads of a tensor that no program
-    of the launch has stored yet are not kept: the first program sees every pair, and a later one every pair in a
-    tensor the launch writes (a tensor first written by a later program is compared from that store on)."""
+    and between two barriers (``tl.debug_barrier()``, or a reduction or scan the compiler keeps: across warps Triton
+    lowers one through shared memory with a barrier, see :class:`ReductionBarriers`; a new program starts afresh), an
+    element one lane stores and another lane loads, stores or updates atomically is a race, whichever comes first;
+    so is one two lanes of one store store with different values (a colliding scatter), and one a lane updates
+    atomically while another loads or stores it. Two atomics are not a race; two lanes storing the same value are not
+    either. A lane is the element's position in the access's block tensor (flat index): conservative, as a GPU may
+    give two positions to one thread (a layout choice the interpreter cannot see); a one-element load (a scalar, or a
+    block of one) is every lane's, as every thread of the program makes it, while a one-element store or atomic is
+    lane 0's (Triton has thread 0 make it). Only regions written in the interval are compared (each write with the
+    region's earlier accesses, each later load with its writes). What is kept costs time (a look up the stack, and
+    arrays the interpreter would free), so past a launch's first program, loads of a tensor that no program of the
+    launch has written yet are not kept: the first program sees every pair, and a later one every pair in a tensor
+    the launch writes (a tensor first written by a later program is compared from that write on)."""
 
     def __init__(self) -> None:
         self.touched: dict[str, list[_Access]] = {}
-        self.stored: set[str] = set()
-        self.written: set[str] = set()  # the regions this launch has stored to, in any program
+        self.stored: set[str] = set()  # regions stored to or updated atomically in this interval
+        self.written: set[str] = set()  # the regions this launch has written, in any program
         self.programs = 0  # programs of this launch begun
         self.user_code: dict[Any, bool] = {}
         self.depth = 0  # how far up the stack the kernel's frame was last time, and its code and its callee's
         self.depth_codes: tuple[Any, Any] = (None, None)
+        self.barriers = barriers.Barriers()  # which reductions order, as compiled (what it read, kept)
+        # One-element loads in this interval, and their races with one-element writes (thread 0's) that stand only
+        # once a write of more than one element follows the load: its value may then reach other threads' writes.
+        self.lone_loads: list[_Access] = []
+        self.pending: list[tuple] = []
 
     def reset(self) -> None:
         if self.touched:
             self.touched = {}
             self.stored = set()
+        if self.lone_loads:
+            self.lone_loads, self.pending = [], []
 
     def new_launch(self) -> None:
         self.reset()
@@ -168,29 +209,58 @@ class Races:
         self.programs += 1
 
     def access(self, launch: Launch, op: str, region: Region, addrs: np.ndarray, lanes: np.ndarray | None,
-               shape: tuple[int, ...], program: Any) -> None:
-        if op == "load" and self.programs > 1 and region.name not in self.written:
+               shape: tuple[int, ...], program: Any, values: Any = None, kind: str = "") -> None:
+        key = region.group or region.name  # arguments whose memory overlaps are one
+        if op == "load" and self.programs > 1 and key not in self.written:
             return  # an input, as far as this launch has shown: its loads race with nothing
-        if op == "store":
-            self.written.add(region.name)
+        if op != "load":
+            self.written.add(key)
         code, line = self._where()
-        new = _Access(op, addrs, lanes, shape, code, line)
-        seen = self.touched.get(region.name)
+        if op == "load" and addrs.size == 1 and int(np.prod(shape, dtype=np.int64)) <= 1:
+            lanes = np.array([EVERY_LANE])  # a one-element load: every thread of the program makes it
+        new = _Access(op, addrs, lanes, shape, code, line, values, kind)
+        if new.kind in _WRITES_A_VALUE and addrs.size > 1:
+            collision = _collision(new)
+            if collision is not None:
+                raise DataRace(_collision_message(launch, region, program(), new, *collision))
+        if op != "load" and _elements(shape) > 1 and self.lone_loads:
+            self._spread(new)
+        elif lanes is not None and lanes.size == 1 and lanes[0] == EVERY_LANE:
+            self.lone_loads.append(new)
+        seen = self.touched.get(key)
         if seen is None:
-            self.touched[region.name] = [new]
-            if op == "store":
-                self.stored.add(region.name)
+            self.touched[key] = [new]
+            if op != "load":
+                self.stored.add(key)
             return
-        if op == "store" or region.name in self.stored:
+        if op != "load" or key in self.stored:
             for old in seen:
-                if old.op == "load" and op == "load":
+                rule = _pair_rule(new, old)
+                if rule is None:
                     continue
-                race = _first_race(new, old)
-                if race is not None:
-                    raise DataRace(_race_message(launch, region, program(), new, old, *race))
-            if op == "store":
-                self.stored.add(region.name)
+                race = _first_race(new, old, values=rule)
+                if race is None:
+                    continue
+                load = _lone_pair(new, old)
+                if load is not None and not load.spread:  # thread 0's write, every thread's load: see _spread
+                    self.pending.append((load, launch, region, program(), new, old, race))
+                    continue
+                raise DataRace(_race_message(launch, region, program(), new, old, *race))
+            if op != "load":
+                self.stored.add(key)
         seen.append(new)
+
+    def _spread(self, write: _Access) -> None:
+        """A write of more than one element: what every thread loaded before it may reach other threads' elements
+        here, so a one-element load's race with thread 0's write of the element stands (before, the only thread
+        whose values were written was thread 0, which made its load and its write in order)."""
+        for load in self.lone_loads:
+            load.spread = True
+        if self.pending:
+            _, launch, region, program, new, old, race = self.pending[0]
+            raise DataRace(_race_message(launch, region, program, new, old, *race) + (
+                f"; the load's value may reach this write of {_elements(write.shape)} elements at {_at(write)}, "
+                f"which other threads make"))
 
     def _where(self) -> tuple[Any, int]:
         """(code, line) of the kernel making this access: the innermost frame outside Triton and this suite. The
@@ -218,26 +288,97 @@ class Races:
         return None, 0
 
 
-def _first_race(new: _Access, old: _Access) -> tuple[int, int, int, int] | None:
+def _counts_at(old: list[np.ndarray], new: list[np.ndarray]) -> np.ndarray:
+    """For each row of ``new`` (columns of equal length), how many rows of ``old`` equal it in every column."""
+    k = old[0].size
+    if len(old) == 1:
+        _, inverse = np.unique(np.concatenate([old[0], new[0]]), return_inverse=True)
+    else:
+        rows = np.stack([np.concatenate([o, n]) for o, n in zip(old, new, strict=True)], axis=1)
+        _, inverse = np.unique(rows, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    return np.bincount(inverse[:k], minlength=int(inverse.max()) + 1)[inverse[k:]]
+
+
+_WRITES_A_VALUE = {"store", "xchg", "cas"}  # what stays is the value the last of them wrote
+_COMMUTING = {"add", "fadd", "max", "min", "umax", "umin", "and", "or", "xor"}  # atomics whose order changes nothing
+
+
+def _elements(shape: tuple[int, ...]) -> int:
+    return int(np.prod(shape, dtype=np.int64)) if shape else 1
+
+
+def _lone_pair(new: _Access, old: _Access) -> _Access | None:
+    """The one-element load of a pair of a one-element load (every thread's) and a one-element write (thread 0's),
+    else None."""
+    for load, write in ((new, old), (old, new)):
+        if load.op == "load" and load.lanes is not None and load.lanes.size == 1 and load.lanes[0] == EVERY_LANE \
+                and write.op != "load" and _elements(write.shape) == 1:
+            return load
+    return None
+
+
+def _pair_rule(new: _Access, old: _Access) -> bool | None:
+    """How two accesses of one region are compared: None, never (two loads; two atomics of one commuting operation,
+    such as two atomic adds); False, an element accessed by two lanes races; True, it races where the two write
+    different values (two stores; two atomic exchanges or compare-and-swaps)."""
+    if new.op == "load" and old.op == "load":
+        return None
+    if new.op == "atomic" and old.op == "atomic":
+        if new.kind == old.kind:
+            return None if new.kind in _COMMUTING else True
+        return False  # an atomic add and an atomic max of one element: their order decides the result
+    return new.op == "store" and old.op == "store"
+
+
+def _first_race(new: _Access, old: _Access, values: bool = False) -> tuple[int, int, int, int] | None:
     """(address, new's lane, old's lane, how many elements race) where an address of ``new`` is one of ``old``'s
-    accessed by another lane; None where there is none."""
+    accessed by another lane (and, with ``values``, written with another value); None where there is none."""
     if old.addrs.size == 0 or new.addrs.size == 0:
         return None
     (lo, hi), (new_lo, new_hi) = old.range(), new.range()
     if new_hi < lo or new_lo > hi:
         return None
-    order = np.argsort(old.addrs, kind="stable")
-    addrs, lanes = old.addrs[order], old.lane_array()[order]
-    unique, start = np.unique(addrs, return_index=True)
-    least, most = np.minimum.reduceat(lanes, start), np.maximum.reduceat(lanes, start)
-    pos = np.minimum(np.searchsorted(unique, new.addrs), unique.size - 1)
-    new_lanes = new.lane_array()
-    bad = (unique[pos] == new.addrs) & ((least[pos] != new_lanes) | (most[pos] != new_lanes))
+    old_addrs, new_addrs = old.addrs.view(np.int64), new.addrs.view(np.int64)
+    old_lanes, new_lanes = old.lane_array().astype(np.int64), new.lane_array().astype(np.int64)
+    at = _counts_at([old_addrs], [new_addrs])  # old's accesses of each new access's element
+    if not at.any():
+        return None
+    others = at - _counts_at([old_addrs, old_lanes], [new_addrs, new_lanes])  # ... by another lane
+    if values and others.any():  # two lanes writing the same value is no race
+        old_bits, new_bits = old.value_bits(), new.value_bits()
+        others = others - _counts_at([old_addrs, old_bits], [new_addrs, new_bits]) + \
+            _counts_at([old_addrs, old_lanes, old_bits], [new_addrs, new_lanes, new_bits])
+    bad = others > 0
     if not bad.any():
         return None
     i = int(np.flatnonzero(bad)[0])
-    other = int(least[pos[i]]) if int(least[pos[i]]) != int(new_lanes[i]) else int(most[pos[i]])
-    return int(new.addrs[i]), int(new_lanes[i]), other, int(np.unique(new.addrs[bad]).size)
+    addr, lane = int(new.addrs[i]), int(new_lanes[i])
+    there = np.flatnonzero((old.addrs == new.addrs[i]) & (old_lanes != lane))
+    if values:
+        there = there[old.value_bits()[there] != new.value_bits()[i]]
+    return addr, lane, int(old_lanes[there[0]]), int(np.unique(new.addrs[bad]).size)
+
+
+def _collision(new: _Access) -> tuple[int, int, int, int] | None:
+    """(address, a lane, another lane, how many elements) where two lanes of one store (or atomic exchange) write
+    different values into one element; None where none does."""
+    addrs = new.addrs.view(np.int64)
+    if addrs.size < 2 or bool((np.diff(addrs) > 0).all()):
+        return None  # increasing: no element twice
+    bits = new.value_bits()
+    order = np.lexsort((bits, addrs))
+    a, b = addrs[order], bits[order]
+    same = a[1:] == a[:-1]
+    if not same.any():
+        return None
+    bad = same & (b[1:] != b[:-1])
+    if not bad.any():
+        return None
+    i = int(np.flatnonzero(bad)[0])
+    lanes = new.lane_array()
+    first, second = sorted((int(lanes[order[i]]), int(lanes[order[i + 1]])))
+    return int(new.addrs[order[i]]), first, second, int(np.unique(a[1:][bad]).size)
 
 
 def _element_text(region: Region, addr: int) -> str:
@@ -250,32 +391,56 @@ def _element_text(region: Region, addr: int) -> str:
     return f"element {tuple(index)}"
 
 
+def _lane_text(access: _Access, flat: int) -> str:
+    if flat == EVERY_LANE:
+        return "every lane (a one-element load: every thread of the program makes it)"
+    index = tuple(int(i) for i in np.unravel_index(flat, access.shape)) if access.shape else ()
+    return f"lane {index} of block {tuple(access.shape)}"
+
+
+def _at(access: _Access) -> str:
+    file, line = getattr(access.code, "co_filename", "?"), access.line
+    function = getattr(access.code, "co_name", "?")
+    try:
+        shown = os.path.relpath(file)
+        file = file if shown.startswith("..") else shown
+    except ValueError:
+        pass
+    return f"line {line} of {function} ({file}:{line})"
+
+
+_DOES = {"load": "loads it", "store": "stores it", "atomic": "updates it atomically"}
+
+
+def _does(access: _Access) -> str:
+    return _DOES[access.op] + (f" (atomic_{access.kind})" if access.op == "atomic" else "")
+
+
 def _race_message(launch: Launch, region: Region, program: Any, new: _Access, old: _Access, addr: int, new_lane: int,
                   old_lane: int, count: int) -> str:
-    def lane(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
-        return tuple(int(i) for i in np.unravel_index(flat, shape)) if shape else ()
-
-    def at(access: _Access) -> str:
-        file, line = getattr(access.code, "co_filename", "?"), access.line
-        function = getattr(access.code, "co_name", "?")
-        try:
-            shown = os.path.relpath(file)
-            file = file if shown.startswith("..") else shown
-        except ValueError:
-            pass
-        return f"line {line} of {function} ({file}:{line})"
-
-    verb = {"load": "loads", "store": "stores"}
     where = f" in program {program}" if program is not None else ""
     element = _element_text(region, addr)
     first, then = old, new
-    return (f"data race in kernel {launch.kernel}{where}: {region.describe()} at {element}: lane "
-            f"{lane(old_lane, old.shape)} of block {tuple(old.shape)} {verb[first.op]} it at {at(first)}, and lane "
-            f"{lane(new_lane, new.shape)} of block {tuple(new.shape)} {verb[then.op]} it at {at(then)}, with no "
-            f"tl.debug_barrier() between; {count} element(s) so in this access. On a GPU these lanes run unordered "
-            f"(different warps), so the {'load' if 'load' in (old.op, new.op) else 'last store'} may see either value; "
-            f"the interpreter runs the block as one and cannot show it. A lane is the element's position in the "
-            f"block (docs/memory-checking.md, 'Races')")
+    ops = {old.op, new.op}
+    either = ("the load may see either value" if "load" in ops else
+              "either may land last" if "atomic" in ops else "the last store may be either")
+    return (f"data race in kernel {launch.kernel}{where}: {region.describe()} at {element}: "
+            f"{_lane_text(first, old_lane)} {_does(first)} at {_at(first)}, and {_lane_text(then, new_lane)} "
+            f"{_does(then)} at {_at(then)}, with no tl.debug_barrier() between; {count} element(s) so in this "
+            f"access. On a GPU these lanes run unordered (different warps), so {either}; the interpreter runs the "
+            f"block as one and cannot show it. A lane is the element's position in the block (docs/memory-checking.md, "
+            f"'Races')")
+
+
+def _collision_message(launch: Launch, region: Region, program: Any, new: _Access, addr: int, lane: int, other: int,
+                       count: int) -> str:
+    where = f" in program {program}" if program is not None else ""
+    verb, what = ("store", "store") if new.op == "store" else ("write", f"atomic_{new.kind}")
+    return (f"data race in kernel {launch.kernel}{where}: {region.describe()} at {_element_text(region, addr)}: "
+            f"{_lane_text(new, lane)} and {_lane_text(new, other)} both {verb} it, different values, in one {what} "
+            f"at {_at(new)}; {count} element(s) so in this access. On a GPU these lanes run unordered, so which value "
+            f"stays is not determined; the interpreter stores lane by lane and keeps the last. A lane is the "
+            f"element's position in the block (docs/memory-checking.md, 'Races')")
 
 
 def _regions(arg_names: list[str], args: list[Any], kwargs: dict[str, Any]) -> list[Region]:
@@ -303,6 +468,20 @@ def _regions(arg_names: list[str], args: list[Any], kwargs: dict[str, Any]) -> l
     return found
 
 
+def _grouped(regions: list[Region]) -> list[Region]:
+    """Each region's ``group``: the name of the first region of the arguments whose memory overlaps it (a tensor
+    passed twice, two views of one storage), so that the races compare their accesses as one tensor's."""
+    spans = sorted(((*r.extent(), i) for i, r in enumerate(regions) if r.numel), key=lambda t: (t[0], t[2]))
+    group, end = None, -1
+    for lo, hi, i in spans:
+        if group is None or lo >= end:
+            group, end = regions[i].name, hi
+        else:
+            end = max(end, hi)
+        regions[i].group = group
+    return regions
+
+
 class Checker:
     """The interpreter's memory checker; one per process, installed by :func:`install`."""
 
@@ -315,7 +494,7 @@ class Checker:
         self.races = Races() if races else None
 
     def begin(self, kernel: str, arg_names: list[str], args: list[Any], kwargs: dict[str, Any]) -> None:
-        self.launch = Launch(kernel, _regions(arg_names, args, kwargs))
+        self.launch = Launch(kernel, _grouped(_regions(arg_names, args, kwargs)))
         if self.races is not None:
             self.races.new_launch()
         if self.scope is not None:
@@ -336,7 +515,7 @@ class Checker:
         if self.races is not None:
             self.races.new_program()
 
-    def check(self, op: str, ptrs: Any, mask: Any) -> None:
+    def check(self, op: str, ptrs: Any, mask: Any, values: Any = None, kind: str = "") -> None:
         launch = self.launch
         if launch is None:
             return
@@ -365,8 +544,9 @@ class Checker:
             if count == enabled.size:
                 if i:  # the next access most likely hits the same tensor: look there first
                     launch.regions.insert(0, launch.regions.pop(i))
-                if self.races is not None and op != "atomic":
-                    self.races.access(launch, op, region, enabled, lanes, addrs.shape, self.grid_idx)
+                if self.races is not None:
+                    self.races.access(launch, op, region, enabled, lanes, addrs.shape, self.grid_idx,
+                                      values.data if values is not None else None, kind)
                 return
             if count > best_count:
                 best, best_ok, best_count = region, ok, count
@@ -427,15 +607,15 @@ def install() -> Checker:
         return load(self, ptrs, mask, other, *rest, **kw)
 
     def create_masked_store(self, ptrs, value, mask, *rest, **kw):
-        checker.check("store", ptrs, mask)
+        checker.check("store", ptrs, mask, value)
         return store(self, ptrs, value, mask, *rest, **kw)
 
     def create_atomic_rmw(self, op, ptr, val, mask, *rest):
-        checker.check("atomic", ptr, mask)
+        checker.check("atomic", ptr, mask, val, getattr(op, "name", str(op)).rsplit(".", 1)[-1].lower())
         return rmw(self, op, ptr, val, mask, *rest)
 
     def create_atomic_cas(self, ptr, cmp, val, *rest):
-        checker.check("atomic", ptr, None)
+        checker.check("atomic", ptr, None, val, "cas")
         return cas(self, ptr, cmp, val, *rest)
 
     def _init_args_hst(self, args_dev, kwargs):
@@ -462,9 +642,19 @@ def install() -> Checker:
     reduce_scan = interp.ReduceScanOpInterface.apply
 
     def ordering_reduce_scan(self, input):  # noqa: A002 - Triton's name, which suite/compat.py checks
-        checker.barrier()  # across warps, a reduction or scan goes through shared memory with a barrier (bar.sync)
-        return reduce_scan(self, input)
+        # Across warps, a reduction or scan goes through shared memory with a barrier (bar.sync), where the compiler
+        # keeps it: not one whose result is unused, nor one hoisted out of a loop (suite/checks/barriers.py). Judged
+        # once, at the outermost call (Triton's apply calls itself again with a tuple).
+        races = checker.races
+        if reducing[0] == 0 and races is not None and races.barriers.kept(sys._getframe(1)):
+            checker.barrier()
+        reducing[0] += 1
+        try:
+            return reduce_scan(self, input)
+        finally:
+            reducing[0] -= 1
 
+    reducing = [0]
     builder_cls.set_grid_idx, builder_cls.create_barrier = noting_set_grid_idx, noting_create_barrier
     interp.ReduceScanOpInterface.apply = ordering_reduce_scan
     builder_cls.create_masked_load, builder_cls.create_masked_store = create_masked_load, create_masked_store

@@ -56,9 +56,8 @@ def test_an_exported_case_fails_without_the_suite_until_fixed(run_suite, tmp_pat
     if plant == "value":  # the suite's own comparison, element, error and bound, as the suite printed it
         assert meta["message"].split(" is ")[0] in wrong.stdout, (meta["message"], wrong.stdout)
         assert "x the bound" in wrong.stdout
-    else:
-        assert "written outside the output" in wrong.stdout and "out-of-bounds store" in wrong.stdout, wrong.stdout
-        assert "compute-sanitizer" in wrong.stdout
+    else:  # the suite's interpreter memory check, run by repro.py, stops the store before it lands
+        assert "out-of-bounds store in kernel leaky_relu_kernel" in wrong.stdout, wrong.stdout
     (tmp_path / "fixed.py").write_text(fixed(FIXTURE.read_text()))
     right = rerun(folder, f"--module={tmp_path / 'fixed.py'}")
     assert right.returncode == 0 and "RIGHT:" in right.stdout, right.stdout + right.stderr

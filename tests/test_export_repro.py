@@ -251,3 +251,59 @@ def test_a_fixed_dot_exported_from_the_interpreter_is_not_wrong_on_a_tf32_gpu(ex
     res = rerun(folder(exported, "export_trust_dot"), f"--module={fixed_module}")
     assert res.returncode in (RIGHT, CANNOT_CONFIRM) and "STILL WRONG" not in res.stdout, said(res)
     assert "fp32 dot precision tf32" in res.stdout, said(res)
+
+
+# --- found by trying to make a wrong kernel read RIGHT ------------------------------------------------------
+
+def swapped_run(tmp_path: Path, kernel: str, body: str, plant: str | None = None) -> Path:
+    """A fixed module whose kernel ``kernel`` runs ``_run`` from ``body`` (``_old``: its own run); ``plant``: a
+    PLANTED_* flag put back."""
+    text = fixed(TRUST.read_text())
+    if plant:
+        text = re.sub(rf"^({plant} = (?:tl\.constexpr\()?)0", r"\g<1>1", text, flags=re.MULTILINE)
+    text += (f"\nimport dataclasses as _dc\nfrom kernels import registry as _registry\n"
+             f"_spec = _registry._REGISTRY.pop({kernel!r})\n_old = _spec.run\n{body}\n"
+             f"_registry._REGISTRY[{kernel!r}] = _dc.replace(_spec, run=_run)\n")
+    path = tmp_path / f"{kernel}_swapped.py"
+    path.write_text(text)
+    return path
+
+
+def test_a_module_that_changes_the_checks_is_never_right(exported, tmp_path):
+    """A kernel module can reach what repro.py judges with: a carried check replaced, or a method added to
+    torch.Tensor that shadows its base class's (``!=``, which the integer comparison uses) both read RIGHT for a
+    wrong kernel unless the change itself is the verdict."""
+    where = folder(exported, "export_trust_int")
+    wrong = re.sub(r"^(PLANTED_INT = tl\.constexpr\()0", r"\g<1>1", fixed(TRUST.read_text()), flags=re.MULTILINE)
+    for name, change in (
+            ("shadowed", "torch.Tensor.__ne__ = lambda a, b: torch.zeros(a.shape, dtype=torch.bool)"),
+            ("replaced", "import suite.checks.tolerance as _t\n_t.check_output = lambda name, *a, **k: "
+                         "_t.OutputCheck(name, True, 0.0, 0.0, 'ok')")):
+        module = tmp_path / f"{name}.py"
+        module.write_text(f"{wrong}\n{change}\n")
+        res = rerun(where, f"--module={module}")
+        assert res.returncode == WRONG and "changed what this script checks with" in res.stdout, (name, said(res))
+
+
+def test_a_kernel_right_only_at_its_first_launch_is_wrong(exported, tmp_path):
+    """Right at the first launch of a process and wrong after (a cache, a warm-up): one run read RIGHT."""
+    body = "_calls = []\ndef _run(inp, out, cfg):\n    _calls.append(1)\n    _old(inp, out, cfg)\n" \
+           "    if len(_calls) > 1:\n        out['out'].mul_(2)"
+    res = rerun(folder(exported, "export_trust_writes_input"),
+                f"--module={swapped_run(tmp_path, 'export_trust_writes_input', body)}")
+    assert res.returncode == WRONG, said(res)
+
+
+def test_the_process_is_not_the_modules_to_end(exported, tmp_path):
+    """os._exit from the launcher (or posix._exit) ended the script with the module's status, 0 included."""
+    body = "import posix as _posix\ndef _run(inp, out, cfg):\n    _posix._exit(0)"
+    res = rerun(folder(exported, "export_trust_writes_input"),
+                f"--module={swapped_run(tmp_path, 'export_trust_writes_input', body)}")
+    assert res.returncode == WRONG and "end the process" in res.stdout, said(res)
+
+
+def test_usage_mistakes_are_the_scripts_own(exported):
+    """argparse ends a usage mistake with status 2 (CANNOT RUN HERE); --runs=0 ran nothing and read RIGHT."""
+    where = folder(exported, "export_trust_int")
+    assert rerun(where, "--no-such-option").returncode == OWN_FAILURE
+    assert rerun(where, "--runs=0").returncode == OWN_FAILURE

@@ -272,11 +272,10 @@ def _write(folder: Path, spec: KernelSpec, case: Case, config: dict, backend: An
                 "reference": {name: ref[name].detach().cpu() for name in spec.outputs},
                 "magnitude": {name: m.detach().cpu() for name, m in mags.items()}}, folder / "case.pt")
     module_name, source = _kernel_module(spec)
-    (folder / "kernel").mkdir()
-    shutil.copy2(source, folder / "kernel" / source.name)
-    helpers = _helpers_beside(source, module_name)
-    for helper in helpers:
-        shutil.copy2(helper, folder / "kernel" / helper.name)
+    copy, files = _module_files(module_name, source)
+    for file, relative in files:
+        (folder / "kernel" / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(file, folder / "kernel" / relative)
     api = Path(registry.__file__).resolve().parent
     shutil.copytree(api, folder / "api" / "kernels", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     profiles = Path(hardware_profiles.__file__).resolve().parent
@@ -291,8 +290,8 @@ def _write(folder: Path, spec: KernelSpec, case: Case, config: dict, backend: An
         "test": nodeid, "message": message, "failure": failure, "suite_repro_line": repro_line,
         "finding": finding_of(failure, message), "checked": checked, "launch_required": required,
         "export_rerun": {"reproduced": reproduced, "what": rerun}, "intermittent": intermittent,
-        "module": {"name": module_name, "copy": f"kernel/{source.name}", "source": str(source),
-                   "helpers": [f"kernel/{h.name}" for h in helpers]},
+        "module": {"name": module_name, "copy": f"kernel/{copy}", "source": str(source),
+                   "files": [f"kernel/{relative}" for _, relative in files]},
         "inputs": list(inputs), "outputs": list(spec.outputs), "outputs_passed": passed, "poisoned": poisoned,
         "distinct_poison": {name: harness.has_distinct_poison(outputs[name].dtype) for name in passed},
         "returns_outputs": returned.returns_outputs(spec), "mutable_inputs": list(spec.mutable_inputs),
@@ -315,31 +314,45 @@ def _kernel_module(spec: KernelSpec) -> tuple[str, Path]:
     loaded = registry.loaded_by(spec.name)
     if loaded is not None:
         return loaded[0], Path(loaded[1])
-    path = Path(registry.where(spec.name))
-    if not path.is_absolute():
-        path = Path.cwd() / path
-    api = Path(registry.__file__).resolve().parent
-    if path.resolve().parent == api:
-        return f"kernels.{path.stem}", path.resolve()
-    raise FileNotFoundError(f"the module that registered {spec.name!r} is not known ({path})")
+    name = f"kernels.{Path(registry.where(spec.name)).stem}"
+    module = sys.modules.get(name)
+    if module is None or not getattr(module, "__file__", None):
+        raise FileNotFoundError(f"the module that registered {spec.name!r} is not known ({registry.where(spec.name)})")
+    return name, Path(module.__file__).resolve()
 
 
-def _helpers_beside(source: Path, module_name: str) -> list[Path]:
-    """The modules imported from beside the kernel module (its folder was on sys.path while it imported): every
-    imported top-level module whose file lies in that folder, the kernel module itself left out. A built-in kernel's
-    helpers travel in api/kernels."""
-    folder = source.resolve().parent
-    if folder == Path(registry.__file__).resolve().parent:
-        return []
-    found = []
+# Files of a package a kernel module imports from beside it (or of the package a dotted --kernel-module lies in)
+# that travel with it at most: a library's whole tree is not the kernel's.
+MOST_PACKAGE_FILES = 200
+
+
+def _module_files(module_name: str, source: Path) -> tuple[str, list[tuple[Path, str]]]:
+    """(where the kernel module's copy lies in kernel/, every file to copy there with its path in kernel/): the
+    module; a dotted module's package (its siblings import as that package's modules); the modules and packages it
+    imported from beside it (its folder was on sys.path while it imported, as a script's is). A built-in kernel's
+    helpers are the spec API's copy's, in api/kernels."""
+    source = source.resolve()
+    if module_name.startswith("kernels."):
+        return source.name, [(source, source.name)]
+    if "." in module_name:  # --kernel-module=package.module: the package travels, under its own name
+        root = source.parents[module_name.count(".")]
+        package = root / module_name.split(".")[0]
+        files = sorted(p for p in package.rglob("*.py") if "__pycache__" not in p.parts)[:MOST_PACKAGE_FILES]
+        found = {source, *files}
+        return str(source.relative_to(root)), sorted((p, str(p.relative_to(root))) for p in found)
+    folder, found = source.parent, {source: source.name}
     for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)
-        if "." in name or not file or name == module_name or not file.endswith(".py"):
+        if "." in name or not file or not file.endswith(".py"):
             continue
         path = Path(file).resolve()
-        if path.parent == folder and path != source.resolve():
-            found.append(path)
-    return sorted(set(found))
+        if path.parent == folder:  # a module beside it
+            found.setdefault(path, path.name)
+        elif path.name == "__init__.py" and path.parent.parent == folder:  # a package beside it
+            for inner in sorted(path.parent.rglob("*.py"))[:MOST_PACKAGE_FILES]:
+                if "__pycache__" not in inner.parts:
+                    found.setdefault(inner, str(inner.relative_to(folder)))
+    return source.name, sorted(found.items(), key=lambda item: item[1])
 
 
 def _carry_checks(target: Path) -> None:

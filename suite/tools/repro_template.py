@@ -55,8 +55,20 @@ CHECKS = {
     "races": "races within a program (the suite's interpreter race check)",
     "sanitizer": "out-of-bounds accesses (the vendor's memory checker, compute-sanitizer or AMD's ASan)",
 }
+# Runs of the case a RIGHT needs, each right: a kernel right at its first launch in a process and wrong after (a
+# cache, a warm-up) is seen; where the suite's failure was intermittent, as many as the suite reruns a wrong case.
+RUNS, INTERMITTENT_RUNS = 3, 20
 INT_POISON = -94  # suite/checks/harness.py's poison of integer outputs
 PYTEST_STANDIN = "pytest_standin"  # checks/standins/pytest.py: what memcheck.py uses of pytest, where pytest is missing
+
+
+class Arguments(argparse.ArgumentParser):
+    """Command-line mistakes end as the script's own failure (4), not argparse's status 2 (CANNOT RUN HERE)."""
+
+    def error(self, message: str):
+        self.print_usage(sys.stderr)
+        print(f"NOT TESTED: {message}\nexit status {NOT_TESTED}")
+        sys.exit(NOT_TESTED)
 
 
 class Verdict(Exception):  # noqa: N818 - the script's answer
@@ -167,30 +179,48 @@ def guard_exits() -> None:
 
 
 def snapshot(modules) -> dict:
-    """What the checks depend on, by identity: the carried check modules' names, torch's and math's functions and
-    torch.Tensor's methods; compared after the module's import and after each launch."""
+    """What the checks depend on, by identity: the carried check modules' names and their classes' attributes,
+    this script's, torch.Tensor's methods (its base class's too), the Triton classes the checks hook, and torch's,
+    math's and the builtins' existing names; compared after the module's import and after each launch. A name added
+    to a module or class the checks read may shadow another (a class's inherited method, a module's builtin): where
+    the names are watched as a whole, an added one counts as a change."""
+    import builtins
     import math
 
     import torch
 
+    whole = [(m.__name__, m) for m in (*modules, sys.modules[__name__])]
+    whole += [("torch.Tensor", torch.Tensor), ("torch._C.TensorBase", torch.Tensor.__mro__[1])]
+    for module in modules:
+        whole += [(f"{module.__name__}.{k}", v) for k, v in vars(module).items()
+                  if isinstance(v, type) and v.__module__ == module.__name__]
+    for path in ("triton.runtime.interpreter.InterpreterBuilder", "triton.runtime.interpreter.GridExecutor",
+                 "triton.runtime.interpreter.InterpretedFunction", "triton.runtime.interpreter.ReduceScanOpInterface",
+                 "triton.runtime.jit.JITFunction", "triton.runtime.autotuner.Autotuner",
+                 "triton.runtime.autotuner.Heuristics"):
+        module, _, name = path.rpartition(".")
+        if module in sys.modules and hasattr(sys.modules[module], name):
+            whole.append((path, getattr(sys.modules[module], name)))
     taken = {}
-    for module in (*modules, sys.modules[__name__], torch, math, builtins_module()):
+    for label, space in whole:
+        taken[(label, None)] = frozenset(vars(space))
+        for key, value in list(vars(space).items()):
+            taken[(label, key)] = id(value)
+    for module in (torch, math, builtins):
         for key, value in list(vars(module).items()):
             taken[(module.__name__, key)] = id(value)
-    for key, value in list(vars(torch.Tensor).items()):
-        taken[("torch.Tensor", key)] = id(value)
     return taken
-
-
-def builtins_module():
-    import builtins
-
-    return builtins
 
 
 def tampered(before: dict, modules) -> list[str]:
     now = snapshot(modules)
-    return sorted(f"{m}.{k}" for (m, k), v in before.items() if now.get((m, k)) != v)
+    changed = []
+    for (label, key), value in before.items():
+        if key is None:
+            changed += [f"{label}.{k} (added)" for k in sorted(now.get((label, None), frozenset()) - value)]
+        elif now.get((label, key)) != value:
+            changed.append(f"{label}.{key}")
+    return sorted(changed)
 
 
 def import_module(meta: dict, override: str | None):
@@ -515,6 +545,13 @@ def main(argv: list[str] | None = None) -> int:
         status, text = run(argv)
     except Verdict as verdict:
         status, text = verdict.status, verdict.text
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - this script's own failure is never a reproduced one (1)
+        import traceback
+
+        traceback.print_exc()
+        status, text = NOT_TESTED, f"repro.py failed ({type(exc).__name__}: {exc}): nothing was judged"
     print(f"{VERDICT[status]}: {text}")
     print(f"exit status {status} ({VERDICT[status]}; the statuses are in repro.py's docstring)")
     sys.stdout.flush()
@@ -522,13 +559,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(argv: list[str] | None) -> tuple[int, str]:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = Arguments(description=__doc__.split("\n\n")[0])
     parser.add_argument("--module", help="the kernel module to test (default: the copy in kernel/)")
     parser.add_argument("--interpret", action="store_true",
                         help="run on Triton's CPU interpreter, with the suite's memory and race check")
     parser.add_argument("--runs", type=int, default=None,
-                        help="how many times to run the case (default 1; 20 where the failure was intermittent)")
+                        help=f"how many times the case runs, each right for RIGHT (default {RUNS}; "
+                             f"{INTERMITTENT_RUNS} where the failure was intermittent)")
     args = parser.parse_args(argv)
+    if args.runs is not None and args.runs < 1:
+        raise Verdict(NOT_TESTED, f"--runs={args.runs}: the case must run at least once")
     meta = read_meta()
     device = choose_device(args.interpret)
     need("numpy")
@@ -570,7 +610,7 @@ def run(argv: list[str] | None) -> tuple[int, str]:
                  f"run: {meta['fp32_dot_precision']} on {tool['backend']})" if rule["uses_dot"] and meta["dtype"] ==
                  "fp32" else ""))
     intermittent = bool(meta.get("intermittent")) or meta["export_rerun"]["reproduced"] is False
-    runs = args.runs or (20 if intermittent else 1)
+    runs = args.runs or (INTERMITTENT_RUNS if intermittent else RUNS)
     case = Case(meta, saved, spec, device, checks, profile)
     wrong_runs: list[list[str]] = []
     for _ in range(runs):

@@ -111,7 +111,7 @@ def folder_name(nodeid: str, case: Case) -> str:
     test = nodeid.split("::")[-1]
     within = test[test.index("[") + 1:test.rindex("]")] if "[" in test and test.endswith("]") else test
     raw = f"{within}-seed{case.seed}"
-    name = re.sub(r"[^A-Za-z0-9._-]+", "_", raw).strip("_.") or "case"
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", raw).strip("_.-") or "case"  # no name a shell reads as an option
     if name == raw and len(name) <= NAME_LIMIT:
         return name
     digest = hashlib.sha256(f"{nodeid}\0{case.spec_string()}".encode()).hexdigest()[:12]

@@ -642,10 +642,13 @@ def run(argv: list[str] | None) -> tuple[int, str]:
         return NOT_CONFIRMED, (f"every check applied here passed, but the suite also checked what cannot be checked "
                                f"here: {'; '.join(CHECKS[m] for m in missing)}")
     if intermittent:
-        return NOT_CONFIRMED, (f"right in {runs} run(s) here, but the suite's failure was intermittent (right in some "
-                               f"runs there too): no number of right runs proves a fix")
-    return RIGHT, (f"every check the suite applied to this case passed here ({runs} run(s)); the suite's test draws "
-                   f"more cases than this one: rerun it with {meta['suite_repro_line'] or 'the suite'}")
+        why = ("the suite found it intermittent" if meta.get("intermittent") else
+               "it did not happen again when the export ran the case once more")
+        return NOT_CONFIRMED, (f"right in {runs} run(s) here, but the suite's failure was intermittent ({why}): no "
+                               f"number of right runs proves a fix")
+    return RIGHT, (f"every check the suite applied to this case passed here ({runs} run(s)). This is one case under "
+                   f"one config; the suite's test draws more of both: rerun it with "
+                   f"{meta['suite_repro_line'] or 'the suite'}")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@ from tests.conftest import SuiteRun, start_suite_run
 FIXTURES = Path(__file__).parent / "fixtures"
 TRUST, SHARED = FIXTURES / "export_trust.py", FIXTURES / "export_trust_shared.py"
 EXPORTED = ("export_trust_int", "export_trust_bool", "export_trust_writes_input", "export_trust_race",
-            "export_trust_oob_read", "export_trust_dot", "export_trust_shared", "export_trust_name_*")
+            "export_trust_oob_read", "export_trust_dot", "export_trust_shared", "export_trust_scalar",
+            "export_trust_name_*")
 # repro.py's exit statuses (docs/checks.md, "A finding that travels")
 RIGHT, WRONG, CANNOT_RUN, CANNOT_CONFIRM, OWN_FAILURE = 0, 1, 2, 3, 4
 
@@ -151,12 +152,28 @@ def test_the_scripts_own_failures_have_their_own_status(exported, tmp_path):
     (shadow / "numpy" / "__init__.py").write_text("raise ImportError('numpy is not installed here')\n")
     no_numpy = rerun(where, env={"PYTHONPATH": str(shadow)})
     assert no_numpy.returncode == OWN_FAILURE and "numpy" in no_numpy.stdout + no_numpy.stderr, said(no_numpy)
+    (shadow / "packaging").mkdir()
+    (shadow / "packaging" / "__init__.py").write_text("raise ImportError('packaging is not installed here')\n")
+    shutil.rmtree(shadow / "numpy")
+    no_packaging = rerun(where, env={"PYTHONPATH": str(shadow)})  # the interpreter's fixes read Triton's version
+    assert no_packaging.returncode == OWN_FAILURE and "packaging" in no_packaging.stdout, said(no_packaging)
     missing = rerun(where, f"--module={tmp_path / 'nowhere.py'}")
     assert missing.returncode == OWN_FAILURE, said(missing)
     broken = tmp_path / "broken"
     shutil.copytree(where, broken)
     (broken / "case.pt").unlink()
     assert rerun(broken).returncode == OWN_FAILURE
+
+
+def test_the_kernel_runs_on_the_interpreter_as_the_suite_ran_it(exported, fixed_module):
+    """The suite fills in the interpreter's gaps (a float argument is an fp32 scalar, as on a GPU; loop bounds from
+    arguments under numpy 2.4 and later; libdevice); repro.py ran Triton's interpreter without them, so a kernel
+    the suite passed read STILL WRONG there."""
+    where = folder(exported, "export_trust_scalar")
+    wrong = rerun(where)
+    assert wrong.returncode == WRONG and "x the bound" in wrong.stdout, said(wrong)
+    right = rerun(where, f"--module={fixed_module}")
+    assert right.returncode == RIGHT, said(right)
 
 
 def test_a_case_this_machine_cannot_run_exits_2(exported, tmp_path):

@@ -41,8 +41,12 @@ from suite.workers import crash
 
 TEMPLATE = Path(__file__).resolve().parent / "repro_template.py"
 CHECKS_DIR = Path(__file__).resolve().parents[1] / "checks"
-# The suite's check modules repro.py judges with, copied as they are (checks/suite/checks/ in the folder).
-CARRIED_CHECKS = ("tolerance.py", "ties.py", "launches.py", "memcheck.py", "returned.py")
+# The suite's check modules repro.py judges with, copied as they are (checks/suite/checks/ in the folder), and the
+# interpreter's fill-ins (interpreter.py with the modules it imports, and suite/compat.py's version-specific fixes):
+# on the interpreter the kernel runs as the suite ran it.
+CARRIED_CHECKS = ("tolerance.py", "ties.py", "launches.py", "memcheck.py", "returned.py", "interpreter.py",
+                  "semantic_gaps.py", "_interpreter_probe.py")
+COMPAT = Path(__file__).resolve().parents[1] / "compat.py"
 # Environment variables that change what a kernel computes or how Triton builds it: recorded with the case.
 NUMERIC_FLAGS = ("TRITON_F32_DEFAULT", "TRITON_INTERPRET", "TRITON_DEFAULT_FP_FUSION", "TRITON_ENABLE_FAST_MATH",
                  "AMDGCN_USE_BUFFER_OPS", "TRITON_HIP_USE_BLOCK_PINGPONG", "NVIDIA_TF32_OVERRIDE",
@@ -62,6 +66,7 @@ STANDINS = {
 """What the carried check modules keep while repro.py runs: the fields of the suite's Session they use."""
 
 import threading
+from collections import Counter
 
 
 class Session:
@@ -70,6 +75,8 @@ class Session:
         self.sanitizer_log_offset = {}
         self.untuned = {}
         self.launches = threading.local()
+        self.bf16_operations = Counter()
+        self.fp8_casts = Counter()
 
 
 _session = Session()
@@ -78,8 +85,9 @@ _session = Session()
 def session() -> Session:
     return _session
 ''',
-    "suite/compat.py": '''
-"""The suite's patch registry, as the carried check modules use it: which patches this process applied."""
+    # Where packaging (which suite/compat.py needs) is not installed: enough of it for the launch and memory hooks.
+    "standins/suite_compat.py": '''
+"""The suite's patch registry, as the launch and memory hooks use it: which patches this process applied."""
 
 _applied = set()
 
@@ -363,3 +371,4 @@ def _carry_checks(target: Path) -> None:
         path.write_text(text)
     for name in CARRIED_CHECKS:
         shutil.copy2(CHECKS_DIR / name, target / "suite" / "checks" / name)
+    shutil.copy2(COMPAT, target / "suite" / "compat.py")

@@ -4,7 +4,9 @@
     python repro.py --module my_k.py    # the same case against another copy of the module (your fixed source)
     python repro.py --interpret         # on Triton's CPU interpreter, with the suite's memory and race check
 
-Needs torch, triton and numpy (Triton's interpreter, which this script also hooks to record launches, imports it).
+Needs torch, triton and numpy (Triton's interpreter, which this script also hooks to record launches, imports it);
+on the CPU interpreter also packaging (the suite's fixes of the interpreter's gaps, which it applies as the suite
+does, read Triton's version with it).
 It rebuilds the exact inputs and the poisoned, guarded outputs of the failing case from case.pt, launches the
 kernel's own launcher with the failing config (an autotuned kernel runs that config, as in the suite) on a GPU torch
 sees (CUDA or ROCm), else on Triton's CPU interpreter, and applies the checks the suite applied to the case, with
@@ -59,7 +61,8 @@ CHECKS = {
 # cache, a warm-up) is seen; where the suite's failure was intermittent, as many as the suite reruns a wrong case.
 RUNS, INTERMITTENT_RUNS = 3, 20
 INT_POISON = -94  # suite/checks/harness.py's poison of integer outputs
-PYTEST_STANDIN = "pytest_standin"  # checks/standins/pytest.py: what memcheck.py uses of pytest, where pytest is missing
+# checks/standins/: what the carried modules use of pytest, and of suite/compat.py, where pytest or packaging is missing
+PYTEST_STANDIN, COMPAT_STANDIN = "pytest_standin", "suite_compat"
 
 
 class Arguments(argparse.ArgumentParser):
@@ -91,6 +94,16 @@ def need(name: str):
     except Exception as exc:  # noqa: BLE001 - any failure to import is a package missing or broken here
         raise Verdict(NOT_TESTED, f"repro.py needs {name}, which does not import here ({type(exc).__name__}: "
                                   f"{exc}); install it (repro.py needs torch, triton and numpy)") from None
+
+
+def imports(*names: str) -> bool:
+    """Whether every module named imports here."""
+    try:
+        for name in names:
+            importlib.import_module(name)
+    except Exception:  # noqa: BLE001 - missing, or broken: either way not there
+        return False
+    return True
 
 
 def read_meta() -> dict:
@@ -143,15 +156,33 @@ def machine(device: str):
 
 
 def carried_checks(device: str) -> types.SimpleNamespace:
-    """The suite's own check modules, as carried in checks/ (with stand-ins for the suite's session state), and
-    the interpreter's memory and race check installed where the kernel runs on the interpreter."""
+    """The suite's own check modules, as carried in checks/ (with stand-ins for the suite's session state); on the
+    interpreter, the suite's fill-ins of its gaps (the kernel runs as the suite ran it) and its memory and race check,
+    installed in the order the suite installs them."""
     sys.path.insert(0, str(HERE / "checks"))
-    if importlib.util.find_spec("pytest") is None:  # memcheck.py imports pytest for a usage error alone
+    if not imports("pytest"):  # compat.py and memcheck.py use pytest for a usage error alone
         sys.modules["pytest"] = importlib.import_module(PYTEST_STANDIN)
+    if not imports("packaging.specifiers", "packaging.version"):  # suite/compat.py reads Triton's version with it
+        if device == "cpu":
+            raise Verdict(NOT_TESTED, "repro.py needs packaging on Triton's CPU interpreter (the suite's fixes of the "
+                                      "interpreter read Triton's version with it): install it")
+        import suite
+
+        suite.compat = sys.modules["suite.compat"] = importlib.import_module(COMPAT_STANDIN)
     from suite.checks import launches, memcheck, returned, ties, tolerance
 
     found = types.SimpleNamespace(tolerance=tolerance, ties=ties, launches=launches, memcheck=memcheck,
-                                  returned=returned, checker=None, cannot=[])
+                                  returned=returned, interpreter=None, checker=None, cannot=[])
+    if device == "cpu":
+        from suite.checks import interpreter
+
+        try:
+            interpreter.install()
+        except Exception as exc:  # noqa: BLE001 - a Triton whose interpreter moved what the fixes patch
+            raise Verdict(CANNOT_RUN, f"this Triton's CPU interpreter cannot be given the suite's fixes of its gaps "
+                                      f"({type(exc).__name__}: {exc}): the case cannot run here as the suite ran "
+                                      f"it") from None
+        found.interpreter = interpreter
     try:
         launches.install()
     except Exception as exc:  # noqa: BLE001 - a Triton that moved what the hooks patch
@@ -343,8 +374,8 @@ class Case:
         text = f"{type(exc).__name__}: {exc}".strip()[:2000]
         if (violation := self.checks.memcheck.violation_in(exc)) is not None:
             return Verdict(WRONG, str(violation))
-        if isinstance(exc, NotImplementedError) and _raised_in(exc, "triton/runtime/interpreter.py"):
-            return Verdict(CANNOT_RUN, f"Triton's CPU interpreter cannot run this kernel: {text}; run it on a GPU")
+        if self.checks.interpreter is not None and (gap := self.checks.interpreter.gap_in(exc)) is not None:
+            return Verdict(CANNOT_RUN, f"Triton's CPU interpreter cannot run this kernel as a GPU would: {gap}")
         if isinstance(exc, torch.OutOfMemoryError) or "out of memory" in text.lower():
             return Verdict(CANNOT_RUN, f"out of memory here: {text}")
         if type(exc).__name__ == "Skipped":  # the spec's own pytest.skip: it says why it cannot run here
@@ -513,15 +544,6 @@ class _NoRecord:
 
     def __exit__(self, *exc: object) -> None:
         return None
-
-
-def _raised_in(exc: BaseException, where: str) -> bool:
-    tb = exc.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename.replace("\\", "/").endswith(where):
-            return True
-        tb = tb.tb_next
-    return False
 
 
 def cannot_check_here(meta: dict, checks: types.SimpleNamespace, device: str) -> dict[str, str]:

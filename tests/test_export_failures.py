@@ -27,10 +27,11 @@ def fixed(text: str) -> str:
 
 
 def rerun(folder: Path, *args: str) -> subprocess.CompletedProcess:
-    """repro.py as someone without the suite runs it: from its folder, no PYTHONPATH, the suite's root not on the path."""
+    """repro.py as someone without the suite runs it: from its folder, no PYTHONPATH, the suite's root not on the path;
+    on the interpreter, as the case was exported, also on a GPU machine (tests/test_export_repro.py runs one there)."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRITON_INTERPRET")}
-    return subprocess.run([sys.executable, "repro.py", *args], cwd=folder, env=env, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run([sys.executable, "repro.py", "--interpret", *args], cwd=folder, env=env, capture_output=True,
+                          text=True, timeout=300)
 
 
 @pytest.mark.parametrize("plant", sorted(PLANTS))

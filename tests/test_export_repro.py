@@ -34,11 +34,12 @@ def fixed(text: str) -> str:
 
 
 def rerun(folder: Path, *args: str, python: tuple[str, ...] = (sys.executable,), env: dict | None = None,
-          timeout: int = 300) -> subprocess.CompletedProcess:
-    """repro.py as someone without the suite runs it: from its folder, no PYTHONPATH, no TRITON_INTERPRET."""
+          timeout: int = 300, gpu: bool = False) -> subprocess.CompletedProcess:
+    """repro.py as someone without the suite runs it: from its folder, no PYTHONPATH, no TRITON_INTERPRET; on the
+    interpreter (as the exports are made) unless ``gpu``, on a GPU machine too."""
     base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRITON_INTERPRET")}
-    return subprocess.run([*python, "repro.py", *args], cwd=folder, env={**base, **(env or {})}, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run([*python, "repro.py", *args, *(() if gpu else ("--interpret",))], cwd=folder,
+                          env={**base, **(env or {})}, capture_output=True, text=True, timeout=timeout)
 
 
 def said(res: subprocess.CompletedProcess) -> str:
@@ -265,9 +266,19 @@ def test_the_bound_is_this_machines_and_is_said(exported, fixed_module):
 def test_a_fixed_dot_exported_from_the_interpreter_is_not_wrong_on_a_tf32_gpu(exported, fixed_module):
     """Exported from the interpreter (IEEE fp32 dots: no operand rounding in the bound), rerun on an NVIDIA GPU,
     whose fp32 dots round their operands to TF32: the bound is the GPU's, so the fixed kernel is not STILL WRONG."""
-    res = rerun(folder(exported, "export_trust_dot"), f"--module={fixed_module}")
+    res = rerun(folder(exported, "export_trust_dot"), f"--module={fixed_module}", gpu=True)
     assert res.returncode in (RIGHT, CANNOT_CONFIRM) and "STILL WRONG" not in res.stdout, said(res)
     assert "fp32 dot precision tf32" in res.stdout, said(res)
+
+
+@pytest.mark.skipif(not os.environ.get("SUITE_TEST_GPU_REPRO"), reason="needs a GPU (SUITE_TEST_GPU_REPRO=1)")
+def test_a_race_is_not_confirmed_on_a_gpu(exported, fixed_module):
+    """A GPU cannot run the suite's race check: an exported race reads NOT CONFIRMED there, fixed or not, never
+    RIGHT; --interpret runs the check on the same machine."""
+    where = folder(exported, "export_trust_race")
+    for args in ((), (f"--module={fixed_module}",)):
+        res = rerun(where, *args, gpu=True)
+        assert res.returncode == CANNOT_CONFIRM and "--interpret" in res.stdout, said(res)
 
 
 # --- found by trying to make a wrong kernel read RIGHT ------------------------------------------------------

@@ -198,6 +198,7 @@ def test_long_names_alike_get_folders_of_their_own(exported):
         assert (exported[0] / name / "repro.py").is_file() and (exported[0] / name / "case.pt").is_file()
 
 
+@pytest.mark.slow  # a suite run of its own (a crashing or hanging one before)
 def test_a_second_export_into_the_same_directory_keeps_the_first(exported, tmp_path):
     """Exported again into the same directory (another run), a case's folder is a new one: the first, perhaps
     with a fix in its kernel/ copy, stays as it was."""
@@ -215,6 +216,7 @@ def test_a_second_export_into_the_same_directory_keeps_the_first(exported, tmp_p
 
 # --- item 20: the export's rerun under the suite's memory check and --case-timeout --------------------------
 
+@pytest.mark.slow  # a suite run of its own (a crashing or hanging one before)
 def test_a_wild_store_is_exported_without_ending_the_run(tmp_path):
     """With the memory check off, the export's rerun of a store 2**40 elements away ended the process (no run
     file). The check stays on: the run ends as usual, and repro.py finds the store itself."""
@@ -228,6 +230,7 @@ def test_a_wild_store_is_exported_without_ending_the_run(tmp_path):
     assert wrong.returncode == WRONG and "out-of-bounds store" in wrong.stdout, said(wrong)
 
 
+@pytest.mark.slow  # a suite run of its own (a crashing or hanging one before)
 def test_a_garbage_trip_count_does_not_hang_the_export(tmp_path):
     """The loop count read out of bounds is the guard region's poison (2145756581) once the memory check is off:
     the export's rerun ran for hours. With the check on, it stops at the read."""
@@ -241,6 +244,7 @@ def test_a_garbage_trip_count_does_not_hang_the_export(tmp_path):
     assert [p.name for p in out.iterdir()], res.output[-3000:]
 
 
+@pytest.mark.slow  # a suite run of its own (a crashing or hanging one before)
 def test_the_exports_rerun_is_under_the_case_timeout(tmp_path):
     """A rerun that hangs (a GPU kernel the suite's own run escaped) ends at --case-timeout, naming the export, as
     a hung case does; it never holds the run forever."""

@@ -23,7 +23,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 TRUST, SHARED = FIXTURES / "export_trust.py", FIXTURES / "export_trust_shared.py"
 EXPORTED = ("export_trust_int", "export_trust_bool", "export_trust_writes_input", "export_trust_race",
             "export_trust_oob_read", "export_trust_dot", "export_trust_shared", "export_trust_scalar",
-            "export_trust_name_*")
+            "export_trust_unseeded", "export_trust_name_*")
 # repro.py's exit statuses (docs/checks.md, "A finding that travels")
 RIGHT, WRONG, CANNOT_RUN, CANNOT_CONFIRM, OWN_FAILURE = 0, 1, 2, 3, 4
 
@@ -173,6 +173,15 @@ def test_the_kernel_runs_on_the_interpreter_as_the_suite_ran_it(exported, fixed_
     where = folder(exported, "export_trust_scalar")
     wrong = rerun(where)
     assert wrong.returncode == WRONG and "x the bound" in wrong.stdout, said(wrong)
+    right = rerun(where, f"--module={fixed_module}")
+    assert right.returncode == RIGHT, said(right)
+
+
+def test_the_reference_is_the_carried_inputs_own(exported, fixed_module):
+    """The export drew the inputs again for the reference: under a make_inputs that ignores the seed, case.pt's
+    reference was another draw's, and the fixed kernel read STILL WRONG for ever."""
+    where = folder(exported, "export_trust_unseeded")
+    assert rerun(where).returncode == WRONG
     right = rerun(where, f"--module={fixed_module}")
     assert right.returncode == RIGHT, said(right)
 

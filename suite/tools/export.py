@@ -161,6 +161,22 @@ def _storages(values: dict[str, Any]) -> tuple[dict[str, torch.Tensor], dict[str
     return storages, out
 
 
+def _as_built(storages: dict[str, torch.Tensor], views: dict[str, Any], names, device: str) -> dict[str, Any]:
+    """The values ``names`` as case.pt holds them (each tensor a view of a copy of its storage on ``device``): the
+    inputs the folder carries, whatever make_inputs would draw if called again."""
+    copies = {key: data.to(device, copy=True) for key, data in storages.items()}
+    out = {}
+    for name in names:
+        item = views[name]
+        if isinstance(item, dict) and item.get("view_of") is not None:
+            dtype = getattr(torch, item["dtype"].removeprefix("torch."))
+            out[name] = torch.as_strided(copies[item["view_of"]].view(dtype), item["size"], item["stride"],
+                                         item["offset"])
+        else:
+            out[name] = item
+    return out
+
+
 def finding_of(failure: str | None, message: str) -> str:
     """The check that can tell the suite's finding is fixed (a key of repro_template.CHECKS)."""
     if failure == "memory":
@@ -210,7 +226,7 @@ def checks_applied(spec: KernelSpec, backend: Any, outputs: dict, guards: dict, 
 
 
 def _rerun(spec: KernelSpec, case: Case, config: dict, backend: Any, failure: str | None,
-           inputs: dict, outputs: dict, guards: dict) -> tuple[bool | None, str]:
+           inputs: dict, outputs: dict, guards: dict, clean: dict) -> tuple[bool | None, str]:
     """The case run once more on ``inputs`` and ``outputs``, as the suite ran it, and judged: (whether the failure
     happened again, what the rerun showed); (None, why) where it was not run."""
     if failure == "memory" and backend.name != "interpret":
@@ -226,7 +242,6 @@ def _rerun(spec: KernelSpec, case: Case, config: dict, backend: Any, failure: st
         exc.__traceback__ = None
         return True, f"stopped: {violation or f'{type(exc).__name__}: {exc}'}"[:2000]
     problems = harness.guard_violations(guards) + snapshot.changes(allowed=spec.mutable_inputs)
-    clean = spec.make_inputs(case, backend.device)
     ref = harness.check_reference(spec, case, clean, outputs, spec.reference(clean, case))
     checks = harness._check_outputs(spec, case, backend, config, clean, outputs, ref,
                                     harness.magnitudes(spec, clean, ref))
@@ -260,9 +275,11 @@ def _write(folder: Path, spec: KernelSpec, case: Case, config: dict, backend: An
     poison = {name: harness.unwritten(outputs[name]).cpu() for name in passed if poisoned[name]}
     required = _launch_required(spec, case, config)
     checked = checks_applied(spec, backend, outputs, guards, required)
-    reproduced, rerun = _rerun(spec, case, config, backend, failure, inputs, outputs, guards)
+    # The reference of the inputs case.pt carries (a make_inputs that ignores the seed draws others if called again).
+    clean = _as_built(storages, views, list(inputs), backend.device)
+    reproduced, rerun = _rerun(spec, case, config, backend, failure, inputs, outputs, guards, clean)
     produced = {name: t.detach().cpu().clone() for name, t in outputs.items()} if reproduced is not None else {}
-    clean = spec.make_inputs(case, backend.device)  # the reference from the inputs as built
+    clean = _as_built(storages, views, list(inputs), backend.device)  # as built: the rerun may have changed its own
     ref = spec.reference(clean, case)
     mags = harness.magnitudes(spec, clean, ref)
     rules = {}

@@ -23,6 +23,9 @@ from kernels.spec import KernelSpec
 _REGISTRY: dict[str, KernelSpec] = {}
 _WHERE: dict[str, str] = {}  # kernel name -> the module that registered it
 _LOADED: set[str] = set()  # resolved paths of user modules already imported
+# kernel name -> (module name, file) of the user module whose import registered it (--kernel-module), which may be
+# another than the one that defines its ``run`` or calls register() (a helper beside it): what --export-failures copies
+_LOADED_BY: dict[str, tuple[str, str]] = {}
 
 
 class KernelModuleError(ValueError):
@@ -80,6 +83,7 @@ def load_module(target: str, base: str | None = None) -> None:
             _guarded(option, lambda: spec.loader.exec_module(module))
         _require_registered(option, before)
         _LOADED.add(key)
+        _note_loaded(before, mod_name, key)
         return
     try:
         found = importlib.util.find_spec(target)
@@ -93,6 +97,12 @@ def load_module(target: str, base: str | None = None) -> None:
     _guarded(option, lambda: importlib.import_module(target))
     if not already:
         _require_registered(option, before)
+        _note_loaded(before, target, str(Path(getattr(sys.modules[target], "__file__", "") or "").resolve()))
+
+
+def _note_loaded(before: set[str], module: str, file: str) -> None:
+    for name in set(_REGISTRY) - before:
+        _LOADED_BY.setdefault(name, (module, file))
 
 
 def _require_registered(option: str, before: set[str]) -> None:
@@ -176,6 +186,12 @@ def all_specs() -> list[KernelSpec]:
 def where(name: str) -> str:
     """The module that registered kernel ``name``."""
     return _WHERE.get(name, "<unknown module>")
+
+
+def loaded_by(name: str) -> tuple[str, str] | None:
+    """(module name, file) of the --kernel-module whose import registered kernel ``name``; None for a built-in
+    kernel (its module is kernels.<the file where() names>) or one registered otherwise."""
+    return _LOADED_BY.get(name)
 
 
 def get(name: str) -> KernelSpec:

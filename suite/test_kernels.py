@@ -46,7 +46,8 @@ def export_failure(loop: ReferenceLoop, directory, case: Case, config: dict, mes
     exported is a warning, never another failure of the test."""
     try:
         folder = export.export_case(loop.spec, case, config, loop.backend, directory, loop.request.node.nodeid,
-                                    message, line, failure)
+                                    message, line, failure,  # the rate the suite measured, where intermittent
+                                    intermittent=(loop.last_failure or {}).get("intermittent"))
     except Exception as exc:  # noqa: BLE001 - the test's own failure stands; the export's is said beside it
         warnings.warn(f"--export-failures: {case} could not be exported: {type(exc).__name__}: {exc}", UserWarning,
                       stacklevel=1)

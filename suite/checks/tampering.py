@@ -45,6 +45,7 @@ _KERNEL_API = ("kernels.inputs", "kernels.spec", "kernels.registry", "kernels.pa
                "kernels._validation", "kernels._tiles")
 # Names of those modules that hold the process's state, changed by the suite itself as it runs.
 _STATE = {("kernels.registry", "_REGISTRY"), ("kernels.registry", "_WHERE"), ("kernels.registry", "_LOADED"),
+          ("kernels.registry", "_LOADED_BY"),
           ("kernels.inputs", "_DRAW_DEVICE"), ("kernels.inputs", "_STREAM_DEVICE")}
 
 

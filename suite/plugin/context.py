@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from suite import compat
-from suite.checks import autotune, interpreter, launches, libraries, ordinary
+from suite.checks import autotune, interpreter, launches, libraries
 from suite.checks.strategies import LARGE_SHAPE_PROFILES, VALIDATION_SEED
 from suite.session import backend as backend_mod
 from suite.session import kernel_names, options, provenance, results
@@ -228,6 +228,7 @@ def build(config: pytest.Config) -> SuiteContext:
         known = known_mod.load(opts.known_issues)
         from kernels import registry
         from kernels.spec import DTYPES
+        from suite.checks import ordinary  # imports torch: never at the plugin's import (the workers start first)
 
         modules = {s.name: registry.where(s.name) for s in specs}
         known_mod.check_kernels(known, [s.name for s in specs], list(DTYPES), opts.known_issues)

@@ -39,7 +39,9 @@ PRELOAD = ("torch", "numpy", "pytest")
 # Variables a forked run may set or change: read by the suite, Triton and Hypothesis after start-up, none of which
 # the server imports.
 LATE_PREFIXES = ("SUITE_", "TRITON_", "HYPOTHESIS_")
-LATE_NAMES = ("PYTEST_CURRENT_TEST",)  # the harness's pytest sets it per test; the run's own pytest sets its own
+# PYTEST_CURRENT_TEST: the harness's pytest sets it per test, the run's own pytest sets its own; COLUMNS: read when a
+# terminal's width is asked (shutil.get_terminal_size), by none of the three on import.
+LATE_NAMES = ("PYTEST_CURRENT_TEST", "COLUMNS")
 
 _SERVER = r"""
 import gc, json, os, runpy, sys

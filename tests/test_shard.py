@@ -16,7 +16,7 @@ import pytest
 from reports.__main__ import main
 from suite.session import options
 from suite.workers import schedule, shard
-from tests.conftest import made_once
+from tests.conftest import made_once, run_python
 from tests.report_helpers import make_run, write
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,9 +26,8 @@ SMALL = "--kernels=vector_add,softmax"
 def _collect(*args: str) -> list[str]:
     """Node ids the shipped suite collects on the interpreter (after -m's default deselection of benchmarks)."""
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", schedule.COSTS_ENV)}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly",
-                           "--backend=interpret", "--collect-only", "-q", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300, env=env)
+    proc = run_python("pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "--backend=interpret", "--collect-only",
+                      "-q", *args, env=env, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return [line for line in proc.stdout.splitlines() if "::" in line]
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -119,6 +121,36 @@ def start_suite_run(*args: str, results_dir: Path, env: dict | None = None, time
     # where the environment allows (tests/forkserver.py).
     proc = forkserver.run_python_module("pytest", argv, ROOT, {**forkserver.child_env(), **(env or {})}, timeout)
     return SuiteRun(proc, results_dir)
+
+
+def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
+    """A directory that ``make`` fills once per harness run, however many of its xdist workers ask for it: the first
+    to ask makes it, holding a lock, and the others wait for it and read what it made. A module-scoped fixture alone
+    is made again on each worker that runs one of its module's tests, and xdist hands a module's tests to several
+    workers where they are few and slow (the slow tests). Where ``make`` raises, nothing is kept: the next to ask
+    makes it again."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the run's, which holds each worker's own
+    path = base / name
+    with open(base / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
+        if not (base / f"{name}.made").exists():
+            shutil.rmtree(path, ignore_errors=True)
+            path.mkdir()
+            make(path)
+            (base / f"{name}.made").touch()
+    return path
+
+
+def run_python(module: str, *args: str, cwd: Path = ROOT, env: dict | None = None,
+               timeout: float | None = None) -> subprocess.CompletedProcess:
+    """``python -m module ARGS`` in ``cwd``, as ``subprocess.run(..., capture_output=True, text=True)`` returns it:
+    forked from this process's server where the environment allows (tests/forkserver.py), which saves a fresh
+    interpreter's import of torch, numpy and pytest (about 2 s of CPU) per run. ``env``: this process's environment
+    where None, as with subprocess.run."""
+    return forkserver.run_python_module(module, list(args), Path(cwd), dict(os.environ) if env is None else env,
+                                        timeout)
 
 
 @pytest.fixture

@@ -8,13 +8,11 @@ from __future__ import annotations
 import copy
 import gzip
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from reports import gate
 from suite.checks import autotune
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run_python
 from tests.report_helpers import cli, retune_check
 
 CACHES = ROOT / "hardware_profiles" / "autotune"
@@ -111,9 +109,8 @@ def test_retune_check_is_a_usage_error_on_the_interpreter_and_with_retune(tmp_pa
     for extra, expected in ((["--retune-check=matmul"], "--retune-check times configs on a GPU"),
                             (["--retune-check", "--retune=matmul"], "cannot be used with --retune"),
                             (["--retune-check=nosuch"], "no kernel named 'nosuch'")):
-        proc = subprocess.run([sys.executable, "-m", "pytest", "suite/test_kernels.py", "-p", "no:cacheprovider",
-                               f"--results-dir={tmp_path}", *extra], cwd=ROOT, capture_output=True, text=True,
-                              timeout=300)
+        proc = run_python("pytest", "suite/test_kernels.py", "-p", "no:cacheprovider", f"--results-dir={tmp_path}",
+                          *extra, timeout=300)
         assert proc.returncode == 4 and expected in proc.stdout + proc.stderr, (extra, proc.stdout[-1500:],
                                                                               proc.stderr[-1500:])
 

@@ -27,13 +27,11 @@ from __future__ import annotations
 
 import functools
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run_python
 
 PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
 IDS = [str(p.relative_to(ROOT)) for p in PAGES]
@@ -79,8 +77,8 @@ def code_counts() -> dict[str, int]:
 @functools.cache
 def collected(*args: str) -> tuple[int, int]:
     """(selected, deselected) tests of `pytest --backend=interpret ARGS --collect-only -q` from the repository root."""
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--backend=interpret", *args,
-                           "--collect-only", "-q"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = run_python("pytest", "-p", "no:cacheprovider", "--backend=interpret", *args, "--collect-only", "-q",
+                      timeout=120)
     m = re.search(r"^(\d+)(?:/(\d+))? tests? collected(?: \((\d+) deselected\))?", proc.stdout, re.M)
     assert m, f"pytest --collect-only {' '.join(args)}: no count in its output\n{proc.stdout[-2000:]}{proc.stderr}"
     return int(m.group(1)), int(m.group(3) or 0)

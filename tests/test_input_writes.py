@@ -18,7 +18,6 @@ import dataclasses
 import os
 import shlex
 import subprocess
-import sys
 
 import pytest
 import torch
@@ -27,7 +26,7 @@ from kernels.spec import Case, SpecError, autotune_configs, is_autotuned
 from kernels.vector_add import SPEC as VECTOR_ADD
 from suite.checks import launches
 from suite.checks.harness import BrokenSpec, InputSnapshot
-from tests.conftest import ROOT
+from tests.conftest import run_python
 
 WRITERS = "--kernel-module=tests/fixtures/input_writers.py"
 SUBCLASSED = "--kernel-module=tests/fixtures/subclassed_autotuner.py"
@@ -38,8 +37,7 @@ def _reproduce(repro: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     argv = shlex.split(repro)
     assert argv[0] == "pytest"
-    return subprocess.run([sys.executable, "-m", *argv, "-p", "no:cacheprovider", "--no-results"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300, env=env)
+    return run_python(*argv, "-p", "no:cacheprovider", "--no-results", env=env, timeout=300)
 
 
 @pytest.mark.slow

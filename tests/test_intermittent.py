@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT, SuiteRun
+from tests.conftest import ROOT, SuiteRun, run_python
 
 MODULE = "--kernel-module=tests/fixtures/intermittent_kernels.py"
 RATE = re.compile(r"wrong in (\d+) of (\d+) runs")
@@ -26,12 +26,12 @@ REPRO = re.compile(r"^reproduce with \(intermittent: wrong in \d+ of \d+ runs; t
 
 
 def suite(results_dir, *args: str, env: dict | None = None) -> SuiteRun:
-    """The suite in a fresh process on the interpreter (as tests/conftest.py's run_suite, for a module's fixtures)."""
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--backend=interpret",
-           f"--results-dir={results_dir}", *args]
+    """The suite in a process of its own on the interpreter (as tests/conftest.py's run_suite, for a module's
+    fixtures)."""
     child_env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "SUITE_INTERMITTENT_RUNS")}
     child_env["COLUMNS"] = "250"  # the summary's INTERMITTENT lines whole, as the tests below read them
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env={**child_env, **(env or {})})
+    proc = run_python("pytest", "-p", "no:cacheprovider", "--backend=interpret", f"--results-dir={results_dir}", *args,
+                      env={**child_env, **(env or {})}, timeout=600)
     return SuiteRun(proc, results_dir)
 
 
@@ -73,8 +73,7 @@ def test_the_printed_reproduction_line_fails_again_saying_intermittent(intermitt
     argv = shlex.split(found.group(2))
     assert argv[0] == "pytest" and argv[-1].startswith("--repro-runs=")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.run([sys.executable, "-m", *argv, "-p", "no:cacheprovider", "--no-results"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300, env=env)
+    proc = run_python(*argv, "-p", "no:cacheprovider", "--no-results", timeout=300, env=env)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1 and "1 failed" in out, out[-4000:]
     wrong, runs = map(int, RATE.search(out).groups())
@@ -123,8 +122,7 @@ def test_a_deterministic_wrong_kernel_is_reported_as_before(tmp_path) -> None:
     assert f"reproduce with: {case['repro']}" in run.output
     argv = shlex.split(case["repro"])
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.run([sys.executable, "-m", *argv, "--repro-runs=3", "-p", "no:cacheprovider", "--no-results"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    proc = run_python(*argv, "--repro-runs=3", "-p", "no:cacheprovider", "--no-results", timeout=300, env=env)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1 and "(wrong in 3 of 3 runs)" in out, out[-4000:]
     assert not any(words in out for words in said[:3]), out[-4000:]

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
-import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import run_python
 
 pytest.importorskip("liger_kernel", reason="liger-kernel is not installed: pip install --no-deps liger-kernel==0.8.5")
 
@@ -31,8 +29,7 @@ def test_a_bug_planted_in_a_copy_of_liger_rms_norm_fails_and_liger_passes(run_su
     argv = shlex.split(case["repro"])
     assert f"--kernel-module={PLANTED.split('=')[1]}" in argv
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.run([sys.executable, "-m", *argv, "-p", "no:cacheprovider", "--no-results"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300, env=env)
+    proc = run_python(*argv, "-p", "no:cacheprovider", "--no-results", env=env, timeout=300)
     assert proc.returncode == 1 and "1 failed" in proc.stdout, proc.stdout[-3000:]
     assert case["message"].split(" at ")[0] in proc.stdout
 

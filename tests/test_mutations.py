@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run_python
 
 COPIED = ("conftest.py", "pyproject.toml", "suite", "kernels", "hardware_profiles", "reports")
 
@@ -66,9 +64,8 @@ def test_planted_kernel_bug_fails_the_default_run(pristine, tmp_path, what):
     source.write_text(text.replace(line, planted))
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["SUITE_SHRINK_SECONDS"] = "3"
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--no-results", "-q",
-                           "suite/test_kernels.py", f"--kernels={kernel}", "-k", "fp32"],
-                          cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+    proc = run_python("pytest", "-p", "no:cacheprovider", "--no-results", "-q", "suite/test_kernels.py",
+                      f"--kernels={kernel}", "-k", "fp32", cwd=repo, env=env, timeout=600)
     output = proc.stdout + proc.stderr
     assert proc.returncode == 1, f"{what}: the planted bug passed\n{output[-3000:]}"
     for word in words:

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
-import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import run_python
 
 PLANTED = ("planted_softmax_max_identity_zero", "planted_vector_add_dropped_mask", "planted_vector_add_unscaled_offset")
 
@@ -30,8 +28,7 @@ def test_planted_bugs_fail_with_working_reproduction_lines(run_suite):
     for kernel, case in failed.items():
         argv = shlex.split(case["repro"])
         assert argv[0] == "pytest"
-        proc = subprocess.run([sys.executable, "-m", *argv, "-p", "no:cacheprovider", "--no-results"], cwd=ROOT,
-                              capture_output=True, text=True, timeout=300, env=env)
+        proc = run_python(*argv, "-p", "no:cacheprovider", "--no-results", env=env, timeout=300)
         assert proc.returncode == 1, f"{kernel}: reproduction did not fail:\n{proc.stdout[-2000:]}"
         assert "1 failed" in proc.stdout
         assert case["message"].split(" at ")[0].split(" (")[0] in proc.stdout

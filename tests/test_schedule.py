@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from suite.workers import parts, schedule
+from tests.conftest import run_python
 
 
 def test_longest_first_unknown_as_the_median() -> None:
@@ -30,8 +32,8 @@ def test_the_shipped_costs_name_collected_tests() -> None:
     """The committed durations belong to tests that exist (a renamed test would silently count as the median)."""
     costs = schedule.load()
     assert costs, "suite/test_costs.json is missing or unreadable"
-    proc = subprocess.run([sys.executable, "-m", "pytest", "suite", "--co", "-q", "-p", "no:cacheprovider",
-                           "--no-results"], capture_output=True, text=True, timeout=300)
+    proc = run_python("pytest", "suite", "--co", "-q", "-p", "no:cacheprovider", "--no-results", cwd=Path.cwd(),
+                      timeout=300)
     collected = {line.strip() for line in proc.stdout.splitlines() if "::" in line}
     # A split test is whole where a known issue keeps it so (suite/workers/parts.py): here, the interpreter's bf16 ones.
     stale = sorted(n for n in costs if n not in collected and parts.base_id(n) not in collected

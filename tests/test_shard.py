@@ -16,6 +16,7 @@ import pytest
 from reports.__main__ import main
 from suite.session import options
 from suite.workers import schedule, shard
+from tests.conftest import made_once, run_python
 from tests.report_helpers import make_run, write
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,9 +26,8 @@ SMALL = "--kernels=vector_add,softmax"
 def _collect(*args: str) -> list[str]:
     """Node ids the shipped suite collects on the interpreter (after -m's default deselection of benchmarks)."""
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", schedule.COSTS_ENV)}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly",
-                           "--backend=interpret", "--collect-only", "-q", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300, env=env)
+    proc = run_python("pytest", "-p", "no:cacheprovider", "-p", "no:randomly", "--backend=interpret", "--collect-only",
+                      "-q", *args, env=env, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return [line for line in proc.stdout.splitlines() if "::" in line]
 
@@ -137,23 +137,26 @@ def test_suite_run_id_is_the_default_and_checked_as_strictly(monkeypatch):
 # ---- shard runs and the reports --------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict[str, list[Path]]:
-    """A small kernel set run whole, and as two shards (the first under two xdist workers) of run 'fleet-test'."""
-    base = tmp_path_factory.mktemp("shard-runs")
+def _run_whole_and_shards(base: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "SUITE_RUN_ID", "GITHUB_RUN_ID")}
-    out = {}
     procs = {}  # the three at once: independent runs, each in its own results directory
     for name, extra in (("whole", ["-n", "0"]), ("s1", ["-n", "2", "--shard=1/2", "--run-id=fleet-test"]),
                         ("s2", ["-n", "0", "--shard=2/2", "--run-id=fleet-test"])):
         procs[name] = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly",
                                         "--backend=interpret", SMALL, f"--results-dir={base / name}", *extra], cwd=ROOT,
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    for name, proc in procs.items():
+    for proc in procs.values():
         stdout, stderr = proc.communicate(timeout=600)
         assert proc.returncode == 0, stdout[-3000:] + stderr[-2000:]
-        out[name] = sorted((base / name).glob("run-*.json"))
-        assert len(out[name]) == 1
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, list[Path]]:
+    """A small kernel set run whole, and as two shards (the first under two xdist workers) of run 'fleet-test': run
+    once for the three tests that read them, whichever workers run those (made_once)."""
+    base = made_once(tmp_path_factory, "shard-runs", _run_whole_and_shards)
+    out = {name: sorted((base / name).glob("run-*.json")) for name in ("whole", "s1", "s2")}
+    assert all(len(files) == 1 for files in out.values()), out
     return out
 
 

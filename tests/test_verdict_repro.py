@@ -4,12 +4,11 @@ run in that subdirectory cannot find ("file or directory not found", exit 4)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import run_python
 from tests.test_installed import ROOT, _no_interpret_env, _reproduces_as_printed
 
 
@@ -18,9 +17,9 @@ def test_a_reproduction_line_printed_in_a_subdirectory_runs_there(tmp_path):
     (tmp_path / "leaky_bug.py").write_text((ROOT / "examples" / "leaky_relu.py").read_text().replace(
         "y = tl.where(x >= 0, x, x * slope)", "y = tl.where(x > 0.5, x, x * slope)"))
     where = ROOT / "examples"
-    bug = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "../suite/test_kernels.py",
-                          f"--kernel-module={tmp_path / 'leaky_bug.py'}", "--kernels=leaky_relu", "-k", "fp32",
-                          "--no-results", "-n", "0"], cwd=where, capture_output=True, text=True, env=_no_interpret_env())
+    bug = run_python("pytest", "-p", "no:cacheprovider", "../suite/test_kernels.py",
+                     f"--kernel-module={tmp_path / 'leaky_bug.py'}", "--kernels=leaky_relu", "-k", "fp32", "--no-results",
+                     "-n", "0", cwd=where, env=_no_interpret_env())
     out = bug.stdout + bug.stderr
     line = next(ln.split("reproduce with: ", 1)[1] for ln in out.splitlines() if "reproduce with: " in ln)
     assert "'../suite/test_kernels.py::test_matches_reference[leaky_relu-fp32]'" in line, line

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from suite.session import results
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run_python
 
 MISTAKEN = "--kernel-module=tests/fixtures/mistaken_specs.py"
 
@@ -257,9 +257,8 @@ def test_reproduction_lines_carry_every_option_that_changes_the_case(run_suite, 
     for word in (f"--autotune-dir={cache_dir}", "--case-timeout=77", "--kernel-module=tests/fixtures/planted_bugs.py",
                  '--config={"BLOCK_SIZE":64}'):
         assert word in argv, argv
-    proc = subprocess.run([sys.executable, "-m", *argv, "-p", "no:cacheprovider", "--no-results"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300,
-                          env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+    proc = run_python(*argv, "-p", "no:cacheprovider", "--no-results", timeout=300,
+                      env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
     assert proc.returncode == 1 and "1 failed" in proc.stdout, proc.stdout[-3000:]
 
 
@@ -351,10 +350,9 @@ def test_ctrl_c_inside_the_controller_loop_ends_as_an_interrupted_run_not_an_int
     lock" while handling the KeyboardInterrupt), no summary, no verdict, and a run file left "incomplete". Played by a
     plugin: the run ends interrupted, with what finished, its summary and verdict, and exit status 2."""
     runs = tmp_path / "runs"
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p",
-                           "tests.fixtures.ctrl_c_in_controller", f"--results-dir={runs}", "suite/test_kernels.py",
-                           "--kernels=vector_add,row_sum", "-k", "fp32"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+    proc = run_python("pytest", "-p", "no:cacheprovider", "-p", "tests.fixtures.ctrl_c_in_controller",
+                      f"--results-dir={runs}", "suite/test_kernels.py", "--kernels=vector_add,row_sum", "-k", "fp32",
+                      timeout=300)
     output = proc.stdout + proc.stderr
     assert proc.returncode == 2, output[-3000:]
     assert "INTERNALERROR" not in output and "VERDICT: INTERRUPTED: the run did not finish" in output, output[-3000:]

@@ -10,7 +10,7 @@ import shlex
 
 import pytest
 
-from tests.conftest import run_python
+from tests.conftest import ROOT, run_python
 
 pytest.importorskip("liger_kernel", reason="liger-kernel is not installed: pip install --no-deps liger-kernel==0.8.5")
 

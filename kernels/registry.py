@@ -32,7 +32,7 @@ class KernelModuleError(ValueError):
     """A kernel module that cannot be used: it does not import, or a spec in it is wrong or a duplicate."""
 
 # The public spec API (kernel modules import it); every other module of the package whose name does not start with
-# "_" (a private helper) is a kernel module: tests/test_layout.py holds discovery to that.
+# "_" (a private helper) is a kernel module: tests/project/test_layout.py holds discovery to that.
 API_MODULES = frozenset({"spec", "registry", "inputs", "paths"})
 
 

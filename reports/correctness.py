@@ -12,7 +12,7 @@ from reports.loading import Run, num, platform_label
 from reports.nodeids import FAILING, OUTCOMES
 from reports.outcomes import (
     finding_known_issue,
-    kernel_dtype_of,  # noqa: F401 - where it was first defined (tests/test_parts.py)
+    kernel_dtype_of,  # noqa: F401 - where it was first defined (tests/workers/test_parts.py)
     known_issue_of,
     not_run,
     tests_by_nodeid,

@@ -8,7 +8,7 @@ serialises built-in types only. Defined as ``str, enum.Enum`` with ``__str__`` a
 Python 3.11's ``enum.StrEnum`` does), the same on Python 3.10 and on later versions.
 
 Not every kind reaches a run file: RECORDED are the kinds a case record's ``failure`` may hold, exactly the run-file
-schema's enum (reports/schema/run.schema.json; tests/test_failure_kinds.py holds the two alike). The others are
+schema's enum (reports/schema/run.schema.json; tests/reports/test_failure_kinds.py holds the two alike). The others are
 the suite's own judgements of a case it does not record as failed (OOM_HELD, NOT_CHECKABLE) and the reports' name for
 a failed record without a ``failure`` field (WRONG).
 

@@ -11,7 +11,7 @@ failing with an AttributeError, a run that times nothing) instead of what it is.
   and the run's backend; a target that is missing or has another shape is a usage error naming the patch, the
   target and the Triton version, before the first test;
 - a module applying a patch calls :func:`require` first (the same check, for a process that did not verify);
-- ``tests/test_compat.py`` runs every check on the installed Triton and plants breaks.
+- ``tests/session/test_compat.py`` runs every check on the installed Triton and plants breaks.
 
 The patches of this module's own (the interpreter's version-specific gaps) are applied by
 :func:`install_interpreter_fixes`, from ``suite/checks/interpreter.py``; the others stay where they are used and are

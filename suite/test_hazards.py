@@ -123,7 +123,7 @@ def test_inputs_are_the_same_on_every_device(kind: str, request: pytest.FixtureR
     """Cases' inputs are drawn on the device they run on (kernels/inputs.py): the Triton kernel that draws them
     there, launched as a run launches it, must give the CPU's numbers bit for bit, every element of them and
     nothing past them, or one case would test different inputs on each vendor, and a reproduction line would not
-    reproduce on another backend. On the interpreter, the interpreted kernel (tests/test_inputs.py plants a launch
+    reproduce on another backend. On the interpreter, the interpreted kernel (tests/kernels/test_inputs.py plants a launch
     one program short and a store without its mask, and watches this check fail)."""
     from kernels import inputs
 

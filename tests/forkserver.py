@@ -11,7 +11,7 @@ that runs pytest's ``__main__`` and exits the way Python exits (atexit handlers,
 The server freezes what it imported (``gc.freeze()``): the objects of torch, numpy and pytest, which never become
 garbage, are left out of the child's collections. Without it each run's full collections walked them all again
 (pytest's own ``gc.collect()`` as it ends is about 0.2 s of CPU with torch loaded): 25-29% of the CPU time of
-``pytest tests/test_verdicts.py -n 0`` (41.7 s before, 31.4 s after, run back to back on a busy 2-core machine).
+``pytest tests/plugin/test_verdicts.py -n 0`` (41.7 s before, 31.4 s after, run back to back on a busy 2-core machine).
 
 What a forked run cannot be is a process started with another interpreter setup: a run whose environment differs
 from the server's in anything but the suite's, Triton's and Hypothesis's variables (``SUITE_*``, ``TRITON_*``,

@@ -1,0 +1,166 @@
+""".ci/run's order of work, run on stand-in tools (no install, no test run): the newest stack's environment is built,
+and its suite tests run, in the background while the CPU-bound steps run; a failed build, or a failed test there,
+fails CI with its log printed; chromium's install runs while pip installs the environment.
+
+The stand-ins are shell scripts first on PATH (python3, python3.12, chromium or apt-get) and the environments they
+make (.venv/bin/python, .venv/bin/ruff, .venv-newest/bin/python): each writes what it was asked to do to a shared log.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+WAIT = 10  # seconds a stand-in waits for a background step to have started
+
+# The CPU-bound steps' python: the main command (`pytest -n auto` alone) waits until the newest stack's install has
+# started, which it can only do if that install runs at the same time. The slow tests' step waits until the newest
+# stack's suite tests have started (where its install succeeds): they run beside the CPU-bound steps, not after them.
+# The first pip install waits for chromium's install to have started (where apt-get stands in).
+MAIN_PYTHON = f"""#!/bin/bash
+echo "main: ${{SUITE_COMPILE_MATRIX:+SUITE_COMPILE_MATRIX=$SUITE_COMPILE_MATRIX }}$*" >>"$CI_LOG"
+wait_for() {{
+  for _ in $(seq {WAIT * 10}); do [[ -e "$CI_MARKS/$1" ]] && return 0; sleep 0.1; done
+  echo "$2" >&2; exit 1
+}}
+if [[ "$*" == "-m pytest -n auto" ]]; then
+  wait_for newest-started "the newest stack's install had not started while the main command ran"
+elif [[ "$*" == "-m pytest tests -n auto -m slow" && -z "${{NEWEST_FAILS:-}}" ]]; then
+  wait_for newest-tests-started "the newest stack's suite tests had not started while the slow tests ran"
+elif [[ "$*" == *"-r requirements/ci.txt" && -n "${{APT_STANDS_IN:-}}" ]]; then
+  wait_for apt-started "chromium's install had not started while pip installed the environment"
+fi
+"""
+NEWEST_PYTHON = """#!/bin/bash
+echo "newest: $*" >>"$CI_LOG"
+if [[ "$*" == *"pip install"* ]]; then
+  touch "$CI_MARKS/newest-started"
+  if [[ -n "${NEWEST_FAILS:-}" ]]; then echo "ERROR: No matching distribution found for torch==2.13.0"; exit 1; fi
+elif [[ "$*" == *"suite/test_kernels.py"* ]]; then
+  echo "${PYTHONPYCACHEPREFIX:-none} ${PYTHONDONTWRITEBYTECODE:-unset}" >"$CI_MARKS/newest-bytecode"
+  touch "$CI_MARKS/newest-tests-started"
+  if [[ -n "${NEWEST_TESTS_FAIL:-}" ]]; then echo "FAILED suite/test_kernels.py::test_planted"; exit 1; fi
+  echo "the newest stack's suite tests: 1 passed"
+fi
+"""
+APT_GET = """#!/bin/bash
+echo "apt: $*" >>"$CI_LOG"
+touch "$CI_MARKS/apt-started"
+sleep 1
+echo "apt: done" >>"$CI_LOG"
+"""
+PYTHON3 = f"""#!/bin/bash
+if [[ "$1 $2" == "-m venv" ]]; then
+  mkdir -p "$3/bin"
+  cat >"$3/bin/python" <<'EOF'
+{MAIN_PYTHON}EOF
+  printf '#!/bin/bash\\necho "main: ruff $*" >>"$CI_LOG"\\n' >"$3/bin/ruff"
+  chmod +x "$3/bin/python" "$3/bin/ruff"
+fi
+"""
+PYTHON312 = f"""#!/bin/bash
+if [[ "$1 $2" == "-m venv" ]]; then
+  mkdir -p "$3/bin"
+  cat >"$3/bin/python" <<'EOF'
+{NEWEST_PYTHON}EOF
+  chmod +x "$3/bin/python"
+fi
+"""
+
+
+def _stub(path: Path, text: str) -> None:
+    path.write_text(text)
+    path.chmod(0o755)
+
+
+@pytest.fixture
+def ci(tmp_path):
+    """Run a copy of .ci/run in an empty repository with the stand-ins first on PATH."""
+    repo, tools, marks = tmp_path / "repo", tmp_path / "bin", tmp_path / "marks"
+    for d in (repo / ".ci", tools, marks):
+        d.mkdir(parents=True)
+    shutil.copy2(ROOT / ".ci" / "run", repo / ".ci" / "run")
+    _stub(tools / "python3", PYTHON3)
+    _stub(tools / "python3.12", PYTHON312)
+    log = tmp_path / "steps.log"
+
+    def run(apt: bool = False, **env: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+        """``apt``: no chromium, and apt-get to install it, on a PATH of the stand-ins and the system's own tools."""
+        if apt:
+            _stub(tools / "apt-get", APT_GET)
+            _stub(tools / "sudo", '#!/bin/bash\n[[ $1 == -n ]] && shift\nexec "$@"\n')  # where CI is not root
+            path = os.pathsep.join([str(tools), "/usr/bin", "/bin"])
+            env = {"APT_STANDS_IN": "1", **env}
+        else:
+            _stub(tools / "chromium", "#!/bin/bash\n")
+            path = f"{tools}{os.pathsep}{os.environ['PATH']}"
+        proc = subprocess.run(["bash", str(repo / ".ci" / "run")], capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "PATH": path, "CI_LOG": str(log), "CI_MARKS": str(marks), **env})
+        return proc, log.read_text().splitlines() if log.exists() else []
+
+    run.marks = marks
+    return run
+
+
+NEWEST = [
+    "newest: -m pip install -q --disable-pip-version-check --no-cache-dir --no-compile -r requirements/ci-newest.txt",
+    "newest: -m pip install -q --disable-pip-version-check --no-cache-dir --no-compile --no-deps triton==3.9.0",
+    "newest: -m pytest -n auto suite/test_kernels.py suite/test_compile_matrix.py suite/test_hazards.py",
+    "newest: -m pytest -n auto tests/session/test_compat.py tests/checks/test_interpreter.py"]
+
+
+def test_the_newest_stack_installs_and_runs_its_suite_tests_while_the_cpu_bound_steps_run(ci):
+    """Its install beside the main command, its suite tests beside the slow tests (the stand-ins wait for each), its
+    output printed at the end; its harness tests (the patch checks) after every step of the pinned stack."""
+    proc, steps = ci(PYTHONDONTWRITEBYTECODE="1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [s for s in steps if s.startswith("newest:")] == NEWEST, steps
+    last_main = max(i for i, s in enumerate(steps) if s.startswith("main:"))
+    assert steps.index(NEWEST[-1]) > last_main, steps
+    assert "the newest stack's suite tests: 1 passed" in proc.stdout, proc.stdout
+    assert proc.stdout.rstrip().splitlines()[-1].startswith("ci: done in ")
+    # Its bytecode outside the checkout (tests/workers/test_bytecode.py compares the checkout's __pycache__ directories).
+    prefix, dont_write = (ci.marks / "newest-bytecode").read_text().split()
+    assert Path(prefix).is_absolute() and dont_write == "unset", (prefix, dont_write)
+
+
+def test_failed_newest_suite_tests_fail_ci_with_their_output(ci):
+    proc, steps = ci(NEWEST_TESTS_FAIL="1")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "ci: FAILED: the newest stack's tests (.venv-newest) failed" in proc.stderr, proc.stderr
+    assert "FAILED suite/test_kernels.py::test_planted" in proc.stderr, proc.stderr
+    assert NEWEST[-1] not in steps and "ci: done" not in proc.stdout
+
+
+def test_chromium_installs_while_pip_installs_and_before_the_harness(ci):
+    if any(Path(d, name).exists() for d in ("/usr/bin", "/bin") for name in ("chromium", "chromium-browser",
+                                                                             "google-chrome")):
+        pytest.skip("this machine has a chromium: .ci/run installs none")
+    proc, steps = ci(apt=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert steps[steps.index("apt: install -y -qq --no-install-recommends chromium") + 1:].count("apt: done") == 1
+    assert steps.index("apt: done") < steps.index("main: -m pytest tests -n auto"), steps
+
+
+def test_a_failed_background_install_fails_ci_with_its_log(ci):
+    proc, steps = ci(NEWEST_FAILS="1")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "ci: FAILED: building the newest stack's environment (.venv-newest) failed" in proc.stderr, proc.stderr
+    assert "ERROR: No matching distribution found for torch==2.13.0" in proc.stderr, proc.stderr
+    assert not [s for s in steps if s.startswith("newest: -m pytest")], steps
+    assert "ci: done" not in proc.stdout
+
+
+def test_what_readmes_commands_leave_out_runs_in_ci_after_them(ci):
+    """The compile matrix's other configs (off the first command) and the harness's slow tests (off the second)."""
+    proc, steps = ci()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    main = [s.removeprefix("main: ") for s in steps if s.startswith("main: -m pytest") or "SUITE_COMPILE" in s]
+    assert main[:4] == ["-m pytest -n auto", "SUITE_COMPILE_MATRIX=ci -m pytest -n auto suite/test_compile_matrix.py",
+                        "-m pytest tests -n auto", "-m pytest tests -n auto -m slow"], main

@@ -569,7 +569,7 @@ def _check_launch(spec: KernelSpec, state: _CaseState, outputs: dict[str, torch.
     if out_of_bounds:
         raise _Stop(result(False, math.inf, error="; ".join(out_of_bounds), failure=FailureKind.MEMORY))
     state.compared = {name: outputs[name].numel() for name in spec.outputs}
-    if own := {kernel.name for kernel in spec.jit_kernels()}:  # did the spec's own kernel receive an output?
+    if own := {launches.kernel_key(kernel.fn) for kernel in spec.jit_kernels()}:  # the spec's own got an output?
         state.own_wrote = state.own_wrote or any(seen.reached_by(own, outputs[name]) for name in spec.outputs)
     with timing.phase("check"):
         clobbered = state.snapshot.changes(allowed=spec.mutable_inputs)

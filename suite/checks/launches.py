@@ -35,7 +35,7 @@ class Launches:
     heuristics: dict[str, dict[str, Any]] = field(default_factory=dict)
     # The config each @triton.autotune kernel ran at its last launch: kernel -> config (as config_dict writes it).
     autotuned: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # The storages each kernel's launches received: kernel -> storages.
+    # The storages each kernel's launches received: kernel (kernel_key) -> storages.
     by_kernel: dict[str, set[int]] = field(default_factory=dict)
 
     def reached(self, tensor: Any) -> bool:
@@ -43,7 +43,7 @@ class Launches:
         return _storage(tensor) in self.storages
 
     def reached_by(self, names: set[str], tensor: Any) -> bool:
-        """Whether ``tensor``'s memory was handed to a launch of one of the kernels ``names``."""
+        """Whether ``tensor``'s memory was handed to a launch of one of the kernels ``names`` (kernel_key's)."""
         return any(_storage(tensor) in self.by_kernel.get(name, ()) for name in names)
 
 
@@ -54,7 +54,7 @@ def _storage(value: Any) -> int | None:
         return None
 
 
-def _note(record: Launches, name: str, args: tuple, kwargs: Mapping[str, Any]) -> None:
+def _note(record: Launches, name: str, args: tuple, kwargs: Mapping[str, Any], key: str | None = None) -> None:
     record.kernels.append(name)
 
     def add(value: Any) -> None:
@@ -69,7 +69,7 @@ def _note(record: Launches, name: str, args: tuple, kwargs: Mapping[str, Any]) -
             ptr = _storage(value)
             if ptr is not None:
                 record.storages.add(ptr)
-                record.by_kernel.setdefault(name, set()).add(ptr)
+                record.by_kernel.setdefault(key or name, set()).add(ptr)
 
     for value in args:
         add(value)
@@ -124,6 +124,16 @@ def take_launched() -> dict[str, int]:
     state = stash.session().launches
     found, state.launched = dict(getattr(state, "launched", None) or {}), {}
     return found
+
+
+def kernel_key(fn: Any) -> str:
+    """A @triton.jit function (or the Python function under it) as the launch counts name it: its module and
+    qualified name, so that a helper of another module with the same name is never taken for the spec's own."""
+    inner = getattr(fn, "fn", fn)
+    while hasattr(getattr(inner, "fn", None), "__code__") or hasattr(getattr(inner, "fn", None), "arg_names"):
+        inner = inner.fn
+    name = getattr(inner, "__qualname__", None) or getattr(inner, "__name__", None) or type(fn).__name__
+    return f"{getattr(inner, '__module__', '?')}.{name}"
 
 
 def never_launched_own(spec_name: str, dtype: str, cases: int, own: list[str], launched: dict[str, int]) -> str:
@@ -332,8 +342,9 @@ def _wrap_run(cls: type) -> None:
             _note_programs(state, self, args, kwargs)
             name = getattr(getattr(self, "fn", None), "__name__", None) or getattr(self, "__name__", "kernel")
             state.launched = getattr(state, "launched", None) or {}
-            state.launched[name] = state.launched.get(name, 0) + 1
-            _note(record, name, args, {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")})
+            key = kernel_key(getattr(self, "fn", None) or self)
+            state.launched[key] = state.launched.get(key, 0) + 1
+            _note(record, name, args, {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}, key)
             if keys := getattr(stash.session().launches, "heuristic_keys", None):  # what a @triton.heuristics computed
                 record.heuristics[name] = {k: _plain(kwargs[k]) for k in keys if k in kwargs}
         return original(self, *args, **kwargs)

@@ -405,8 +405,8 @@ class ReferenceLoop(CaseLoop):
 
     def own_launched(self) -> bool:
         """Whether the cases launched one of the spec's own @triton.jit functions (any, where it declares none)."""
-        own = {kernel.name for kernel in self.spec.jit_kernels()}
-        return any(name in own for name in self.passed.launched) if own else bool(self.passed.launched)
+        own = {launches.kernel_key(kernel.fn) for kernel in self.spec.jit_kernels()}
+        return any(key in own for key in self.passed.launched) if own else bool(self.passed.launched)
 
     def never_launched(self) -> str | None:
         p, spec = self.passed, self.spec
@@ -415,7 +415,7 @@ class ReferenceLoop(CaseLoop):
         if not p.launched:
             return launches.never_launched(spec.name, self.dtype, p.cases)
         return launches.never_launched_own(spec.name, self.dtype, p.cases,
-                                           sorted(kernel.name for kernel in spec.jit_kernels()), p.launched)
+                                           sorted(launches.kernel_key(k.fn) for k in spec.jit_kernels()), p.launched)
 
     def never_wrote(self) -> str | None:
         """The spec's own kernels launched, and in no case did one of their launches receive an output: the outputs

@@ -154,13 +154,16 @@ def test_the_kernel_that_launched_is_the_specs_own(run_suite):
     """A helper kernel launched in every case (it zero-fills the output, torch's answer is copied in): 'the kernel
     launched' was met by any launch, and the test passed with the spec's kernel never run."""
     run = run_suite("suite/test_kernels.py", "--kernel-module=tests/fixtures/own_kernel.py",
-                    "--kernels=helper_filled_add,own_add", "-n", "0", env={"SUITE_SHRINK_SECONDS": "3"})
+                    "--kernels=helper_filled_add,own_add,namesake_add", "-n", "0", env={"SUITE_SHRINK_SECONDS": "3"})
     tests = {t["nodeid"].split("[")[1].split("-")[0]: t for t in run.run_data()["tests"]}
     assert tests["own_add"]["outcome"] == "passed", tests["own_add"]
     message = tests["helper_filled_add"]["message"] or ""
     assert tests["helper_filled_add"]["outcome"] == "failed", tests["helper_filled_add"]
     assert re.match(r"helper_filled_add\[fp32\]: none of the \d+ case\(s\) launched the spec's own kernel\(s\) "
-                    r"\['vector_add_kernel'\]: the launches were zero_fill x\d+", message), message
+                    r"\['kernels\.vector_add\.vector_add_kernel'\]: the launches were \S*zero_fill x\d+", message), message
+    # A kernel of another module named as the spec's own is not the spec's own: matched by module and name.
+    namesake = tests["namesake_add"]
+    assert namesake["outcome"] == "failed" and "launched the spec's own kernel(s)" in namesake["message"], namesake
     assert run.returncode == 1, run.output[-3000:]
 
 

@@ -213,3 +213,25 @@ def test_a_skip_with_a_case_names_its_reason_and_never_mangles_a_reproduction_li
     assert ("not run 1 test, not run: all 1 case(s) too large for this GPU (out of memory with the GPU to "
             "themselves; not a wrong result): lower the dims' gpu_max for this GPU or run on a larger one.: "
             "attention[fp32]") in text, lines
+
+
+def test_a_kernel_never_checked_exits_6_and_one_part_not_checkable_is_enough():
+    """Nothing failed, and a kernel x dtype's value test was skipped as not checkable on the interpreter for a reason
+    its author can remove: UNCHECKED, exit 6 (it ended PASSED, exit 0). A split test with one part not checkable
+    left that part's cases, and the test's end where it was the last part, unchecked: the same."""
+    ref = "suite/test_kernels.py::test_matches_reference"
+    gap = "Skipped: k[fp32] {}: not checkable on the interpreter: Python `and` on block tensors in k at k.py:3"
+    whole = {"tests": [{"nodeid": f"{ref}[k-fp32]", "outcome": "skipped", "message": gap},
+                       {"nodeid": f"{ref}[j-fp32]", "outcome": "passed"}], "status": "complete"}
+    assert agree(whole, 0) == ("UNCHECKED", 6)
+    parts = {"tests": [{"nodeid": f"{ref}[k-fp32-part1of3]", "outcome": "passed"},
+                       {"nodeid": f"{ref}[k-fp32-part2of3]", "outcome": "passed"},
+                       {"nodeid": f"{ref}[k-fp32-part3of3]", "outcome": "skipped", "message": gap}],
+             "status": "complete"}
+    assert agree(parts, 0) == ("UNCHECKED", 6)
+    assert glance.never_checked(parts) == ["k[fp32]: not checkable on the interpreter: Python `and` on block tensors "
+                                           "in k at k.py:3"]
+    platform = {"tests": [{"nodeid": f"{ref}[k-fp8e4nv]", "outcome": "skipped",
+                           "message": "Skipped: fp8e4nv is not supported on interpreter"},
+                          {"nodeid": f"{ref}[j-fp32]", "outcome": "passed"}], "status": "complete"}
+    assert agree(platform, 0) == ("PASSED", 0)  # a platform that cannot run it is not the author's to fix

@@ -44,8 +44,8 @@ def test_an_fp16_product_that_overflows_on_the_large_class_says_so(run):
 def test_a_reference_beyond_a_dtypes_range_names_that_dtype(run):
     failed = [c for c in _cases(run, "square_fp16") if c["outcome"] == "failed"]
     assert failed, run.output[-3000:]
-    assert "an intermediate overflowed fp16's range (65504)?" in failed[0]["message"], failed[0]["message"]
-    assert "fp32's range" not in failed[0]["message"], failed[0]["message"]
+    assert ("an intermediate overflowed fp16's range (65504)? (the reference is beyond it; else bf16's range "
+            "(3.38953e+38) or fp32's range (3.40282e+38))") in failed[0]["message"], failed[0]["message"]
 
 
 def test_a_passing_kernel_and_other_wrong_values_say_no_overflow():
@@ -67,12 +67,18 @@ def test_a_passing_kernel_and_other_wrong_values_say_no_overflow():
 
 def test_the_candidates():
     assert overflow.candidates(()) == [torch.float16, torch.bfloat16, torch.float32]
-    assert overflow.candidates((torch.float64, torch.int32)) == [torch.float16, torch.bfloat16, torch.float32]
+    assert overflow.candidates((torch.float64, torch.int32)) == [torch.float16, torch.bfloat16, torch.float32,
+                                                                 torch.float64]
     assert overflow.candidates((torch.float8_e4m3fn,))[0] == torch.float8_e4m3fn
-    # the widest range the reference is beyond: fp16's at 7.1e4, fp8e4nv's at 500 (an fp8 case)
-    assert overflow.note(1, 7.1e4, ()).endswith("an intermediate overflowed fp16's range (65504)?")
-    assert overflow.note(2, 500.0, (torch.float8_e4m3fn,)).endswith("an intermediate overflowed fp8e4nv's range (448)?")
-    assert overflow.note(1, 1e39, ()).endswith("fp32's range (3.40282e+38)?")
+    # the widest range the reference is beyond: fp16's at 7.1e4, fp8e4nv's at 500 (an fp8 case); the wider after it
+    assert "an intermediate overflowed fp16's range (65504)? (the reference is beyond it; else bf16's" in \
+        overflow.note(1, 7.1e4, ())
+    assert "an intermediate overflowed fp8e4nv's range (448)? (the reference is beyond it; else fp16's range (65504)," \
+        in overflow.note(2, 500.0, (torch.float8_e4m3fn,))
+    assert overflow.note(1, 1e39, ()).endswith("an intermediate overflowed fp32's range (3.40282e+38)?")
+    assert overflow.note(1, 1e39, (torch.float64,)).endswith(
+        "an intermediate overflowed fp32's range (3.40282e+38)? (the reference is beyond it; else fp64's range "
+        "(1.79769e+308))")
 
 
 def test_a_known_issue_may_describe_an_overflow_and_no_ordinary_wrong_value_is_one():
@@ -85,3 +91,8 @@ def test_a_known_issue_may_describe_an_overflow_and_no_ordinary_wrong_value_is_o
     assert messages and not any("overflow" in m or "inf where the reference is finite" in m for m in messages)
     for pattern in (r"an intermediate overflowed fp16's range \(65504\)", r"inf where the reference is finite"):
         assert ordinary.too_broad(pattern, [VECTOR_ADD], "vector_add", "*", "*") is None, pattern
+
+
+def test_an_inf_where_the_reference_is_small_may_be_a_division_by_zero():
+    assert overflow.note(1, 0.0, ()).endswith("(which dtype held it cannot be known from the output; or a division by 0)")
+    assert "division" not in overflow.note(1, 3000.0, ())

@@ -359,9 +359,12 @@ register(KernelSpec(
                "every element past the first part carries a bf16 rounding of its part's prefix on top of its own: off "
                "by several bounds where the column's sum cancels. The row scan and columns up to 4096 round once "
                "(docs/third-party.md has a reproduction without the suite).",
-        # an error over the bound past the first 1024-element part of a column (DIM=0) longer than 4096
+        # an error over the bound past the first 1024-element part of a column (DIM=0) longer than 4096, and at most
+        # what a second bf16 rounding of a part's prefix (at most the magnitude, cumsum |x|) gives: 2**-8 over the
+        # bound's 4 * sqrt(N) * 2**-24 and a quarter for its own rounding, under 257x (a value 50% off is far more)
         failure_pattern=r'"N": (?:409[7-9]|4[1-9]\d\d|[5-9]\d{3}|\d{5,}), "DIM": 0\} .*\nout: error \S+ at '
-                        r"\((?:102[4-9]|10[3-9]\d|1[1-9]\d\d|[2-9]\d{3}|\d{5,}), \d+\) is \S+x the bound",
+                        r"\((?:102[4-9]|10[3-9]\d|1[1-9]\d\d|[2-9]\d{3}|\d{5,}), \d+\) is "
+                        r"(?:\d{1,2}(?:\.\d+)?|1\d\d|2[0-4]\d|25\d)x the bound",
         link="docs/third-party.md#flaggems-cumsum-bf16-column-scan"),),
 ))
 

@@ -33,7 +33,6 @@ from typing import Any
 
 TRANSCENDENTALS = ("v_exp_f32", "v_log_f32", "v_sqrt_f32", "v_rsq_f32", "v_rcp_f32")
 _TRANSCENDENTAL = re.compile(r"(v_(?:exp|log|sqrt|rsq|rcp)_f32)(?:_e(?:32|64|64_dpp|32_dpp|_sdwa))?$")
-_SCALE_OPS = ("v_ldexp_f32", "v_div_scale_f32")
 _MUL = re.compile(r"v_mul_f32(?:_e(?:32|64))?$")
 _INT_TO_FLOAT = re.compile(r"v_cvt_f32_[iu]32(?:_e(?:32|64))?$")
 _ARITHMETIC = re.compile(r"v_(?:fmamk|fmaak|fmac|fma|madmk|madak|mac|mad|mul|add)_f32(?:_e(?:32|64))?$")
@@ -45,7 +44,7 @@ _BRANCH = re.compile(r"^s_(?:cbranch|branch|setpc|endpgm)")
 _REGISTER = re.compile(r"\b([vs])(\d+)\b|\b([vs])\[(\d+):(\d+)\]")
 
 FP8_FLAVOURS = {"f8E4M3FN": "ocp", "f8E5M2": "ocp", "f8E4M3FNUZ": "fnuz", "f8E5M2FNUZ": "fnuz"}
-_FP8_TYPE = re.compile(r"\b(f8E4M3FNUZ|f8E5M2FNUZ|f8E4M3FN|f8E5M2)\b")
+_FP8_TYPE = re.compile(r"(f8E4M3FNUZ|f8E5M2FNUZ|f8E4M3FN|f8E5M2)(?!\w)")  # "tensor<256xf8E4M3FN>": no \\b before
 _FP8_CONVERSION = re.compile(r"\b(?:tt\.fp_to_fp|arith\.(?:extf|truncf)|tt\.dot|tt\.dot_scaled)\b")
 _HARDWARE_FP8 = re.compile(r"\bv_cvt\w*(?:fp8|bf8)\w*")
 _BYTE_TWIDDLE = re.compile(r"\bv_(?:lshlrev|lshrrev|ashrrev|lshl_or|and_or|and|or|bfe|bfi|perm|alignbit)_b32|"
@@ -109,8 +108,10 @@ def _power_of_two_scale(operand: str) -> bool:
     return bits & 0x7FFFFF == 0 and 0 < exponent < 0xFF and abs(exponent - 127) >= _MIN_SCALE_EXPONENT
 
 
-def _is_scale(ins: dict[str, Any]) -> bool:
-    if ins["op"].startswith(_SCALE_OPS):
+def _is_scale(ins: dict[str, Any], division: bool = False) -> bool:
+    """v_ldexp_f32 or a multiply by a large power of two; v_div_scale_f32 too where ``division`` (the input of a
+    v_rcp_f32: the IEEE division's own scaling). Never v_div_scale_f32 reading a result: that is a division of it."""
+    if ins["op"].startswith("v_ldexp_f32") or (division and ins["op"].startswith("v_div_scale_f32")):
         return True
     return bool(_MUL.match(ins["op"])) and any(_power_of_two_scale(o) for o in ins["operands"][1:])
 
@@ -153,7 +154,7 @@ def _scaled(code: list[dict[str, Any]], at: int) -> bool:
         if prev["block"] != ins["block"]:
             break
         if prev["operands"] and _registers(prev["operands"][0]) & sources:
-            if _is_scale(prev):
+            if _is_scale(prev, division=ins["op"].startswith("v_rcp_f32")):
                 return True
             break
     for nxt in code[at + 1:]:
@@ -208,6 +209,8 @@ def _place(ttir: str, ref: str, depth: int = 0) -> tuple[str, int] | None:
     text = defs.get(ref)
     if text is None or depth > 16:
         return None
+    if m := re.fullmatch(r"callsite\((#loc\d*) at (#loc\d*)\)", text.strip()):  # the caller's line: the kernel's
+        return _place(ttir, m[2], depth + 1) or _place(ttir, m[1], depth + 1)
     if m := _LOC_PLACE.search(text):
         return m[1], int(m[2])
     for inner in re.findall(r"#loc\d*", text):

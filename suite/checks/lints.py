@@ -146,16 +146,15 @@ _ISSUE_947 = ("ROCm/triton #947 reports tl.associative_scan (cumsum, logcumsumex
               "wavefront returning wrong values for about 3% of elements on gfx942, a regression in the scan's "
               "lowering (ScanOpToLLVM.cpp) of one ROCm/triton build that reference Triton did not have; run it on an "
               "AMD GPU with rows longer than 64")
-_TRANSCENDENTAL_OPS = {  # what Triton 3.6 emits the bare instruction for, and what it gets wrong
-    "v_exp_f32": ("tl.exp2 (llvm.amdgcn.exp2)", "results below 2^-126 (inputs below -126) flush to 0 where NVIDIA "
-                  "returns subnormals; tl.exp scales them"),
-    "v_log_f32": ("llvm.amdgcn.log", "subnormal inputs are taken as 0 (-inf where NVIDIA returns about -87 to "
-                  "-103); tl.log and tl.log2 scale them"),
-    "v_sqrt_f32": ("tl.sqrt (llvm.amdgcn.sqrt)", "subnormal inputs are taken as 0 (0 where NVIDIA returns about "
-                   "1e-19 to 1e-23)"),
-    "v_rsq_f32": ("tl.math.rsqrt or tl.math.sqrt_rn (llvm.amdgcn.rsq)", "subnormal inputs are taken as 0 (rsqrt: "
-                  "inf; sqrt_rn: its Newton step from inf, not the subnormal's root)"),
-    "v_rcp_f32": ("llvm.amdgcn.rcp", "subnormal inputs are taken as 0 (inf); x / y and 1 / x scale them with "
+_TRANSCENDENTAL_OPS = {  # what Triton 3.6 emits the bare instruction for, and what the scaled sequence avoids
+    "v_exp_f32": ("tl.exp2 (llvm.amdgcn.exp2)", "results below 2^-126 (inputs below -126) are not produced as "
+                  "subnormals, which NVIDIA returns; tl.exp scales around them"),
+    "v_log_f32": ("llvm.amdgcn.log", "subnormal inputs are not handled; tl.log and tl.log2 scale them by 2^32 first"),
+    "v_sqrt_f32": ("tl.sqrt (llvm.amdgcn.sqrt)", "subnormal inputs are not handled; ROCm's ocml sqrt scales them by "
+                   "2^32 first"),
+    "v_rsq_f32": ("tl.math.rsqrt or tl.math.sqrt_rn (llvm.amdgcn.rsq)", "subnormal inputs are not handled; ROCm's "
+                  "ocml rsqrt scales them by 2^24 first"),
+    "v_rcp_f32": ("llvm.amdgcn.rcp", "subnormal inputs are not handled; x / y and 1 / x scale them with "
                   "v_div_scale_f32"),
 }
 
@@ -174,7 +173,8 @@ def _amd_messages(record: Mapping[str, Any]) -> Iterable[tuple[str, tuple, str, 
         yield ("amd_bare_transcendental", (t["instruction"], t.get("file"), t.get("line")),
                f"{t['instruction']} x{t['count']} with no subnormal scaling around it ({_where(t)}; emitted for "
                f"{_TRANSCENDENTAL_OPS[t['instruction']][0]}): {_TRANSCENDENTAL_OPS[t['instruction']][1]} (LLVM "
-               f"AMDGPUUsage: the float instruction does not natively support denormals)",
+               f"AMDGPUUsage: the float instruction does not natively support denormals); what a GPU returns, the "
+               f"subnormal value class shows (docs/hazards.md, 25)",
                {"instruction": t["instruction"], "file": t.get("file"), "line": t.get("line")})
     for f in hazards.get("fp8_software", ()):
         has = f"only {f['target_flavour'].upper()} fp8" if f["target_flavour"] else "no fp8 instructions"
@@ -187,7 +187,8 @@ def _amd_messages(record: Mapping[str, Any]) -> Iterable[tuple[str, tuple, str, 
         yield ("amd_scan_past_wavefront", (s["axis"], s["length"], s.get("file"), s.get("line")),
                f"tt.scan over axis {s['axis']} of length {s['length']} (shape {s['shape']}), longer than the "
                f"{s['lanes']}-lane wavefront ({_where(s)}): {_ISSUE_947}", {"scan_axis": s["axis"],
-                                                                            "scan_length": s["length"]})
+                                                                            "scan_length": s["length"],
+                                                                            "file": s.get("file"), "line": s.get("line")})
 
 
 def lint_amd_hazards(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

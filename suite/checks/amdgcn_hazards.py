@@ -82,10 +82,10 @@ def _instructions(asm: str) -> list[dict[str, Any]]:
             place = (files.get(m[1], f"file {m[1]}"), int(m[2])) if int(m[2]) else None
             continue
         stripped = line.strip()
-        if not stripped or stripped.startswith("."):
-            continue
-        if _LABEL.match(stripped):
+        if _LABEL.match(stripped):  # before directives: a block's label starts with "." too (.LBB0_3:)
             block += 1
+            continue
+        if not stripped or stripped.startswith("."):
             continue
         mnemonic, _, rest = stripped.partition(" ")
         operands = [o.strip() for o in rest.split(",")] if rest.strip() else []

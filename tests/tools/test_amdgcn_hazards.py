@@ -1,0 +1,153 @@
+"""The hazards read from AMD targets' compiled code (suite/checks/amdgcn_hazards.py, lints.lint_amd_hazards).
+
+Planted in tests/fixtures/amd_hazards.py and compiled for real (Triton's HIP backend, no GPU): each bad kernel is
+flagged with its instruction, type or scan and its source line, each clean twin is not. The AMDGCN excerpts below are
+copied from what Triton 3.6 emitted for gfx942 (fp32), trimmed to the instructions the rule reads.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from suite.checks import amdgcn_hazards as hz
+from suite.checks import lints
+from suite.tools import compile_matrix as cm
+from tests.fixtures import amd_hazards as fx
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+GFX90A, GFX942, GFX950 = ("hip", "gfx90a", 64), ("hip", "gfx942", 64), ("hip", "gfx950", 64)
+SM90 = ("cuda", "sm_90", 32)
+
+_LOG2 = """\t.file\t1 "/k" "k.py"
+\t.loc\t1 9 16
+\tv_cmp_gt_f32_e64 s[2:3], s2, v7
+\tv_cndmask_b32_e64 v9, 0, 32, s[2:3]
+\tv_ldexp_f32 v7, v7, v9
+\tv_log_f32_e32 v7, v7
+\tv_sub_f32_e32 v7, v7, v8
+"""
+_EXP = """\tv_mul_f32_e32 v8, 0x3fb8aa3b, v7
+\tv_cndmask_b32_e64 v9, 0, v9, s[2:3]
+\tv_fmac_f32_e32 v9, 0x3fb8aa3b, v7
+\tv_exp_f32_e32 v7, v9
+\tv_ldexp_f32 v7, v7, v8
+"""
+_DIV = """\tv_div_scale_f32 v4, s[4:5], v13, v13, v9
+\tv_rcp_f32_e32 v5, v4
+\tv_div_scale_f32 v14, vcc, v9, v13, v9
+"""
+_INT_DIV = """\tv_cvt_f32_u32_e32 v1, s24
+\tv_cvt_f32_u32_e32 v4, s25
+\tv_fmamk_f32 v1, v4, 0x4f800000, v1
+\tv_rcp_f32_e32 v1, v1
+\tv_mul_f32_e32 v1, 0x5f7ffffc, v1
+"""
+_OCML_RSQ = """\tv_mul_f32_e32 v3, 0x4b800000, v2
+\tv_rsq_f32_e32 v3, v3
+\tv_mul_f32_e32 v3, 0x45800000, v3
+"""
+_BARE = {  # each bare in Triton 3.6's gfx942 code
+    "exp2": "\t.loc\t1 9 16\n\tv_exp_f32_e32 v4, v7\n\tglobal_store_dword v[0:1], v4, off\n",
+    "sqrt then 1 / it": "\tv_sqrt_f32_e32 v6, v6\n\tv_div_scale_f32 v8, s[8:9], v6, v6, 1.0\n",
+    "sqrt_rn": "\tv_rsq_f32_e32 v8, v7\n\tv_mul_f32_e32 v10, v7, v8\n\tv_mul_f32_e32 v8, 0.5, v8\n",
+    "scaled in another block": "\tv_ldexp_f32 v7, v7, v9\n.LBB0_3:\n\tv_log_f32_e32 v7, v7\n",
+    "scale of another register": "\tv_ldexp_f32 v8, v8, v9\n\tv_log_f32_e32 v7, v7\n",
+    "scale overwritten": "\tv_ldexp_f32 v7, v7, v9\n\tv_add_f32_e32 v7, v7, v2\n\tv_log_f32_e32 v7, v7\n",
+    "times 2^-1, not a scale": "\tv_mul_f32_e32 v7, 0.5, v7\n\tv_sqrt_f32_e32 v7, v7\n",
+    "div_scale before a log": "\tv_div_scale_f32 v7, s[4:5], v3, v3, v2\n\tv_log_f32_e32 v7, v7\n",
+    "float, not integer": "\tv_cvt_f32_u32_e32 v1, s24\n\tv_mul_f32_e32 v1, v1, v9\n\tv_rcp_f32_e32 v1, v1\n",
+}
+
+
+@pytest.mark.parametrize("asm", [_LOG2, _EXP, _DIV, _INT_DIV, _OCML_RSQ], ids=["log2", "exp", "div", "int_div", "ocml"])
+def test_scaled_sequences_are_not_bare(asm: str) -> None:
+    assert hz.bare_transcendentals(asm) == []
+
+
+@pytest.mark.parametrize("name", sorted(_BARE))
+def test_bare_instructions_are_found(name: str) -> None:
+    found = hz.bare_transcendentals(_BARE[name])
+    assert len(found) == 1 and found[0]["count"] == 1, found
+
+
+def test_a_bare_instruction_is_placed_by_its_debug_line_and_a_line_0_one_is_unplaced() -> None:
+    asm = '\t.file\t1 "/nowhere" "k.py"\n\t.loc\t1 9 16\n\tv_exp_f32_e32 v4, v7\n\t.loc\t1 0 3\n\tv_exp_f32_e32 v5, v6\n'
+    found = {f["line"]: f for f in hz.bare_transcendentals(asm)}
+    assert sorted(found, key=str) == [9, None] and found[9]["file"] == "/nowhere/k.py"
+
+
+def _findings(spec, target) -> list[dict]:
+    records = cm.compile_kernel(spec, target, "defaults")
+    assert all(r["status"] == "ok" for r in records), [r["error"] for r in records]
+    return lints.lint_amd_hazards(records)
+
+
+def test_bare_math_is_flagged_per_instruction_and_dtype_with_its_source_line() -> None:
+    findings = _findings(fx.BARE_MATH, GFX942)
+    assert {(f["instruction"], f["dtype"]) for f in findings} == {
+        (i, d) for i in ("v_sqrt_f32", "v_rsq_f32", "v_exp_f32") for d in ("fp32", "bf16")}
+    assert all(f["rule"] == "amd_bare_transcendental" and f["severity"] == "warning" and f["line"] == 27
+               and "tl.math.sqrt_rn(y)" in f["message"] and f["target"] == "gfx942" for f in findings)
+
+
+def test_scaled_math_and_integer_division_are_clean() -> None:
+    assert _findings(fx.SCALED_MATH, GFX942) == []
+
+
+def test_fp8_of_a_flavour_the_target_lacks_is_flagged() -> None:
+    ocp = {t[1]: _findings(fx.FP8_OCP, t) for t in (GFX90A, GFX942, GFX950)}
+    assert [f["fp8_type"] for f in ocp["gfx942"]] == ["f8E4M3FN"] and "only FNUZ" in ocp["gfx942"][0]["message"]
+    assert [f["fp8_type"] for f in ocp["gfx90a"]] == ["f8E4M3FN"] and "no fp8" in ocp["gfx90a"][0]["message"]
+    assert ocp["gfx950"] == []
+    fnuz = {t[1]: _findings(fx.FP8_FNUZ, t) for t in (GFX90A, GFX942)}
+    assert [f["fp8_type"] for f in fnuz["gfx90a"]] == ["f8E4M3FNUZ"] and fnuz["gfx942"] == []
+
+
+def test_the_software_conversion_is_what_the_assembly_shows() -> None:
+    """The rule's premise, seen: gfx942 converts FNUZ with v_cvt_*fp8* and OCP with none."""
+    fnuz = cm.compile_one(fx.FP8_FNUZ, "fp16", {}, GFX942)["amd_hazards"]
+    ocp = cm.compile_one(fx.FP8_OCP, "fp16", {}, GFX942)["amd_hazards"]
+    assert fnuz["fp8_software"] == []
+    assert ocp["fp8_software"][0]["hardware_conversions"] == 0 and ocp["fp8_software"][0]["byte_operations"] > 0
+
+
+def test_a_scan_longer_than_a_wavefront_is_flagged_and_one_of_64_is_not() -> None:
+    findings = _findings(fx.LONG_SCAN, GFX942)
+    assert {(f["dtype"], f["scan_length"], f["line"]) for f in findings} == {("fp32", 128, 55), ("int32", 128, 55)}
+    assert all("ROCm/triton #947" in f["message"] for f in findings)
+    assert _findings(fx.SHORT_SCAN, GFX942) == []
+
+
+def test_nvidia_records_are_not_read() -> None:
+    records = cm.compile_kernel(fx.LONG_SCAN, SM90, "defaults")
+    assert all("amd_hazards" not in r for r in records) and lints.lint_amd_hazards(records) == []
+
+
+def test_findings_fit_the_run_file_schema() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((ROOT / "reports" / "schema" / "run.schema.json").read_text())
+    findings = _findings(fx.BARE_MATH, GFX942) + _findings(fx.FP8_OCP, GFX942) + _findings(fx.LONG_SCAN, GFX942)
+    assert {f["rule"] for f in findings} == {"amd_bare_transcendental", "amd_fp8_software_conversion",
+                                             "amd_scan_past_wavefront"}
+    for finding in findings:
+        jsonschema.validate(json.loads(json.dumps(finding)), schema["properties"]["findings"]["items"])
+
+
+def test_the_compile_matrix_test_records_them_as_warnings_in_the_run_file(tmp_path: Path) -> None:
+    """suite/test_compile_matrix.py's test_compiles_on_target passes, and its findings reach the run file."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "suite/test_compile_matrix.py", "-p", "no:xdist", "-p", "no:cacheprovider",
+         "-q", "-k", "test_compiles_on_target and gfx942", "--kernel-module=tests/fixtures/amd_hazards_registered.py",
+         "--kernels=zz_long_scan,zz_short_scan", f"--results-dir={tmp_path}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = json.loads(next(tmp_path.rglob("*.json")).read_text())
+    rules = sorted((f["kernel"], f["rule"], f["dtype"]) for f in run["findings"] if f.get("kind") == "lint"
+                   and f["rule"].startswith("amd_"))
+    assert rules == [("zz_long_scan", "amd_scan_past_wavefront", "fp32"),
+                     ("zz_long_scan", "amd_scan_past_wavefront", "int32")]

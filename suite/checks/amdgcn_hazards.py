@@ -34,12 +34,13 @@ from typing import Any
 TRANSCENDENTALS = ("v_exp_f32", "v_log_f32", "v_sqrt_f32", "v_rsq_f32", "v_rcp_f32")
 _TRANSCENDENTAL = re.compile(r"(v_(?:exp|log|sqrt|rsq|rcp)_f32)(?:_e(?:32|64|64_dpp|32_dpp|_sdwa))?$")
 _MUL = re.compile(r"v_mul_f32(?:_e(?:32|64))?$")
+_ANY_TRANSCENDENTAL = re.compile(r"\bv_(?:exp|log|sqrt|rsq|rcp)_f32")
 _INT_TO_FLOAT = re.compile(r"v_cvt_f32_[iu]32(?:_e(?:32|64))?$")
 _ARITHMETIC = re.compile(r"v_(?:fmamk|fmaak|fmac|fma|madmk|madak|mac|mad|mul|add)_f32(?:_e(?:32|64))?$")
 _MIN_SCALE_EXPONENT = 8  # a scale moving subnormals into the normal range: ocml uses 2^24, 2^32, 2^100; LLVM 2^32
 _FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"(?:\s+"([^"]*)")?')
 _LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)")
-_LABEL = re.compile(r"^[.\w$]+:")
+_LABEL = re.compile(r"^(?:\.LBB\w+|[A-Za-z_]\w*):")  # a block's or function's label; not .Ltmp (debug info)
 _BRANCH = re.compile(r"^s_(?:cbranch|branch|setpc|endpgm)")
 _REGISTER = re.compile(r"\b([vs])(\d+)\b|\b([vs])\[(\d+):(\d+)\]")
 
@@ -85,7 +86,7 @@ def _instructions(asm: str) -> list[dict[str, Any]]:
         if _LABEL.match(stripped):  # before directives: a block's label starts with "." too (.LBB0_3:)
             block += 1
             continue
-        if not stripped or stripped.startswith("."):
+        if not stripped or stripped.startswith(".") or stripped.endswith(":"):
             continue
         mnemonic, _, rest = stripped.partition(" ")
         operands = [o.strip() for o in rest.split(",")] if rest.strip() else []
@@ -172,6 +173,8 @@ def _scaled(code: list[dict[str, Any]], at: int) -> bool:
 def bare_transcendentals(asm: str) -> list[dict[str, Any]]:
     """Each bare (unscaled) v_exp/v_log/v_sqrt/v_rsq/v_rcp_f32 of ``asm``, one entry per instruction and source place:
     instruction, count, file, line, source (the line's text where the file is readable)."""
+    if not _ANY_TRANSCENDENTAL.search(asm):  # most kernels: nothing to parse
+        return []
     code = _instructions(asm)
     found: dict[tuple, dict[str, Any]] = {}
     for i, ins in enumerate(code):

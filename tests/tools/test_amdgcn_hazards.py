@@ -51,6 +51,7 @@ _OCML_RSQ = """\tv_mul_f32_e32 v3, 0x4b800000, v2
 \tv_rsq_f32_e32 v3, v3
 \tv_mul_f32_e32 v3, 0x45800000, v3
 """
+_DEBUG_LABEL = "\tv_ldexp_f32 v7, v7, v9\n.Ltmp3:\n\tv_log_f32_e32 v7, v7\n"  # .Ltmp: debug info, no new block
 _BARE = {  # each bare in Triton 3.6's gfx942 code
     "exp2": "\t.loc\t1 9 16\n\tv_exp_f32_e32 v4, v7\n\tglobal_store_dword v[0:1], v4, off\n",
     "sqrt then 1 / it": "\tv_sqrt_f32_e32 v6, v6\n\tv_div_scale_f32 v8, s[8:9], v6, v6, 1.0\n",
@@ -64,7 +65,8 @@ _BARE = {  # each bare in Triton 3.6's gfx942 code
 }
 
 
-@pytest.mark.parametrize("asm", [_LOG2, _EXP, _DIV, _INT_DIV, _OCML_RSQ], ids=["log2", "exp", "div", "int_div", "ocml"])
+@pytest.mark.parametrize("asm", [_LOG2, _EXP, _DIV, _INT_DIV, _OCML_RSQ, _DEBUG_LABEL],
+                         ids=["log2", "exp", "div", "int_div", "ocml", "debug_label"])
 def test_scaled_sequences_are_not_bare(asm: str) -> None:
     assert hz.bare_transcendentals(asm) == []
 

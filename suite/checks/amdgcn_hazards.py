@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 TRANSCENDENTALS = ("v_exp_f32", "v_log_f32", "v_sqrt_f32", "v_rsq_f32", "v_rcp_f32")
-_TRANSCENDENTAL = re.compile(r"(v_(?:exp|log|sqrt|rsq|rcp)_f32)(?:_e(?:32|64|64_dpp|32_dpp|_sdwa))?$")
+_TRANSCENDENTAL = re.compile(r"(v_(?:exp|log|sqrt|rsq|rcp)_f32)(?:_e32|_e64)?(?:_dpp|_sdwa)?$")
 _MUL = re.compile(r"v_mul_f32(?:_e(?:32|64))?$")
 _ANY_TRANSCENDENTAL = re.compile(r"\bv_(?:exp|log|sqrt|rsq|rcp)_f32")
 _INT_TO_FLOAT = re.compile(r"v_cvt_f32_[iu]32(?:_e(?:32|64))?$")

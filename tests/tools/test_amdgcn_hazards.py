@@ -161,3 +161,71 @@ def test_the_compile_matrix_test_records_them_as_warnings_in_the_run_file(tmp_pa
                    and f["rule"].startswith("amd_"))
     assert rules == [("zz_long_scan", "amd_scan_past_wavefront", "fp32"),
                      ("zz_long_scan", "amd_scan_past_wavefront", "int32")]
+
+
+# Adversarial readings (docs/checks.md): each the number of bare instructions the rule must count.
+_TRIES_ASM = {
+ "e64 abs modifier": ("\tv_sqrt_f32_e64 v1, |v2|\n", 1),
+ "omod": ("\tv_exp_f32_e64 v1, v2 mul:2\n", 1),
+ "sgpr source": ("\tv_sqrt_f32_e32 v1, s4\n", 1),
+ "dpp": ("\tv_exp_f32_dpp v1, v2 row_shr:1\n", 1),
+ "sdwa": ("\tv_log_f32_sdwa v1, v2 dst_sel:DWORD\n", 1),
+ "ldexp of other reg after": ("\tv_exp_f32_e32 v1, v2\n\tv_ldexp_f32 v3, v4, v5\n", 1),
+ "result redefined before unscale": ("\tv_exp_f32_e32 v1, v2\n\tv_mov_b32 v1, v9\n\tv_ldexp_f32 v1, v1, v5\n", 1),
+ "mul by 16 only": ("\tv_mul_f32_e32 v2, 0x41800000, v2\n\tv_sqrt_f32_e32 v1, v2\n", 1),
+ "mul by 2^32": ("\tv_mul_f32_e32 v2, 0x4f800000, v2\n\tv_sqrt_f32_e32 v1, v2\n", 0),
+ "mul by non-pow2 big": ("\tv_mul_f32_e32 v2, 0x4f800001, v2\n\tv_sqrt_f32_e32 v1, v2\n", 1),
+ "unscale after a branch": ("\tv_exp_f32_e32 v1, v2\n\ts_cbranch_execz .LBB0_2\n\tv_ldexp_f32 v1, v1, v5\n", 1),
+ "pair register source": ("\tv_ldexp_f32 v2, v2, v9\n\tv_rsq_f32_e32 v1, v2\n", 0),
+ "scale into s pair overlap": ("\tv_ldexp_f32 v3, v3, v9\n\tv_rsq_f32_e32 v1, v2\n", 1),
+ "comment with instruction": ("\ts_nop 0 ; v_ldexp_f32 v2, v2, v9\n\tv_sqrt_f32_e32 v1, v2\n", 1),
+ "int via i32 into rcp": ("\tv_cvt_f32_i32_e32 v2, s3\n\tv_rcp_f32_e32 v1, v2\n", 0),
+ "int then tiny literal mul": ("\tv_cvt_f32_i32_e32 v2, s3\n\tv_mul_f32_e32 v2, v2, v7\n\tv_rcp_f32_e32 v1, v2\n", 1),
+ "rcp_iflag not counted": ("\tv_rcp_iflag_f32_e32 v1, v2\n", 0),
+ "f16 out of scope": ("\tv_sqrt_f16_e32 v1, v2\n", 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_TRIES_ASM))
+def test_adversarial_assembly(name: str) -> None:
+    asm, bare = _TRIES_ASM[name]
+    assert sum(f["count"] for f in hz.bare_transcendentals(asm)) == bare
+
+
+_DOT = "tensor<16x16xf8E4M3FNUZ>"
+_TRIES_FP8 = {  # name: (TTIR, the target's flavour, how many fp8 types the rule must flag)
+    "bitcast only": ("%1 = tt.bitcast %0 : tensor<256xi8> -> tensor<256xf8E4M3FN>", "fnuz", 0),
+    "e5m2fnuz on gfx942": ("%1 = tt.fp_to_fp %0 : tensor<256xf8E5M2FNUZ> -> tensor<256xf32>", "fnuz", 0),
+    "e5m2 on gfx942": ("%1 = tt.fp_to_fp %0 : tensor<256xf8E5M2> -> tensor<256xf32>", "fnuz", 1),
+    "scalar": ("%1 = tt.fp_to_fp %0 : f32 -> f8E4M3FN", "fnuz", 1),
+    "dot on gfx950 fnuz": (f"%2 = tt.dot %0, %1, %c : {_DOT} * {_DOT} -> tensor<16x16xf32>", "ocp", 1),
+    "gfx90a any": ("%1 = tt.fp_to_fp %0 : tensor<4xf8E4M3FNUZ> -> tensor<4xf32>", None, 1),
+    "extf": ("%1 = arith.extf %0 : tensor<4xf8E5M2> to tensor<4xf32>", "fnuz", 1),
+    "both flavours": ("%1 = tt.fp_to_fp %0 : tensor<4xf8E4M3FNUZ> -> tensor<4xf8E4M3FN>", "fnuz", 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_TRIES_FP8))
+def test_adversarial_fp8(name: str) -> None:
+    ttir, flavour, flagged = _TRIES_FP8[name]
+    assert len(hz.fp8_software(ttir, "", flavour)) == flagged
+
+
+def _scan(shape: str, axis: int, rev: str = "false", operands: str = "") -> str:
+    """A tt.scan as Triton 3.6 prints it, located through a callsite at /k.py:7."""
+    return (f'%8 = "tt.scan"(%x) <{{axis = {axis} : i32, reverse = {rev}}}> ({{\n'
+            "^bb0(%a: f32, %b: f32):\n %9 = arith.addf %a, %b : f32\n tt.scan.return %9 : f32\n"
+            f"}}) : (tensor<{shape}xf32>{operands}) -> tensor<{shape}xf32> loc(#loc3)\n"
+            '#loc1 = loc("/k.py":7:3)\n#loc2 = loc("/std.py":300:1)\n#loc3 = loc(callsite(#loc2 at #loc1))\n')
+
+
+_TRIES_SCAN = {"axis 0 of 128x2": (_scan("128x2", 0), 1), "axis 1 of 128x2": (_scan("128x2", 1), 0),
+               "reverse": (_scan("2x256", 1, "true"), 1), "3-D": (_scan("2x4x512", 2), 1),
+               "64": (_scan("1x64", 1), 0), "two operands": (_scan("256", 0, operands=", tensor<256xi32>"), 1)}
+
+
+@pytest.mark.parametrize("name", sorted(_TRIES_SCAN))
+def test_adversarial_scans(name: str) -> None:
+    ttir, flagged = _TRIES_SCAN[name]
+    found = hz.long_scans(ttir, 64)
+    assert len(found) == flagged and all(f["line"] == 7 for f in found)

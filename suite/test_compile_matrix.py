@@ -2,7 +2,9 @@
 
 ``test_compiles_on_target[<kernel>-<arch>]`` compiles the kernel's configs for that target (see
 ``suite/tools/compile_matrix.py``; ``SUITE_COMPILE_MATRIX=full`` compiles every config and dtype, the default ``ci`` a
-subset) and hands the records to the run file's "compiles". It fails when a default config (what users run) fails to
+subset) and hands the records to the run file's "compiles", and the hazards read from AMD targets' assembly
+(``lints.lint_amd_hazards``: bare transcendentals, fp8 converted in software, scans past a wavefront) to its
+"findings" as warnings. It fails when a default config (what users run) fails to
 compile or to fit the target; other configs that fail are findings in the records, not test failures.
 ``test_portability_lints[<kernel>]`` fails on lint errors (``suite/checks/lints.py``: a vendor-only option in the other
 vendor's configs, more warps than a block holds) and hands warnings to the run file's "findings" (a construct the
@@ -74,6 +76,12 @@ def test_compiles_on_target(kernel_target, request: pytest.FixtureRequest) -> No
     spec, target = kernel_target
     records = compile_matrix.compile_kernel(spec, target)
     request.node.user_properties.append((COMPILES, records))
+    hazards = lints.lint_amd_hazards(records)  # warnings read from the AMDGCN and TTIR (docs/checks.md)
+    for finding in hazards:
+        finding["repro"] = _repro(request, f"SUITE_COMPILE_MATRIX={compile_matrix.mode()} ").removeprefix(
+            "reproduce with: ")
+    if hazards:
+        request.node.user_properties.append((FINDINGS, hazards))
     if not spec.jit_kernels():
         pytest.skip(f"{spec.name}: not compilable offline (the spec has no jit_fn/compile_signature or jit_fns)")
     if all(r["status"] == "skipped" for r in records):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import hardware_profiles
@@ -139,3 +140,72 @@ def lint_compile_records(records: Iterable[Mapping[str, Any]]) -> list[dict[str,
 def _options(record: Mapping[str, Any]) -> str:
     _, options = split_config(record["config"])
     return ", ".join(f"{k}={v}" for k, v in sorted(options.items())) or "default options"
+
+
+_ISSUE_947 = ("ROCm/triton #947 reports tl.associative_scan (cumsum, logcumsumexp) over an axis longer than one "
+              "wavefront returning wrong values for about 3% of elements on gfx942, a regression in the scan's "
+              "lowering (ScanOpToLLVM.cpp) of one ROCm/triton build that reference Triton did not have; run it on an "
+              "AMD GPU with rows longer than 64")
+_TRANSCENDENTAL_OPS = {  # what Triton 3.6 emits the bare instruction for, and what the scaled sequence avoids
+    "v_exp_f32": ("tl.exp2 (llvm.amdgcn.exp2)", "results below 2^-126 (inputs below -126) are not produced as "
+                  "subnormals, which NVIDIA returns; tl.exp scales around them"),
+    "v_log_f32": ("llvm.amdgcn.log", "subnormal inputs are not handled; tl.log and tl.log2 scale them by 2^32 first"),
+    "v_sqrt_f32": ("tl.sqrt (llvm.amdgcn.sqrt)", "subnormal inputs are not handled; ROCm's ocml sqrt scales them by "
+                   "2^32 first"),
+    "v_rsq_f32": ("tl.math.rsqrt or tl.math.sqrt_rn (llvm.amdgcn.rsq)", "subnormal inputs are not handled; ROCm's "
+                  "ocml rsqrt scales them by 2^24 first"),
+    "v_rcp_f32": ("llvm.amdgcn.rcp", "subnormal inputs are not handled; x / y and 1 / x scale them with "
+                  "v_div_scale_f32"),
+}
+
+
+def _where(item: Mapping[str, Any]) -> str:
+    if not item.get("line"):
+        return "source line unknown (no debug line)"
+    text = f": `{item['source']}`" if item.get("source") else ""
+    return f"{Path(item['file']).name}:{item['line']}{text}"
+
+
+def _amd_messages(record: Mapping[str, Any]) -> Iterable[tuple[str, tuple, str, dict[str, Any]]]:
+    """(rule, identity, message, extra fields) of each hazard an AMD compile record carries."""
+    hazards = record.get("amd_hazards") or {}
+    for t in hazards.get("bare_transcendentals", ()):
+        yield ("amd_bare_transcendental", (t["instruction"], t.get("file"), t.get("line")),
+               f"{t['instruction']} x{t['count']} with no subnormal scaling around it ({_where(t)}; emitted for "
+               f"{_TRANSCENDENTAL_OPS[t['instruction']][0]}): {_TRANSCENDENTAL_OPS[t['instruction']][1]} (LLVM "
+               f"AMDGPUUsage: the float instruction does not natively support denormals); what a GPU returns, the "
+               f"subnormal value class shows (docs/hazards.md, 25)",
+               {"instruction": t["instruction"], "file": t.get("file"), "line": t.get("line")})
+    for f in hazards.get("fp8_software", ()):
+        has = f"only {f['target_flavour'].upper()} fp8" if f["target_flavour"] else "no fp8 instructions"
+        yield ("amd_fp8_software_conversion", (f["type"],),
+               f"{f['conversions']} conversion(s) to or from {f['type']} ({f['flavour'].upper()}), but "
+               f"{record['target']} has {has}: converted with byte shifts and masks ({f['byte_operations']} in the "
+               f"kernel; {f['hardware_conversions']} v_cvt fp8/bf8 instructions, none for {f['type']}), slower and "
+               f"with its own rounding and saturation", {"fp8_type": f["type"]})
+    for s in hazards.get("long_scans", ()):
+        yield ("amd_scan_past_wavefront", (s["axis"], s["length"], s.get("file"), s.get("line")),
+               f"tt.scan over axis {s['axis']} of length {s['length']} (shape {s['shape']}), longer than the "
+               f"{s['lanes']}-lane wavefront ({_where(s)}): {_ISSUE_947}", {"scan_axis": s["axis"],
+                                                                            "scan_length": s["length"],
+                                                                            "file": s.get("file"), "line": s.get("line")})
+
+
+def lint_amd_hazards(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Warnings from compile records of AMD targets (suite/checks/amdgcn_hazards.py): bare transcendental
+    instructions, fp8 converted in software for a flavour the target lacks, scans longer than a wavefront. One per
+    kernel, function, dtype, target and hazard, naming the first config that showed it and how many did."""
+    found: dict[tuple, dict[str, Any]] = {}
+    for r in records:
+        if r.get("status") != "ok" or r.get("family") != "amd":
+            continue
+        for rule, identity, message, extra in _amd_messages(r):
+            key = (rule, r["kernel"], r.get("function"), r["dtype"], r["target"], identity)
+            if key in found:
+                found[key]["configs_seen"] += 1
+                continue
+            function = f" ({r['function']})" if r.get("function") else ""
+            found[key] = _finding(rule, "warning", r["kernel"], f"{r['kernel']}{function}[{r['dtype']}] on "
+                                  f"{r['target']}: {message}", "amd", r["target"], r["dtype"],
+                                  function=r.get("function"), config=r.get("config"), configs_seen=1, **extra)
+    return list(found.values())

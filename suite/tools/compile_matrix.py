@@ -50,6 +50,7 @@ from triton.runtime.jit import JITFunction
 import hardware_profiles
 from kernels import registry
 from kernels.spec import KernelSpec, scoped_config, split_config, unwrap_jit
+from suite.checks import amdgcn_hazards
 from suite.session import stash
 from suite.workers import timing
 
@@ -197,6 +198,8 @@ def _measure(record: dict, kernel: Any, backend: str, num_warps: int, profile: A
                       sgpr_spills=res.get("sgpr_spill_count"),
                       spills=res.get("vgpr_spill_count", 0) + res.get("sgpr_spill_count", 0) > 0)
         occ = amd_occupancy(res, num_warps, shared, profile)
+        record["amd_hazards"] = amdgcn_hazards.examine(asm, kernel.asm.get("ttir", ""), profile.fp8_flavour,
+                                                       profile.warp_size)
     uses_dot = bool(re.search(r"\btt\.dot", kernel.asm.get("ttir", "")))
     record.update(occupancy_warps=occ[0] if occ else None, occupancy=round(occ[1], 4) if occ else None,
                   uses_dot=uses_dot, tensor_cores=bool(_TENSOR_CORE[backend].search(asm)) if uses_dot else None,

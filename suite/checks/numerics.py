@@ -135,6 +135,8 @@ class Numerics:
                 raise NotModelled(f"tl.dot input_precision={precision!r} on {m.arch} is not modelled")
             if precision == "ieee":
                 return fma_chain(a, b, acc)
+            if "tf32" not in m.instructions:
+                raise NotModelled(f"tl.dot input_precision='tf32' on {m.arch}: the target has no TF32 instruction")
             return self._run(m.instructions["tf32"], torch.from_numpy(a), torch.from_numpy(b), acc)
         ta, tb = _operand(a, a_type), _operand(b, b_type)
         if a_type in m.fp8_upcast or b_type in m.fp8_upcast:

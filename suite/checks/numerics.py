@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from suite.checks import interpreter_bf16
+from suite.checks import interpreter_bf16, numerics_fast
 from suite.session import stash
 from suite.session.numerics_table import Model
 
@@ -152,7 +152,7 @@ class Numerics:
         return self._run(instruction, ta, tb, acc)
 
     def _run(self, instruction: str, a: torch.Tensor, b: torch.Tensor, acc: np.ndarray) -> np.ndarray:
-        return self.op(instruction)(a, b, torch.from_numpy(np.ascontiguousarray(acc))).numpy()
+        return numerics_fast.run(self.op(instruction), a, b, acc)
 
     def _promoted(self, instruction: str, a: torch.Tensor, b: torch.Tensor, acc: np.ndarray, every: int) -> np.ndarray:
         """sm_90 fp8: a fresh partial accumulator per ``every`` elements of K (whole instructions), added to the fp32

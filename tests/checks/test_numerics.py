@@ -147,3 +147,20 @@ def test_what_the_model_cannot_compute_is_refused():
     with pytest.raises(numerics.NotModelled, match="float16 accumulator"):
         model.dot(a.astype(np.float16), "fp16", a.astype(np.float16), "fp16", np.zeros((16, 16), np.float16),
                   "ieee", 0)
+
+
+def test_a_flush_outside_the_subnormal_class_leaves_no_empty_detail():
+    # Under mi250x_gcd a flushed dot fails cases of any value class; the tolerance's flush remark then has no
+    # note of its own (the modelled GPU's note follows it) and must not end in an empty "flushed to zero: )".
+    from suite.checks.tolerance import check_output
+
+    ref = torch.full((8,), 3e-6, dtype=torch.float64)
+    ref[0] = 1.0
+    out = ref.to(torch.float16)
+    out[1:] = 0.0
+    check = check_output("c", out, ref, ref.abs(), reduction_length=16, safety=2.0)
+    assert not check.passed and "7 of them subnormal results stored as 0, flushed to zero)" in check.detail
+    assert ": )" not in check.detail
+    noted = check_output("c", out, ref, ref.abs(), reduction_length=16, safety=2.0, keep_subnormals=True,
+                         flush_note="whose")
+    assert "flushed to zero: whose)" in noted.detail

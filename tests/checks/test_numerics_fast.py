@@ -13,9 +13,10 @@ import torch
 from suite.checks import numerics, numerics_fast
 from suite.session import numerics_table
 
-KINDS = ("normal", "wide", "subnormal", "cancel", "special", "huge")
+KINDS = ("normal", "wide", "subnormal", "cancel", "special", "huge", "tiny", "alternating")
 SUBNORMAL = {torch.float16: 2.0**-16, torch.bfloat16: 2.0**-128, torch.float32: 2.0**-130}
 HUGE = {torch.float16: 2.0**12, torch.bfloat16: 2.0**120, torch.float32: 2.0**120}
+TINY = {torch.bfloat16: 2.0**-70, torch.float32: 2.0**-70}  # normal operands, products below fp32's normals
 INSTRUCTIONS = [(arch, key) for arch, model in numerics_table.MODELS.items() for key in model.instructions]
 
 
@@ -26,7 +27,8 @@ def _types(key: str) -> tuple[torch.dtype, torch.dtype]:
     return numerics.TORCH_DTYPES[first], numerics.TORCH_DTYPES[second or first]
 
 
-def _draw(rng: np.random.Generator, shape: tuple[int, int], dtype: torch.dtype, kind: str) -> torch.Tensor:
+def _draw(rng: np.random.Generator, shape: tuple[int, int], dtype: torch.dtype, kind: str,
+          k_axis: int = 1) -> torch.Tensor:
     x = rng.standard_normal(shape)
     if kind == "wide":
         x *= np.exp2(rng.integers(-30, 30, shape))
@@ -36,6 +38,12 @@ def _draw(rng: np.random.Generator, shape: tuple[int, int], dtype: torch.dtype, 
         x = np.round(x * 4) / 4
     elif kind == "huge":
         x *= HUGE.get(dtype, 2.0**6)
+    elif kind == "tiny":  # no zero operand: a chunk's largest exponent is its products', below e_zero
+        spread = np.exp2(-rng.integers(-5, 11, shape).astype(np.float64)) if dtype in TINY else 1.0
+        return torch.from_numpy(x * TINY.get(dtype, 2.0**-7) * spread).to(dtype)
+    elif kind == "alternating":  # even K large, odd K small: CDNA3's fp8 sums them apart, then floors the small
+        scale = np.where(np.arange(shape[k_axis]) % 2 == 0, 2.0**5, 2.0**-5)
+        x *= scale if k_axis == 1 else scale[:, None]
     x[rng.random(shape) < 0.2] = 0.0
     if kind == "special":
         r = rng.random(shape)
@@ -51,6 +59,9 @@ def _acc(rng: np.random.Generator, kind: str, shape: tuple[int, int]) -> np.ndar
         c *= np.float32(2.0**125)
     elif kind == "subnormal":
         c *= np.float32(2.0**-140)
+    elif kind == "tiny":
+        pick = rng.random(shape)  # zero, subnormal and the smallest normals: what CDNA2 flushes, or not
+        c = np.where(pick < 0.4, 0.0, c * np.where(pick < 0.7, 2.0**-140, 2.0**-124)).astype(np.float32)
     return c
 
 
@@ -63,7 +74,7 @@ def test_every_instruction_equals_mmasim_bit_for_bit(arch, key):
     cases = differing = 0
     for kind in KINDS:
         for k in (16, 32, 64):
-            a, b = _draw(rng, (16, k), type_a, kind), _draw(rng, (k, 8), type_b, kind)
+            a, b = _draw(rng, (16, k), type_a, kind), _draw(rng, (k, 8), type_b, kind, k_axis=0)
             c = _acc(rng, kind, (16, 8))
             want = op(a, b, torch.from_numpy(c.copy())).numpy().view(np.uint32)
             got = numerics_fast.run(op, a, b, c).view(np.uint32)

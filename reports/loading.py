@@ -94,7 +94,12 @@ class Run:
 
     @property
     def platform(self) -> tuple[str, str]:
-        """Runs are the same platform when device and arch agree (an H100 and an H200 are both sm_90)."""
+        """Runs are the same platform when device and arch agree (an H100 and an H200 are both sm_90). A run under
+        ``--numerics=PROFILE`` is its own platform, "PROFILE (modelled)" on the device that ran it (the interpreter):
+        never merged with the measured hardware it models, nor with the interpreter's own arithmetic."""
+        modelled = self.env.get("numerics")
+        if modelled:
+            return (f"{modelled['profile']} (modelled)", self.env["arch"])
         return (self.env["device_name"], self.env["arch"])
 
     @property

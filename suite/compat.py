@@ -206,6 +206,14 @@ PATCHES: tuple[Patch, ...] = (
            Target(INTERP, "ReduceOps.to_tensor", ("self", "ret", "dtype")),
            Target(INTERP, "ScanOps.cumsum", ("self", "input")), Target(INTERP, "ScanOps.cumprod", ("self", "input"))),
           backends=("interpret",), extra_check=_bf16_stored_as_bits),
+    Patch("interpreter-numerics-dot", "suite/checks/numerics.py",
+          "--numerics=PROFILE: tl.dot of floating operands computed through mmasim's model of the profile's matrix "
+          "instruction, and the interpreter's dot options (default fp32 input precision, allowed precisions, fp8 "
+          "max_num_imprecise_acc) the target's",
+          (Target(INTERP, f"{BUILDER}.create_dot", ("self", "a", "b", "d", "input_precision", "max_num_imprecise_acc")),
+           Target(INTERP, "interpreter_builder"), Target(INTERP, "InterpreterOptions"),
+           Target("triton.language.semantic", "TritonSemantic.dot")),
+          backends=("interpret",)),
     Patch("interpreter-fp8-notes", "suite/checks/interpreter.py",
           "notes the float -> fp8 conversions a case ran, where the interpreter's own conversion is wrong",
           (Target(INTERP, f"{BUILDER}.create_fp_to_fp", ("self", "src", "dst_type")),

@@ -15,7 +15,18 @@ import torch
 
 from kernels.spec import Case, KernelSpec, Tolerance
 from reports.failure_kinds import FailureKind
-from suite.checks import autotune, deep_stack, flushes, host_reference, interpreter, launches, memcheck, returned, spec_code
+from suite.checks import (
+    autotune,
+    deep_stack,
+    flushes,
+    host_reference,
+    interpreter,
+    launches,
+    memcheck,
+    numerics,
+    returned,
+    spec_code,
+)
 from suite.checks.tolerance import _MAGNITUDE_HINT as MAGNITUDE_HINT
 from suite.checks.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output, loose_bound, read_back
 from suite.session import options
@@ -396,6 +407,7 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
     state = _CaseState(inputs=inputs)
     current, default = configs[0], spec.default_config_for(backend.family)
     interpreter.take_fp8_casts()
+    numerics.take_flushes()
 
     def result(passed: bool, ratio: float, checks=(), error=None, failure=None) -> CaseResult:
         if error is not None and current != default:
@@ -404,6 +416,8 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
         if not passed and failure != FailureKind.SPEC and (fp8 := interpreter.fp8_note(interpreter.take_fp8_casts())):
             note += fp8  # the interpreter's rounding, which no tolerance (magnitude) would fix: no hint at one
             checks = [dataclasses.replace(c, detail=c.detail.replace(MAGNITUDE_HINT, "")) for c in checks]
+        if not passed and failure != FailureKind.SPEC:
+            note += numerics.flush_note(numerics.take_flushes())  # the modelled GPU's flush, said with its wrong value
         heuristics = dict(state.heuristics)
         if not passed:
             note += launches.heuristics_line(heuristics)

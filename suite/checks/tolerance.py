@@ -241,8 +241,8 @@ def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Ten
                                        s_.worst_got, s_.worst_ref, s_.over, out.numel())
                             + (_MAGNITUDE_HINT if mag is None and s_.within_at_output_scale() else "")
                             + (_FP64_HINT if accumulator == "fp64" and s_.within_with(accumulator="fp32") else "")
-                            + (f" ({s_.flushed} of them subnormal results stored as 0, flushed to zero: {flush_note})"
-                               if s_.flushed else ""))
+                            + (f" ({s_.flushed} of them subnormal results stored as 0, flushed to zero"
+                               f"{': ' + flush_note if flush_note else ''})" if s_.flushed else ""))
     else:
         ratio, max_abs = 0.0, 0.0
     if problems:

@@ -18,6 +18,7 @@ a backend the machine lacks) stops the workers and is the same usage error.
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +29,7 @@ from suite import compat
 from suite.checks import autotune, interpreter, launches, libraries
 from suite.checks.strategies import LARGE_SHAPE_PROFILES, VALIDATION_SEED
 from suite.session import backend as backend_mod
-from suite.session import kernel_names, options, provenance, results
+from suite.session import kernel_names, options, provenance, results, stash
 from suite.session import known_issues as known_mod
 from suite.session.stash import BACKEND, CHECKS_SNAPSHOT, CONTEXT, DEFERRED, PINNING
 from suite.workers import crash, warmup
@@ -217,6 +218,7 @@ def build(config: pytest.Config) -> SuiteContext:
     compat.verify(backend.name)  # every patch of Triton's internals this run applies: its targets are there
     if backend.name == "interpret":
         interpreter.install()
+    numerics_note = _numerics(backend, opts.numerics)
     launches.install()
     libraries.install()  # before any kernel module: a library it imports gets its runtime changes (libraries.py)
     memcheck_mode = _memcheck(config, opts, backend, controller)
@@ -265,6 +267,8 @@ def build(config: pytest.Config) -> SuiteContext:
         if profile == "validation":
             seed = VALIDATION_SEED
         env = results.environment_fingerprint(backend, profile, seed)
+        if (active := stash.session().numerics) is not None:
+            env["numerics"] = active.record()
         run_file = results.RunFile(opts.results_dir, results.new_run_id(backend.name, backend.arch), env,
                                    results.command_line())
         run_file.data["known_issues"] = [k.as_record() for k in known]
@@ -283,6 +287,8 @@ def build(config: pytest.Config) -> SuiteContext:
         ctx.notes.append(f"autotune: {fallback.error}; no fallback to the arch's configs (the file is left as it is)")
     if backend.profile_note:
         ctx.notes.insert(0, backend.profile_note)
+    if numerics_note:
+        ctx.notes.insert(0, numerics_note)
     from suite.workers import schedule
 
     if problem := schedule.read(profile=profile)[2]:  # the durations file not usable: say so, run without it
@@ -295,6 +301,42 @@ def build(config: pytest.Config) -> SuiteContext:
         ctx.pinning = config.stash.get(PINNING, None) or make_pinning(
             config, backend.family, _gpu_count() if backend.name != "interpret" else 0)
     return ctx
+
+
+def _numerics(backend: Any, profile: str | None) -> str | None:
+    """``--numerics=PROFILE``: the interpreter's tl.dot routed through the profile's model (suite/checks/numerics.py)
+    and the run's dtypes and fp32 dot precision the profile's, so the cases and tolerances are that GPU's; the
+    header's line. A GPU backend is a usage error: its own GPU computes there."""
+    if profile is None:
+        return None
+    if backend.name != "interpret":
+        raise options.usage("--numerics", profile, f"models a GPU's arithmetic on Triton's CPU interpreter only; this "
+                                                   f"run's backend is {backend.name}, whose GPU computes for itself: "
+                                                   f"drop --numerics, or add --backend=interpret")
+    import hardware_profiles
+    from suite.checks import numerics
+    from suite.session import numerics_table
+
+    target = hardware_profiles.get(profile)
+    model = numerics_table.model_for(target.arch)
+    compat.require("interpreter-numerics-dot")
+    active = numerics.Numerics(profile, model)
+    if not compat.applied("interpreter-numerics-dot"):
+        numerics.install(active)
+        compat.mark_applied("interpreter-numerics-dot")
+    # fp8 stays as the interpreter has it (not run): its casts are numpy's, not the target's (OCP e4m3fn's 448 and
+    # NaN, FNUZ's 240 and 0x80), and Triton 3.6's interpreter has no IR type for the FNUZ ones; a run of them would
+    # fail on the interpreter's conversions, not on the kernel or the modelled dot.
+    dtypes = tuple(d for d in target.dtypes if not d.startswith("fp8") or d in backend.profile.dtypes)
+    unrun = [d for d in target.dtypes if d not in dtypes]
+    backend.profile = dataclasses.replace(
+        backend.profile, dtypes=dtypes, fp8_flavour=target.fp8_flavour, fp32_dot_precision=target.fp32_dot_precision,
+        notes=f"{backend.profile.notes} Modelled as {profile} ({target.arch}): its dtypes and fp32 dot precision"
+              + (f"; not {', '.join(unrun)}: the interpreter's fp8 casts are not the target's" if unrun else "") + ".")
+    return (f"numerics: modelled as {profile} ({target.arch}), not run on it: tl.dot through mmasim 2.1.1's "
+            f"{model.mmasim_arch} model ({model.family}), fp32 dots {model.default_fp32} by default "
+            f"(suite/session/numerics_table.py)"
+            + (f"; {', '.join(unrun)} not run: the interpreter's fp8 casts are not the target's" if unrun else ""))
 
 
 def _memcheck(config: pytest.Config, opts: options.Options, backend: Any, controller: bool) -> str:

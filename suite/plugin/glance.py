@@ -340,7 +340,10 @@ def _head(data: dict, state: str, s: _Sorted, unfinished: list[dict], not_starte
         counts.append(f"{n} case{'s' if n > 1 else ''} not run")
     if data.get("status") not in (None, "complete") and state != "INTERRUPTED":
         counts.append(f"the run did not finish ({data.get('status')})")
-    return textwrap.wrap(f"VERDICT: {state}: {_shard(data)}" + "; ".join(counts), width, subsequent_indent="  ")
+    numerics = (data.get("environment") or {}).get("numerics")
+    modelled = f"modelled as {numerics.get('profile')}; " if isinstance(numerics, dict) else ""
+    return textwrap.wrap(f"VERDICT: {state}: {_shard(data)}{modelled}" + "; ".join(counts), width,
+                         subsequent_indent="  ")
 
 
 def _unfinished_entries(unfinished: list[dict], not_started: int, kernels: set[str] | None) -> list[str]:

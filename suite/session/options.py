@@ -8,6 +8,7 @@ soon as the registry is loaded, still before the first test.
 
 from __future__ import annotations
 
+import difflib
 import errno
 import fnmatch
 import json
@@ -101,6 +102,10 @@ def add_options(parser: pytest.Parser) -> None:
                     help="for each failing case of a reference test, write a folder under DIR whose repro.py reruns it "
                          "with torch and triton alone (the exact inputs, the outputs it produced, the float64 "
                          "reference and the bound) and exits 1 while the kernel is wrong, 0 once it is right")
+    group.addoption("--numerics", default=None, metavar="PROFILE",
+                    help="interpreter only: compute tl.dot as this hardware profile's GPU does (h100_sxm, mi300x, "
+                         "mi250x_gcd, ...: its matrix instruction's bit-accurate model, its default fp32 precision, "
+                         "its flushes); the verdict says 'modelled as PROFILE'")
     group.addoption("--run-id", default=None, metavar="ID",
                     help="the run this run file belongs to, the same on every shard of it (env SUITE_RUN_ID; default: "
                          "GITHUB_RUN_ID-GITHUB_RUN_ATTEMPT on GitHub Actions, else a fresh one)")
@@ -132,6 +137,7 @@ class Options:
     retune_check: tuple[str, ...] | None = None  # --retune-check: ("*",) for all
     run_id: str | None = None  # --run-id or SUITE_RUN_ID as given (shared_run_id derives one where not)
     started_in: str | None = None  # the directory the run started in: relative --kernel-module paths are from there
+    numerics: str | None = None  # --numerics=PROFILE: the hardware profile whose tl.dot arithmetic is modelled
 
     def compile_targets_for(self, backend_name: str) -> str:
         return self.compile_targets or ("all" if backend_name == "interpret" else "own")
@@ -497,7 +503,32 @@ def read(config: pytest.Config, controller: bool) -> Options:
         case_timeout=timeout, case_timeout_given=given, hypothesis_db=_absolute(db) if db else None, repro_runs=repro_runs,
         memcheck=bool(get("--memcheck")), no_memcheck=bool(get("--no-memcheck")), compile_targets=targets,
         shard=parse_shard(get("--shard")), run_id=parse_run_id(get("--run-id")), started_in=os.getcwd(),
-        retune_check=retune_check, export_failures=_absolute(export) if export else None)
+        retune_check=retune_check, export_failures=_absolute(export) if export else None,
+        numerics=parse_numerics(get("--numerics")))
+
+
+def parse_numerics(raw: str | None) -> str | None:
+    """``--numerics=PROFILE``: a shipped hardware profile whose arch's matrix arithmetic is modelled
+    (suite/session/numerics_table.py); a usage error naming the valid profiles, or what is not modelled."""
+    if raw is None:
+        return None
+    import hardware_profiles
+    from suite.session import numerics_table
+
+    profiles = hardware_profiles.load_all()
+    valid = sorted(k for k, p in profiles.items() if numerics_table.model_for(p.arch))
+    name = raw.strip()
+    if name not in profiles:
+        near = difflib.get_close_matches(name, list(profiles), n=1)
+        hint = f" (did you mean {near[0]}?)" if near else ""
+        raise usage("--numerics", raw, f"no such hardware profile{hint}: the modelled ones are {', '.join(valid)} "
+                                       f"(hardware_profiles/profiles/)")
+    arch = profiles[name].arch
+    if numerics_table.model_for(arch) is None:
+        why = numerics_table.UNMODELLED.get(arch, f"no model of {arch}'s matrix arithmetic")
+        raise usage("--numerics", raw, f"{name} ({arch}) is not modelled: {why}; modelled profiles: "
+                                       f"{', '.join(valid)}")
+    return name
 
 
 # TRITON_F32_DEFAULT: the input precision of an fp32 tl.dot that names none (Triton's allowed_dot_input_precisions,

@@ -32,6 +32,8 @@ class Session:
         self.checker: Any = None  # checks.memcheck.Checker: the interpreter's memory checker and its counts
         self.sanitizer_log_offset: dict[str, int] = {}  # checks.memcheck: how far the GPU checker's logs were read
         self.fp8_casts: Counter[str] = Counter()  # checks.interpreter: float -> fp8 conversions the running case ran
+        self.numerics: Any = None  # checks.numerics.Numerics: the GPU arithmetic --numerics models, if any
+        self.numerics_flushes: Counter[str] = Counter()  # checks.numerics: what the model flushed in the running case
         self.untuned: dict[str, int] = {}  # checks.launches: autotuned kernels that ran their first config only
         self.timer: Any = None  # tools.bench.Timer: the benchmarks' timer (its L2-flush buffer allocated once)
         self.cycles_per_ms: float | None = None  # tools.bench: the GPU's spin rate, measured once for planted delays

@@ -568,3 +568,24 @@ def test_a_test_that_failed_its_end_of_test_check_is_no_green_cell(tmp_path, cap
     assert "| matmul   | bf16    | 0/0/0; 1 test failed" in matrix, matrix
     summary = json.loads((out / "summary.json").read_text())
     assert {(r["kernel"], r.get("failed_tests")) for r in summary["correctness"]} == {("softmax", 1), ("matmul", 1)}
+
+
+def test_a_modelled_run_is_its_own_column_never_the_hardware(tmp_path, capsys):
+    interp = ("Triton CPU interpreter", "interpreter")
+    plain = make_run(interp, run_id="20261121T000000Z-interpret-interpreter-aaaaaa")
+    modelled = make_run(interp, run_id="20261121T010000Z-interpret-interpreter-bbbbbb",
+                        started="2026-11-21T01:00:00+00:00")
+    modelled["environment"]["numerics"] = {"profile": "mi300x", "arch": "gfx942", "vendor": "amd",
+                                           "model": "mmasim 2.1.1 CDNA3", "modelled": ["tl.dot fp16: mfma"]}
+    hardware = make_run(("AMD Instinct MI300X", "gfx942"), run_id="20261121T020000Z-hip-gfx942-cccccc",
+                        started="2026-11-21T02:00:00+00:00")
+    paths = [write(tmp_path / f"{n}.json", r) for n, r in (("plain", plain), ("modelled", modelled),
+                                                         ("hw", hardware))]
+    code, _, err = cli(capsys, "build", *paths, "--out", tmp_path / "r")
+    assert code == 0, err
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert summary["platforms"] == ["Triton CPU interpreter (interpreter)", "mi300x (modelled) (interpreter)",
+                                    "AMD Instinct MI300X (gfx942)"]
+    md = (tmp_path / "r" / "report.md").read_text()
+    matrix = md.split("## Correctness matrix")[1].split("\n## ")[0]
+    assert "mi300x (modelled) (interpreter)" in matrix and "AMD Instinct MI300X (gfx942)" in matrix

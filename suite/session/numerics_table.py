@@ -1,0 +1,97 @@
+"""Which GPUs' arithmetic ``--numerics=PROFILE`` can model on the interpreter, and how: data only (no torch).
+
+Each modelled arch names the bit-accurate model of its matrix instructions in mmasim 2.1.1 (arXiv 2511.10909), the
+instruction Triton 3.6.0 emits for each operand dtype, the input precision an fp32 ``tl.dot`` gets when it names
+none, and what the instruction flushes. The instructions were read from Triton 3.6.0's own output, compiled on the
+CPU for each target (``triton.compile`` of a 64 x 64 x 32 ``tl.dot`` with ``num_warps=4``; the compile matrix's
+``suite/tools/compile_matrix.py`` greps the same PTX/AMDGCN for its tensor-core column):
+
+- sm_80: fp16 mma m16n8k16 f16; bf16 mma m16n8k16 bf16; fp32 default mma m16n8k8 tf32; fp32 ieee fma.rn.f32
+  chain; fp8e5 upcast to fp16, then the f16 mma.
+- sm_90: wgmma m64nNk16 f16 / bf16; fp32 default wgmma m64nNk8 tf32; ieee fma.rn.f32 chain; fp8 wgmma m64nNk32
+  e4m3/e5m2.
+- gfx90a: v_mfma_f32_32x32x8f16; v_mfma_f32_32x32x8bf16_1k; fp32 v_mfma_f32_32x32x2f32 by default and in ieee
+  (``tf32`` does not compile); OCP fp8 upcast to fp16, then the f16 mfma.
+- gfx942: v_mfma_f32_32x32x8_f16; v_mfma_f32_32x32x8_bf16; fp32 default v_mfma_f32_32x32x4_xf32; ieee
+  v_mfma_f32_32x32x2_f32; FNUZ fp8 v_mfma_f32_32x32x16_fp8_fp8; OCP fp8 upcast to fp16, then the f16 mfma.
+
+A smaller tile picks another M x N of the same family (16x16x16 f16, mma m16n8k8, ...); in mmasim the arithmetic of a
+family depends on the operand type alone (the chunk of K fused at once: ``L_max``, CDNA2's pair/quad ``P``), never on
+M or N, so one model per operand type serves every tile. The K order is Triton's: the instructions of a ``tl.dot``
+over K in order, each ``tl.dot`` onto the accumulator it was given. On sm_90 an fp8 dot with an fp32 accumulator whose
+``max_num_imprecise_acc`` is at most its K is accumulated in a fresh partial accumulator, added to the main one in
+fp32 every ``max_num_imprecise_acc`` elements of K (Triton's WGMMA.cpp, ``needsPartialAccumulator``); the default is
+2**30 on sm_90 (never), 0 elsewhere.
+
+Flushes (what the modelled instruction does to subnormals; mmasim's model, arXiv 2511.10909 section on CDNA2):
+
+- gfx90a: fp16 and bf16 subnormal operands, products and partial sums of ``v_mfma`` flushed to +0 (mmasim's
+  ``MMA_FTZ_MUL_ADD``; pytorch issue 182952, "silent training divergence").
+- sm_80, sm_90, gfx942: no operand flushed (mmasim's ``MMA_T_FDPA``/``MMA_TR_FDPA``: products far below the largest
+  are truncated inside the fused sum, which is the instruction's rounding, not a flush).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Model:
+    """One arch's matrix arithmetic as mmasim models it."""
+
+    arch: str
+    vendor: str
+    mmasim_arch: str  # mmasim's name: "Ampere", "Hopper", "CDNA2", "CDNA3"
+    family: str  # the instruction family: "mma", "wgmma", "mfma"
+    instructions: dict[str, str]  # operand type -> mmasim instruction (shape and types)
+    fp8_upcast: tuple[str, ...]  # fp8 operand types Triton widens to fp16 on this arch before the f16 instruction
+    default_fp32: str  # the input precision of an fp32 tl.dot that names none: "tf32" (TF32/XF32) or "ieee"
+    allowed_fp32: tuple[str, ...]  # input precisions the target's Triton accepts for fp32 operands
+    imprecise_acc_default: int  # Triton's max_num_imprecise_acc for an fp8 dot that names none
+    flushes: dict[str, str] = field(default_factory=dict)  # operand type -> what the instruction flushes
+
+    def modelled(self) -> list[str]:
+        """What the model covers, for the run file and the header."""
+        parts = [f"tl.dot {t}: {self.family} {i} (mmasim {self.mmasim_arch})" for t, i in self.instructions.items()]
+        parts += [f"tl.dot {t}: upcast to fp16, then {self.instructions['fp16']}" for t in self.fp8_upcast]
+        parts.append("tl.dot fp32 ieee: fp32 fma chain in K order")
+        parts.append(f"fp32 tl.dot default input precision: {self.default_fp32}")
+        parts += [f"flush: {what}" for what in self.flushes.values()]
+        return parts
+
+
+_CDNA2_FLUSH = "fp16 subnormal operands flushed by CDNA2's matrix cores (gfx90a)"
+_CDNA2_FLUSH_BF16 = "bf16 subnormal operands flushed by CDNA2's matrix cores (gfx90a)"
+
+MODELS: dict[str, Model] = {
+    "sm_80": Model("sm_80", "nvidia", "Ampere", "mma",
+                   {"fp16": "m16n8k16.f32.f16.f16.f32", "bf16": "m16n8k16.f32.bf16.bf16.f32",
+                    "tf32": "m16n8k8.f32.tf32.tf32.f32"},
+                   ("fp8e5",), "tf32", ("tf32", "ieee"), 0),
+    "sm_90": Model("sm_90", "nvidia", "Hopper", "wgmma",
+                   {"fp16": "m64n8k16.f32.f16.f16", "bf16": "m64n8k16.f32.bf16.bf16", "tf32": "m64n8k8.f32.tf32.tf32",
+                    "fp8e4nv": "m64n8k32.f32.e4m3.e4m3", "fp8e5": "m64n8k32.f32.e5m2.e5m2",
+                    "fp8e4nv*fp8e5": "m64n8k32.f32.e4m3.e5m2", "fp8e5*fp8e4nv": "m64n8k32.f32.e5m2.e4m3"},
+                   (), "tf32", ("tf32", "ieee"), 2**30),
+    "gfx90a": Model("gfx90a", "amd", "CDNA2", "mfma",
+                    {"fp16": "f32_32x32x8f16", "bf16": "f32_32x32x8bf16_1k"},
+                    ("fp8e4nv", "fp8e5"), "ieee", ("ieee",), 0,
+                    {"fp16": _CDNA2_FLUSH, "bf16": _CDNA2_FLUSH_BF16}),
+    "gfx942": Model("gfx942", "amd", "CDNA3", "mfma",
+                    {"fp16": "f32_32x32x8_f16", "bf16": "f32_32x32x8_bf16", "tf32": "f32_32x32x4_xf32",
+                     "fp8e4b8": "f32_32x32x16_fp8_fp8", "fp8e5b16": "f32_32x32x16_bf8_bf8",
+                     "fp8e4b8*fp8e5b16": "f32_32x32x16_fp8_bf8", "fp8e5b16*fp8e4b8": "f32_32x32x16_bf8_fp8"},
+                    ("fp8e4nv", "fp8e5"), "tf32", ("tf32", "ieee"), 0),
+}
+
+# Archs with shipped profiles whose matrix arithmetic is not modelled: refused, never guessed.
+UNMODELLED: dict[str, str] = {
+    "gfx950": "CDNA4 (gfx950) matrix cores: no public bit-accurate model (mmasim 2.1.1 models MFMA on CDNA1-3 only)",
+    "sm_100": "Blackwell (sm_100) tcgen05.mma: mmasim 2.1.1 has a model, but the instructions and K order Triton "
+              "3.6.0 emits for sm_100 are not yet checked here against compiled code",
+}
+
+
+def model_for(arch: str) -> Model | None:
+    return MODELS.get(arch)

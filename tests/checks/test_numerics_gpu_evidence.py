@@ -1,0 +1,69 @@
+"""evidence/numerics/: what gpu_check.py recorded on a GPU, held to the model here.
+
+A format-2 record names each case's operand seed and the sha256 of the GPU's fp32 output; the replay draws the same
+operands on the CPU and requires the model's output to hash the same. The H200 record committed first (format 1)
+holds differing-element counts only: its claims are checked for consistency, and its replay waits on a rerun.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from suite.checks import numerics
+from suite.session import numerics_table
+
+EVIDENCE = Path("evidence/numerics")
+RECORDS = sorted(EVIDENCE.glob("*/gpu_check.json"))
+
+
+def _gpu_check():
+    spec = importlib.util.spec_from_file_location("gpu_check", EVIDENCE / "gpu_check.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _replay(gpu_check, case: dict, arch: str) -> str:
+    bm, bn, bk = case["tile"]
+    a, b = gpu_check.operands(case["seed"], case["dtype"], bm, bn, case["K"])
+    active = numerics.Numerics(arch, numerics_table.MODELS[arch])
+    return gpu_check.digest(gpu_check.model_output(active, case["dtype"], a, b, bk))
+
+
+def test_there_is_a_record():
+    assert RECORDS, "no evidence/numerics/*/gpu_check.json"
+
+
+@pytest.mark.parametrize("record", RECORDS, ids=[p.parent.name for p in RECORDS])
+def test_a_records_summary_is_its_cases(record):
+    data = json.loads(record.read_text())
+    same, total = map(int, re.match(r"(\d+) of (\d+) cases bit-identical", data["summary"]).groups())
+    assert total == len(data["cases"]) and same == sum(c["differing"] == 0 for c in data["cases"])
+    assert {c["dtype"] for c in data["cases"]} == {"fp16", "bf16", "fp32"}
+
+
+@pytest.mark.parametrize("record", RECORDS, ids=[p.parent.name for p in RECORDS])
+def test_a_records_gpu_output_is_the_models(record):
+    data = json.loads(record.read_text())
+    if data.get("format", 1) < 2:
+        pytest.skip(f"{record}: recorded before per-case seeds and hashes; rerun evidence/numerics/gpu_check.py")
+    gpu_check = _gpu_check()
+    small = sorted(data["cases"], key=lambda c: c["K"] * c["tile"][0] * c["tile"][1])
+    picked = [next(c for c in small if c["dtype"] == d) for d in ("fp16", "bf16", "fp32")]
+    for case in picked:
+        assert _replay(gpu_check, case, data["arch"]) == case["gpu_sha256"], case
+
+
+def test_the_replay_tells_the_model_from_the_interpreters_own_dot():
+    gpu_check = _gpu_check()
+    case = {"dtype": "fp16", "tile": [16, 16, 16], "K": 256, "seed": 7}
+    a, b = gpu_check.operands(7, "fp16", 16, 16, 256)
+    plain = gpu_check.digest(a.float().numpy() @ b.float().numpy())
+    assert _replay(gpu_check, case, "sm_90") != plain
+    assert _replay(gpu_check, case, "sm_90") == _replay(gpu_check, case, "sm_90")
+    assert _replay(gpu_check, case, "sm_90") != _replay(gpu_check, {**case, "seed": 8}, "sm_90")

@@ -15,7 +15,18 @@ import torch
 
 from kernels.spec import Case, KernelSpec, Tolerance
 from reports.failure_kinds import FailureKind
-from suite.checks import autotune, deep_stack, flushes, host_reference, interpreter, launches, memcheck, returned, spec_code
+from suite.checks import (
+    autotune,
+    deep_stack,
+    flushes,
+    host_reference,
+    interpreter,
+    last_writer,
+    launches,
+    memcheck,
+    returned,
+    spec_code,
+)
 from suite.checks.tolerance import _MAGNITUDE_HINT as MAGNITUDE_HINT
 from suite.checks.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output, loose_bound, read_back
 from suite.session import options
@@ -207,6 +218,12 @@ class CaseResult:
             return self.error + self.note
         return ("; ".join(c.detail for c in self.checks if not c.passed) or "ok") + self.note
 
+    def problems(self) -> list[str]:
+        """Each problem of a failing case on its own (each output's each problem, or the error), without the suite's
+        notes: what a known issue's pattern must describe, one by one."""
+        found = [p for c in self.checks if not c.passed for p in (c.problems or (c.detail,))]
+        return found or ([self.error] if self.error else [])
+
 
 class BrokenSpec(Exception):  # noqa: N818 - it names the finding
     """The kernel's spec, not the kernel, is wrong: the case fails with failure SPEC."""
@@ -281,9 +298,14 @@ def _take_returned(spec: KernelSpec, outputs: dict, value: Any) -> None:
         outputs.update(got)
 
 
-def launch(spec: KernelSpec, inputs: dict, outputs: dict, config: dict) -> launches.Launches:
-    """``spec.run`` with ``config``: an autotuned kernel runs that config (suite/checks/launches.py); the launches it made."""
-    with launches.recording() as seen, launches.chosen(config):
+def launch(spec: KernelSpec, inputs: dict, outputs: dict, config: dict, watch: bool = False) -> launches.Launches:
+    """``spec.run`` with ``config``: an autotuned kernel runs that config (suite/checks/launches.py); the launches it
+    made. ``watch``: note who changes each output element (suite/checks/last_writer.py; ``seen.watch``)."""
+    watcher = None
+    if watch and outputs:
+        watcher = last_writer.Watch(outputs, {launches.kernel_key(k.fn) for k in spec.jit_kernels()},
+                                    set(spec.initial_outputs))
+    with launches.recording(watcher) as seen, launches.chosen(config):
         _take_returned(spec, outputs, deep_stack.call(spec.run, inputs, outputs, config))
     return seen
 
@@ -322,6 +344,22 @@ def unreached_outputs(spec: KernelSpec, outputs: dict[str, torch.Tensor], seen: 
             f"see what the kernel wrote. Launch the @triton.jit function on the suite's tensors (outputs[{missed[0]!r}]"
             f"), as the launcher does with the tensors it allocates, or test the launcher as it is: make_outputs=None "
             f"and run returns what it returns")
+
+
+def not_the_kernels(spec: KernelSpec, outputs: dict[str, torch.Tensor], seen: launches.Launches) -> str | None:
+    """Why the values the case would judge are not the spec's own kernel's (suite/checks/last_writer.py), or None:
+    written after its last launch, written by another before it and never by it, an output it changed nowhere, or
+    a case whose launches (of other kernels) included none of its own."""
+    watch = seen.watch
+    if watch is None or not seen.kernels or not any(t.numel() for t in outputs.values()):
+        return None
+    kernels = ", ".join(sorted(k.name for k in spec.jit_kernels())) or "its @triton.jit functions"
+    if not watch.own_launches:
+        others = ", ".join(sorted(seen.by_kernel) or sorted(set(seen.kernels)))
+        own = ", ".join(sorted(watch.own))
+        return last_writer.message([f"the case launched {others}, none of them the spec's own kernel(s) {own}"])
+    problems = watch.problems(kernels)
+    return last_writer.message(problems) if problems else None
 
 
 def check_reference(spec: KernelSpec, case: Case, inputs: dict, outputs: dict[str, torch.Tensor],
@@ -429,6 +467,8 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
             outcome = result(all(c.passed for c in checks), ratio, checks)
             if not outcome.passed:
                 outcome.ran, outcome.skipped_configs = ran, skipped
+                outcome.compared = dict(state.compared)
+                outcome.elements = sum(outcome.compared.values())
                 if current != default:  # named wherever the reproduction line must carry it (--config)
                     outcome.error = f"with config {json.dumps(current, sort_keys=True)}: {outcome.message()}"
                 return outcome
@@ -502,7 +542,7 @@ def _launch(spec: KernelSpec, case: Case, backend: Any, config: dict, state: _Ca
             state.snapshot.restore()
             with timing.phase("launch"):
                 outputs, guards = prepare_outputs(spec, state.inputs, case)
-                seen = launch(spec, state.inputs, outputs, config)
+                seen = launch(spec, state.inputs, outputs, config, watch=True)
                 synchronize(backend.device)
             if seen.autotuned or launches.may_autotune(spec, config):
                 state.autotuned = dict(seen.autotuned)  # this config's launches: what the record says ran
@@ -565,6 +605,8 @@ def _check_launch(spec: KernelSpec, state: _CaseState, outputs: dict[str, torch.
         raise _Stop(result(False, math.inf, error=found, failure=FailureKind.MEMORY))
     if problem := unreached_outputs(spec, outputs, seen):
         raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure=FailureKind.SPEC))
+    if problem := not_the_kernels(spec, outputs, seen):
+        raise _Stop(result(False, math.inf, error=problem, failure=FailureKind.SPEC))
     out_of_bounds = guard_violations(guards)
     if out_of_bounds:
         raise _Stop(result(False, math.inf, error="; ".join(out_of_bounds), failure=FailureKind.MEMORY))

@@ -37,6 +37,8 @@ class Launches:
     autotuned: dict[str, dict[str, Any]] = field(default_factory=dict)
     # The storages each kernel's launches received: kernel (kernel_key) -> storages.
     by_kernel: dict[str, set[int]] = field(default_factory=dict)
+    # Who changed each output element last, where the case watches its outputs (suite/checks/last_writer.py).
+    watch: Any = None
 
     def reached(self, tensor: Any) -> bool:
         """Whether ``tensor``'s memory was handed to a launch (itself, a view of it, or a view of its storage)."""
@@ -78,10 +80,11 @@ def _note(record: Launches, name: str, args: tuple, kwargs: Mapping[str, Any], k
 
 
 @contextlib.contextmanager
-def recording() -> Iterator[Launches]:
-    """Note every launch inside (this thread's)."""
+def recording(watch: Any = None) -> Iterator[Launches]:
+    """Note every launch inside (this thread's); with ``watch`` (a last_writer.Watch), who changes each output
+    element, at every launch of the spec's own kernels."""
     outer = getattr(stash.session().launches, "record", None)
-    record = Launches()
+    record = Launches(watch=watch)
     stash.session().launches.record = record
     try:
         yield record
@@ -338,6 +341,7 @@ def _wrap_run(cls: type) -> None:
     def run(self, *args, **kwargs):
         state = stash.session().launches
         record = getattr(state, "record", None)
+        watched = False
         if record is not None and not kwargs.get("warmup", False):
             _note_programs(state, self, args, kwargs)
             name = getattr(getattr(self, "fn", None), "__name__", None) or getattr(self, "__name__", "kernel")
@@ -347,7 +351,12 @@ def _wrap_run(cls: type) -> None:
             _note(record, name, args, {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}, key)
             if keys := getattr(stash.session().launches, "heuristic_keys", None):  # what a @triton.heuristics computed
                 record.heuristics[name] = {k: _plain(kwargs[k]) for k in keys if k in kwargs}
-        return original(self, *args, **kwargs)
+            watched = record.watch is not None and record.watch.before(key)
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            if watched:
+                record.watch.after()
 
     cls.run = run
 

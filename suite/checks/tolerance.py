@@ -39,6 +39,9 @@ class OutputCheck:
     error_ratio: float  # max |out - ref| / bound over finite elements; inf when a special value is wrong
     max_abs_error: float
     detail: str
+    # Each problem of a failing output on its own, named by the output ("out: 1 NaN where the reference is not
+    # ..."): a known issue describes problems one by one (suite/session/known_issues.py). Empty: the detail is one.
+    problems: tuple[str, ...] = ()
 
 
 def unit_roundoff(dtype: torch.dtype) -> float:
@@ -241,7 +244,8 @@ def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Ten
         ratio, max_abs = 0.0, 0.0
     if problems:
         ratio = math.inf if ratio <= 1.0 else ratio
-        return OutputCheck(name, False, ratio, max_abs, f"{name}: " + "; ".join(problems) + judged_why)
+        return OutputCheck(name, False, ratio, max_abs, f"{name}: " + "; ".join(problems) + judged_why,
+                           tuple(f"{name}: {p}{judged_why}" for p in problems))
     return OutputCheck(name, True, ratio, max_abs, f"{name}: ok, error ratio {ratio:.3g}")
 
 

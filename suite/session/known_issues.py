@@ -73,6 +73,11 @@ class KnownIssue:
         dtype fails the run."""
         return not self.failure_pattern or re.search(self.failure_pattern, message) is not None
 
+    def covers_all(self, problems: list[str]) -> bool:
+        """Whether every problem of a failing case (CaseResult.problems: each output's each problem) is one the
+        entry describes: a case with one described problem and one undescribed is not the known issue's."""
+        return bool(problems) and all(self.covers(p) for p in problems)
+
     def matches(self, backend: str, arch: str, triton_version: str, kernel: str, dtype: str,
                 test: str = OPTIONAL["test"]) -> bool:
         pairs = ((test, self.test), (backend, self.backend), (arch, self.arch), (kernel, self.kernel), (dtype, self.dtype))
@@ -210,6 +215,10 @@ class KnownIssueGroup:
 
     def covers(self, message: str) -> bool:
         return any(k.covers(message) for k in self.issues)
+
+    def covers_all(self, problems: list[str]) -> bool:
+        """Every problem described by one of the entries (each by any of them)."""
+        return bool(problems) and all(self.covers(p) for p in problems)
 
     def which(self, message: str) -> KnownIssue | None:
         """The first entry that describes a failure with this message."""

@@ -298,16 +298,22 @@ def _take_returned(spec: KernelSpec, outputs: dict, value: Any) -> None:
         outputs.update(got)
 
 
-def launch(spec: KernelSpec, inputs: dict, outputs: dict, config: dict, watch: bool = False) -> launches.Launches:
+def launch(spec: KernelSpec, inputs: dict, outputs: dict, config: dict, watch: bool = False,
+           received: spec_code.Received | None = None) -> launches.Launches:
     """``spec.run`` with ``config``: an autotuned kernel runs that config (suite/checks/launches.py); the launches it
-    made. ``watch``: note who changes each output element (suite/checks/last_writer.py; ``seen.watch``)."""
+    made. ``watch``: note who changes each output element (suite/checks/last_writer.py; ``seen.watch``);
+    ``received``: count what the spec's own kernels receive (suite/checks/spec_code.py)."""
     watcher = None
     if watch and outputs:
-        watcher = last_writer.Watch(outputs, {launches.kernel_key(k.fn) for k in spec.jit_kernels()},
-                                    set(spec.initial_outputs))
-    with launches.recording(watcher) as seen, launches.chosen(config):
+        watcher = last_writer.Watch(outputs, own_keys(spec), set(spec.initial_outputs))
+    with launches.recording(watcher, received) as seen, launches.chosen(config):
         _take_returned(spec, outputs, deep_stack.call(spec.run, inputs, outputs, config))
     return seen
+
+
+def own_keys(spec: KernelSpec) -> set[str]:
+    """The spec's own @triton.jit functions as launches.kernel_key names them."""
+    return {launches.kernel_key(k.fn) for k in spec.jit_kernels()}
 
 
 def launched_nothing(spec: KernelSpec, case: Case, config: dict, outputs: dict[str, torch.Tensor],
@@ -542,8 +548,11 @@ def _launch(spec: KernelSpec, case: Case, backend: Any, config: dict, state: _Ca
             state.snapshot.restore()
             with timing.phase("launch"):
                 outputs, guards = prepare_outputs(spec, state.inputs, case)
-                seen = launch(spec, state.inputs, outputs, config, watch=True)
+                got = spec_code.received(spec, case, own_keys(spec))
+                seen = launch(spec, state.inputs, outputs, config, watch=True, received=got)
                 synchronize(backend.device)
+            if problem := spec_code.unreceived_values(spec, case, got, outputs):
+                raise BrokenSpec(problem)
             if seen.autotuned or launches.may_autotune(spec, config):
                 state.autotuned = dict(seen.autotuned)  # this config's launches: what the record says ran
             state.heuristics.update(seen.heuristics)

@@ -39,6 +39,9 @@ class Launches:
     by_kernel: dict[str, set[int]] = field(default_factory=dict)
     # Who changed each output element last, where the case watches its outputs (suite/checks/last_writer.py).
     watch: Any = None
+    # What the spec's own kernels' launches received, where the case's value class is judged by it
+    # (suite/checks/spec_code.py: Received; its ``note(key, tensors)`` is called at each launch, before it runs).
+    received: Any = None
 
     def reached(self, tensor: Any) -> bool:
         """Whether ``tensor``'s memory was handed to a launch (itself, a view of it, or a view of its storage)."""
@@ -58,6 +61,7 @@ def _storage(value: Any) -> int | None:
 
 def _note(record: Launches, name: str, args: tuple, kwargs: Mapping[str, Any], key: str | None = None) -> None:
     record.kernels.append(name)
+    tensors: list[Any] = []
 
     def add(value: Any) -> None:
         if isinstance(value, (tuple, list)):
@@ -72,19 +76,23 @@ def _note(record: Launches, name: str, args: tuple, kwargs: Mapping[str, Any], k
             if ptr is not None:
                 record.storages.add(ptr)
                 record.by_kernel.setdefault(key or name, set()).add(ptr)
+                tensors.append(value)
 
     for value in args:
         add(value)
     for value in kwargs.values():
         add(value)
+    if record.received is not None:
+        record.received.note(key or name, tensors)
 
 
 @contextlib.contextmanager
-def recording(watch: Any = None) -> Iterator[Launches]:
+def recording(watch: Any = None, received: Any = None) -> Iterator[Launches]:
     """Note every launch inside (this thread's); with ``watch`` (a last_writer.Watch), who changes each output
-    element, at every launch of the spec's own kernels."""
+    element, at every launch of the spec's own kernels; with ``received`` (a spec_code.Received), what those launches
+    received."""
     outer = getattr(stash.session().launches, "record", None)
-    record = Launches(watch=watch)
+    record = Launches(watch=watch, received=received)
     stash.session().launches.record = record
     try:
         yield record

@@ -214,3 +214,27 @@ def test_the_values_judged_are_the_last_the_specs_kernel_left(run_suite):
         assert why[name] in tests[name]["message"], (name, tests[name]["message"])
         assert "Every value a case judges must be the spec's own kernel's" in tests[name]["message"]
     assert run.returncode == 1, run.output[-3000:]
+
+
+def test_a_value_class_is_what_reaches_the_kernel(run_suite):
+    """A kernel that flushes subnormals and turns NaN into 0, under specs whose subnormal or special cases hand it
+    little or nothing of the class: each passed while the rule was 'some float input of make_inputs holds one such
+    value' (tests/fixtures/value_class_kernels.py); each fails now, naming what the kernel received."""
+    names = ["one_subnormal_add", "unreceived_subnormal_add", "bits_subnormal_add", "inf_only_special_add",
+             "one_inf_special_add"]
+    run = run_suite("suite/test_kernels.py", "--kernel-module=tests/fixtures/value_class_kernels.py",
+                    f"--kernels={','.join(names)}", "-n", "0", "-k", "test_matches_reference",
+                    env={"SUITE_SHRINK_SECONDS": "3"})
+    tests = {t["nodeid"].split("[")[1].split("-")[0]: t for t in run.run_data()["tests"]}
+    assert sorted(tests) == sorted(names), tests
+    why = {"one_subnormal_add": r"yet 1 of the \d+ float input element\(s\) its own kernel's launches received are "
+                                r"subnormal",
+           "unreceived_subnormal_add": r"yet 0 of the \d+ float input element\(s\)",
+           "bits_subnormal_add": r"yet 0 of the \d+ float input element\(s\)",
+           "inf_only_special_add": r"yet 0 NaN and \d+ inf among",
+           "one_inf_special_add": r"yet 0 NaN and 1 inf among"}
+    for name in names:
+        assert tests[name]["outcome"] == "failed", tests[name]
+        assert re.search(why[name], tests[name]["message"]), (name, tests[name]["message"])
+        assert "The class is what reaches the kernel" in tests[name]["message"], tests[name]["message"]
+    assert run.returncode == 1, run.output[-3000:]

@@ -68,6 +68,18 @@ def test_a_known_issue_excuses_only_the_problem_it_describes(run_suite):
     assert run.returncode == 1, run.output[-3000:]
 
 
+def test_a_known_issue_never_excuses_a_broken_spec(run_suite):
+    """A spec that hands its kernel one subnormal among normals (a broken spec) under a known issue whose pattern is
+    that message: matched per problem, the broken spec passed as the platform's bug. It fails now."""
+    run = run_suite("suite/test_kernels.py", KERNELS, "--kernels=known_broken_spec_add", "-n", "0",
+                    "-k", "test_matches_reference", env=FAST_SHRINK)
+    [test] = run.run_data()["tests"]
+    assert test["outcome"] == "failed", test
+    assert "broken spec: kernel spec 'known_broken_spec_add': the case's value class is 'subnormal'" in \
+        test["message"], test["message"]
+    assert run.returncode == 1, run.output[-3000:]
+
+
 def _shape(line: str) -> str:
     """A message's line without its figures and launcher."""
     line = re.sub(r"^reproduce with: .*? (?='?suite/)", "reproduce with: L ", line)
@@ -175,6 +187,8 @@ def _file_entry(tmp_path, **change):
     "reproduce with",  # every message ends with the reproduction line
     r"[\s\S]", "(?s).", r"\b",
     r"error \S+ at \S+ is \S+x the bound",  # an ordinary wrong value, whatever the bug
+    # Anchored at a problem's ends: found in no whole message, and in each problem a known issue is matched against
+    r"\Ac: ", r"^c: error", r"elements over$", r"over\Z", r"\A\w+:", r"\ARuntimeError",
 ])
 def test_a_pattern_that_an_ordinary_wrong_value_meets_is_refused(tmp_path, pattern):
     """Issue 61, item 3: a failure_pattern found in an ordinary wrong-value message of its kernel (the kernel's name,

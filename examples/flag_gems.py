@@ -7,22 +7,33 @@ cumsum, embedding, topk and cross_entropy_loss.
 Nothing of FlagGems is copied here: each spec's ``run`` calls FlagGems' own launcher (``flag_gems.ops.softmax``,
 ``flag_gems.fused.apply_rotary_pos_emb``, ...), which allocates its outputs and launches FlagGems' kernels; ``run``
 returns those outputs (``make_outputs=None``), so the guard regions and the never-written check do not apply to them
-(recorded as unchecked) and the interpreter's memory checker alone sees a store past their end. The launchers call
-``.contiguous()`` on their inputs, so only contiguous inputs are drawn.
+(recorded as unchecked) and the interpreter's memory checker alone sees a store past their end.
+
+Inputs are drawn as FlagGems' users pass them. The other launchers call ``.contiguous()`` on their inputs or pass
+their strides (rotary), and their specs draw contiguous ones; topk's does neither, and its rows are also drawn sliced
+from a wider buffer
+(``padded_rows``) and as masked logits (``masked``: entries at -inf, some rows with fewer than K above -inf);
+cumsum is drawn along either dim (FlagGems' row scan and its column scan). Three of FlagGems' bugs are met there
+and declared as known issues, each with a reproduction without the suite (docs/third-party.md): topk reads rows N
+apart whatever their stride; topk returns its fills (-3.4e38, an index past the row or -2147483648) for a row's
+-inf entries; the bf16 column scan rounds twice past 4096 rows.
 
 FlagGems as it ships cannot be imported without a GPU, and its launch cache and tuner would take launches out of
-the suite's hands: the suite changes five things of its runtime (never a kernel or a launcher) when it is imported,
+the suite's hands: the suite changes six things of its runtime (never a kernel or a launcher) when it is imported,
 named in the session header and the run file (suite/checks/libraries.py, docs/third-party.md).
 
 What the interpreter cannot check here: FlagGems' cross-entropy kernels build masks with Python ``and``/``not`` on
 tensors, which Triton 3.6's interpreter evaluates as Python does (``a and b`` is ``b``, ``not t`` is False), so their
-masks are dropped there; compiled, Triton lowers them elementwise. Declared below as a known issue of the
-interpreter, named by the construct; on a GPU the spec is checked as any other.
+masks are dropped there; compiled, Triton lowers them elementwise. The suite finds the construct in the kernel's
+source and does not run fg_cross_entropy's tests on the interpreter ("not checkable"): the run ends UNCHECKED (exit
+6) naming its three dtypes as never checked. The known issues declared with the spec describe the read past the row
+it would fail with, should it run there; on a GPU the spec is checked as any other.
 """
 
 from __future__ import annotations
 
 import importlib
+import math
 import warnings
 from importlib import metadata
 
@@ -30,7 +41,19 @@ import torch
 
 from kernels import inputs
 from kernels.registry import register
-from kernels.spec import DTYPES, FAMILIES, Case, Dim, IndexOutput, KernelSpec, KnownIssue, Tolerance, autotune_config_space
+from kernels.spec import (
+    DTYPES,
+    FAMILIES,
+    Case,
+    CodePath,
+    Dim,
+    IndexOutput,
+    KernelSpec,
+    KnownIssue,
+    Property,
+    Tolerance,
+    autotune_config_space,
+)
 
 FLAG_GEMS_VERSION = "5.0.2"
 try:
@@ -264,29 +287,85 @@ for _interleaved in (False, True):
     ))
 
 
-# --- cumsum along the last dim: flag_gems.ops.cumsum ---------------------------------------------------------------
+# --- cumsum along either dim: flag_gems.ops.cumsum ----------------------------------------------------------------
+# FlagGems scans the last dim with a row kernel and any other dim with a column scan (scan_then_fan): users pass
+# both (cumsum(x, dim=0) of a [tokens, features] tensor), so the case draws the dim. The scanned length is always N:
+# DIM=1 scans the rows of an [M, N] tensor, DIM=0 the columns of an [N, M] one.
+
+def _cumsum_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
+    # the dim travels as a 0-d input: run sees the inputs, not the case
+    x = _rows(case, device, inputs.generator(case))
+    return {"x": x if case.shape["DIM"] == 1 else x.T.contiguous(), "dim": torch.tensor(case.shape["DIM"])}
+
 
 def _cumsum_magnitude(inp: dict, ref: dict) -> dict[str, torch.Tensor]:
-    return {"out": torch.cumsum(inp["x"].double().abs(), dim=-1)}
+    return {"out": torch.cumsum(inp["x"].double().abs(), dim=_scanned(inp))}
+
+
+def _scanned(inp: dict) -> int:
+    return int(inp["dim"])
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    return t.flatten().clone(memory_format=torch.contiguous_format).view(torch.uint8)
+
+
+def _cumsum_batch_invariant(case: Case, device: str, run) -> str | None:
+    """The first half of the M lines FlagGems does not scan across, run alone, gives the same bits: rows for DIM=1,
+    columns for DIM=0 (the suite's own batch check slices dim 0, which DIM=0 scans)."""
+    inp = _cumsum_inputs(case, device)
+    part = max(1, case.shape["M"] // 2)
+    lines = (slice(None), slice(0, part)) if case.shape["DIM"] == 0 else (slice(0, part),)
+    whole = run(inp)["out"][lines]
+    half = run({**inp, "x": inp["x"][lines].contiguous()})["out"]
+    if whole.shape == half.shape and torch.equal(_bits(whole), _bits(half)):
+        return None
+    return f"the first {part} of {case.shape['M']} unscanned lines differ bitwise when run alone"
 
 
 register(KernelSpec(
     name="fg_cumsum",
-    description="FlagGems cumsum along the last dim (flag_gems.ops.cumsum)",
-    dims=(ROWS, Dim("N", interpret_max=3000, gpu_max=65536, nightly_max=262144, blocks=(1024,))),
+    description="FlagGems cumsum along either dim of a matrix (flag_gems.ops.cumsum: its row and column scans)",
+    # A column longer than 4096 is scanned in 4096-element parts (scan_then_fan's BLOCK_SIZE): past one part on the
+    # interpreter too. M=1 with DIM=0 is a single column, which FlagGems scans as a row.
+    dims=(ROWS, Dim("N", interpret_max=4400, gpu_max=65536, nightly_max=262144, blocks=(1024, 4096)),
+          Dim("DIM", choices=(0, 1))),
     dtypes=FLOATS,
     value_classes=("normal", "negative"),
-    make_inputs=lambda case, device: {"x": _rows(case, device, inputs.generator(case))},
+    make_inputs=_cumsum_inputs,
     outputs=("out",),
     make_outputs=None,
-    run=lambda inp, out, cfg: fg_ops.cumsum(inp["x"], dim=1),
-    reference=lambda inp, case: {"out": torch.cumsum(inp["x"].double(), dim=-1)},
+    run=lambda inp, out, cfg: fg_ops.cumsum(inp["x"], dim=_scanned(inp)),
+    reference=lambda inp, case: {"out": torch.cumsum(inp["x"].double(), dim=_scanned(inp))},
     tolerance=Tolerance(reduction=lambda case: case.shape["N"], magnitude=_cumsum_magnitude),
     flops=lambda case: 1.0 * case.shape["M"] * case.shape["N"],
     min_bytes=_bytes(2.0),
-    torch_baseline=lambda inp: torch.cumsum(inp["x"], dim=-1),
-    benchmark_shapes=({"M": 4096, "N": 4096},),
-    batch_dim="M", batch_inputs=("x",), batch_outputs=("out",),
+    torch_baseline=lambda inp: torch.cumsum(inp["x"], dim=_scanned(inp)),
+    benchmark_shapes=({"M": 4096, "N": 4096, "DIM": 1}, {"M": 4096, "N": 4096, "DIM": 0}),
+    paths=(CodePath("column_scan", "DIM=0 on two or more columns: the column scan (scan_then_fan)",
+                    lambda case, cfg: case.shape["DIM"] == 0 and case.shape["M"] > 1),
+           CodePath("column_scan_parts", "a column scan past one 4096-element part: the parts' sums scanned and added",
+                    lambda case, cfg: case.shape["DIM"] == 0 and case.shape["M"] > 1 and case.shape["N"] > 4096),
+           CodePath("row_scan_tiles", "a row scan past 16384 elements: block sums, their scan, then the blocks",
+                    lambda case, cfg: case.shape["DIM"] == 1 and case.shape["N"] > 16384,
+                    applies=lambda dtype, family: family != "interpret")),
+    properties=(Property("unscanned_lines_alone", "the first half of the lines not scanned across, run alone, gives the "
+                         "same bits", _cumsum_batch_invariant),),
+    known_issues=(KnownIssue(
+        id="flag-gems-cumsum-bf16-column-parts", dtype="bf16",
+        reason="FlagGems' column scan rounds a bf16 result twice: past 4096 elements a column is scanned in 1024-element "
+               "parts, scan_part_sum_abc_kernel stores each part's own prefix sums in the bf16 output, and "
+               "add_base_sum_abc_kernel loads them back and adds the earlier parts' sum (flag_gems/ops/cumsum.py), so "
+               "every element past the first part carries a bf16 rounding of its part's prefix on top of its own: off "
+               "by several bounds where the column's sum cancels. The row scan and columns up to 4096 round once "
+               "(docs/third-party.md has a reproduction without the suite).",
+        # an error over the bound past the first 1024-element part of a column (DIM=0) longer than 4096, and at most
+        # what a second bf16 rounding of a part's prefix (at most the magnitude, cumsum |x|) gives: 2**-8 over the
+        # bound's 4 * sqrt(N) * 2**-24 and a quarter for its own rounding, under 257x (a value 50% off is far more)
+        failure_pattern=r'"N": (?:409[7-9]|4[1-9]\d\d|[5-9]\d{3}|\d{5,}), "DIM": 0\} .*\nout: error \S+ at '
+                        r"\((?:102[4-9]|10[3-9]\d|1[1-9]\d\d|[2-9]\d{3}|\d{5,}), \d+\) is "
+                        r"(?:\d{1,2}(?:\.\d+)?|1\d\d|2[0-4]\d|25\d)x the bound",
+        link="docs/third-party.md#flaggems-cumsum-bf16-column-scan"),),
 ))
 
 
@@ -321,6 +400,25 @@ register(KernelSpec(
 
 # --- topk along the last dim (largest, sorted): flag_gems.ops.topk -> (values, indices) ------------------------------
 
+def _topk_inputs(case: Case, device: str) -> dict[str, torch.Tensor]:
+    """Rows of the case's value class and layout; "masked" rows are logits with masked entries at -inf, as top-k
+    sampling after a mask passes them: about half the rows keep fewer than K finite entries, a quarter K to 2K - 1,
+    the others up to 3 in 4."""
+    gen = inputs.generator(case)
+    m, n, k = case.shape["M"], case.shape["N"], case.shape["K"]
+    masked = case.values == "masked"
+    x = inputs.values((m, n), Case(case.kernel, case.dtype, case.shape, values="normal") if masked else case, gen)
+    if masked:
+        share = gen.uniform((m, 1), x.device)
+        keep = torch.where(share < 0.5, gen.integers(0, k, (m, 1), x.device),
+                           torch.where(share < 0.75, gen.integers(k, 2 * k, (m, 1), x.device),
+                                       (gen.uniform((m, 1), x.device) * 0.75 * n).long()))
+        rank = gen.uniform((m, n), x.device).argsort(dim=-1).argsort(dim=-1)  # a random order of each row's entries
+        x[rank >= keep] = -math.inf
+    # k travels as a 0-d input: run sees the inputs, not the case
+    return {"x": inputs.place(x, case, device, case.layout), "k": torch.tensor(k)}
+
+
 def _topk_reference(inp: dict, case: Case) -> dict[str, torch.Tensor]:
     top = torch.topk(inp["x"].double(), case.shape["K"], dim=-1)
     return {"values": top.values, "indices": top.indices}
@@ -333,10 +431,11 @@ register(KernelSpec(
     dims=(ROWS, Dim("N", interpret_max=600, gpu_max=65536, nightly_max=131072, min=8, blocks=(256, 1024)),
           Dim("K", choices=(1, 5, 8))),
     dtypes=FLOATS,
-    value_classes=("normal", "large", "negative"),
-    # k travels as a 0-d input: run sees the inputs, not the case
-    make_inputs=lambda case, device: {"x": _rows(case, device, inputs.generator(case)),
-                                      "k": torch.tensor(case.shape["K"])},
+    # Rows as users pass them: a slice of a wider buffer (padded_rows), and masked logits (-inf).
+    layouts=("contiguous", "padded_rows"),
+    value_classes=("normal", "large", "negative", "masked"),
+    nonfinite_reference=("masked",),  # a row with fewer than K finite entries: its top K holds -inf
+    make_inputs=_topk_inputs,
     outputs=("values", "indices"),
     make_outputs=None,
     run=lambda inp, out, cfg: fg_ops.topk(inp["x"], int(inp["k"]), -1),
@@ -347,6 +446,33 @@ register(KernelSpec(
     min_bytes=_bytes(1.0),
     benchmark_shapes=({"M": 4096, "N": 4096, "K": 8},),
     batch_dim="M", batch_inputs=("x",), batch_outputs=("values", "indices"),
+    known_issues=(
+        *(KnownIssue(
+            id=f"flag-gems-topk-row-stride-{test}-{dtype}", backend="interpret", dtype=dtype, test=test,
+            reason="FlagGems' topk ignores the input's row stride: topk_stage1_kernel reads row r at 'x_ptr + r * N' "
+                   "(flag_gems/ops/topk.py, 'x_ptr += cur_batch * N + chunk_offset') and its launcher does not call "
+                   ".contiguous(), so rows sliced from a wider buffer (padded_rows) are read from the wrong place: "
+                   "the padding and the rows before. The interpreter's memory checker names the read; on a GPU the "
+                   "values are wrong (docs/third-party.md has a reproduction without the suite).",
+            # a read outside the input's rows, the input's row stride not its width (strided rows): its strides named
+            failure_pattern=r"out-of-bounds load in kernel topk_stage1_kernel .* argument 'x_ptr' \(shape \(\d+, "
+                            r"(\d+)\), strides \((?!\1,)\d+, 1\), \d-byte elements\),? (at )?element offset \d+, "
+                            r"not an element of the tensor \(padding or past the end\)",
+            link="docs/third-party.md#flaggems-topk-row-stride")
+          for dtype in FLOATS for test in ("test_matches_reference", "test_properties")),
+        *(KnownIssue(
+            id=f"flag-gems-topk-neg-inf-{dtype}", dtype=dtype,
+            reason="FlagGems' topk fills masked lanes and the entries it has taken with the dtype's lowest finite "
+                   "value (topk_stage1_kernel, topk_stage2_kernel: _get_finfo_val, and index INT32_MIN in stage 2), "
+                   "which ranks above -inf: in a row with fewer than K entries above -inf it returns those fills "
+                   "(an index past the row, a repeated one or -2147483648; -3.4e38 or NaN for -inf) where torch "
+                   "returns the -inf entries (docs/third-party.md has a reproduction without the suite).",
+            # the fills' indices: a masked lane's past the row, stage 2's INT32_MIN, or a taken entry's again
+            failure_pattern=r"indices out of range \[0, \d+\) along dim 1 of 'x' \(first at \(\d+, \d+\): "
+                            r"(-2147483648|\d+)\)|an index repeats along dim 1",
+            link="docs/third-party.md#flaggems-topk-and--inf")
+          for dtype in FLOATS),
+    ),
 ))
 
 

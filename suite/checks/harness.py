@@ -697,6 +697,8 @@ def _check_outputs(spec: KernelSpec, case: Case, backend: Any, config: dict, inp
     # Which outputs have elements never written, read back at once; an output with none is compared without the mask.
     counts = dict(zip(never, read_back([mask.sum() for mask in never.values()]), strict=True))
     never = {name: mask if counts[name] else None for name, mask in never.items()}
+    # the dtypes the case holds values in: what an inf where the reference is finite may have overflowed
+    held_in = tuple({t.dtype for t in (*inputs.values(), *outputs.values()) if isinstance(t, torch.Tensor)})
     for name in spec.outputs:
         if name in spec.index_outputs:  # indices where ties are legal: compared by what they select (ties.py)
             from suite.checks.ties import check_indices
@@ -713,7 +715,7 @@ def _check_outputs(spec: KernelSpec, case: Case, backend: Any, config: dict, inp
                                    accumulator=tol.accumulator_for(case.dtype), unwritten=never[name],
                                    judged_as=judged_as, judged_why=why,
                                    keep_subnormals=keep, flush_note=flushes.note(spec, backend, case.dtype) if keep
-                                   else ""))
+                                   else "", held_in=held_in))
     return checks
 
 

@@ -17,6 +17,7 @@ import torch
 # A tolerance must fail a result off by this fraction of its reference: a bound at least this share of |reference|
 # at the output's largest |reference| passes a relu that returns 1.5x its answer (docs/checks.md, Tolerances).
 from kernels._validation import DEFAULT_SAFETY, LOOSEST_DTYPE_FRACTION, LOOSEST_FRACTION
+from suite.checks import overflow
 
 # Unit roundoff (half an ulp at 1.0) per format.
 UNIT_ROUNDOFF = {
@@ -176,14 +177,17 @@ def _loose_at_most(ref: torch.Tensor, mag: torch.Tensor, out_dtype: torch.dtype,
 def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Tensor | None, *, reduction_length: int,
                  safety: float, operand_u: float = 0.0, accumulator: str = "fp32",
                  unwritten: torch.Tensor | None = None, judged_as: torch.dtype | None = None,
-                 judged_why: str = "", keep_subnormals: bool = False, flush_note: str = "") -> OutputCheck:
+                 judged_why: str = "", keep_subnormals: bool = False, flush_note: str = "",
+                 held_in: tuple[torch.dtype, ...] = ()) -> OutputCheck:
     """Check one output against its reference. An element the kernel never wrote (``unwritten``: it still holds
     the poison) fails; NaN passes only where the reference is NaN; infinities must match exactly (a reference
     beyond the output dtype's range is expected to round to inf). ``judged_as``: the dtype whose rounding and range
     the output is held to where not its own (an output narrower than its case, suite/checks/returned.py), and
     ``judged_why`` what a failure then adds. ``keep_subnormals``: the bound's floor is the output dtype's smallest
     subnormal, even where the compute is fp32 (a case of the subnormal value class), and ``flush_note`` says whose
-    flush a result stored as 0 where the reference is subnormal may be (suite/checks/flushes.py)."""
+    flush a result stored as 0 where the reference is subnormal may be (suite/checks/flushes.py). ``held_in``: the
+    case's dtypes (its inputs' and outputs'), which an inf where the reference is finite may have overflowed, with
+    fp16, bf16 and fp32 (suite/checks/overflow.py)."""
     if out.shape != ref.shape:
         return OutputCheck(name, False, math.inf, math.inf, f"{name}: shape {tuple(out.shape)} != reference {tuple(ref.shape)}")
     if unwritten is not None and bool(unwritten.any()):
@@ -231,6 +235,8 @@ def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Ten
     if s_.inf_mismatch:
         problems.append(f"{s_.inf_mismatch} infinities differ (first at {_unravel(s_.inf_at, out.shape)}: got "
                         f"{s_.inf_got}, expected {s_.inf_expected})")
+        if s_.overflowed:
+            problems.append(overflow.note(s_.overflowed, s_.overflowed_reference, (*held_in, out.dtype, s_.dtype)))
     if s_.any_finite:
         ratio, max_abs = s_.ratio, s_.max_abs
         if ratio > 1.0:
@@ -302,7 +308,8 @@ class _Scan:
         self.dtype = dtype  # whose rounding and range the bound allows: the output's own, or its case's
         self.args = dict(reduction_length=reduction_length, safety=safety, operand_u=operand_u, accumulator=accumulator,
                          keep_subnormals=keep_subnormals)
-        self.bad_nan = self.missing_nan = self.inf_mismatch = self.over = self.flushed = 0
+        self.bad_nan = self.missing_nan = self.inf_mismatch = self.over = self.flushed = self.overflowed = 0
+        self.overflowed_reference = 0.0  # the largest |reference| where the output holds inf and it is finite
         self.bad_nan_at = self.missing_nan_at = self.inf_at = self.worst_at = 0
         self.inf_got = self.inf_expected = 0.0
         self.any_finite = False
@@ -353,6 +360,10 @@ class _Scan:
             if not self.inf_mismatch:
                 self.inf_at, self.inf_got, self.inf_expected = s + int(inf_at), inf_got, inf_expected
             self.inf_mismatch += int(n_inf)
+            overflowed = torch.isinf(out64) & torch.isfinite(expected)  # an overflow on the way (overflow.py)
+            count, largest = read_back([overflowed.sum(), torch.where(overflowed, expected.abs(), 0.0).max()])
+            self.overflowed += int(count)
+            self.overflowed_reference = max(self.overflowed_reference, largest if count else 0.0)
         if not any_finite:
             return
         self.any_finite = True

@@ -46,7 +46,7 @@ CHECKS_DIR = Path(__file__).resolve().parents[1] / "checks"
 # The suite's check modules repro.py judges with, copied as they are (checks/suite/checks/ in the folder), and the
 # interpreter's fill-ins (interpreter.py with the modules it imports, and suite/compat.py's version-specific fixes):
 # on the interpreter the kernel runs as the suite ran it.
-CARRIED_CHECKS = ("tolerance.py", "ties.py", "launches.py", "memcheck.py", "barriers.py", "returned.py",
+CARRIED_CHECKS = ("tolerance.py", "overflow.py", "ties.py", "launches.py", "memcheck.py", "barriers.py", "returned.py",
                   "interpreter.py", "interpreter_bf16.py", "semantic_gaps.py", "_interpreter_probe.py")
 COMPAT = Path(__file__).resolve().parents[1] / "compat.py"
 # Environment variables that change what a kernel computes or how Triton builds it: recorded with the case.

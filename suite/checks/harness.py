@@ -212,6 +212,9 @@ class CaseResult:
     autotuned: dict[str, dict[str, Any]] | None = None
     # Whether a launch of the spec's own kernels (jit_fn, jit_fns) received one of its outputs, under any config.
     own_wrote: bool = False
+    # A cause the suite names for every problem of the case (the interpreter's fp8 rounding, which may have made any
+    # value of it wrong): part of ``note``, and carried by each of :meth:`problems`.
+    cause: str = ""
 
     def message(self) -> str:
         if self.error:
@@ -219,10 +222,13 @@ class CaseResult:
         return ("; ".join(c.detail for c in self.checks if not c.passed) or "ok") + self.note
 
     def problems(self) -> list[str]:
-        """Each problem of a failing case on its own (each output's each problem, or the error), without the suite's
-        notes: what a known issue's pattern must describe, one by one."""
+        """Each problem of a failing case on its own (each output's each problem, or the error) after the case's
+        line (a known issue may describe where it fails: a dim, a layout), without the suite's notes but the cause it
+        names for all of them (``cause``): what a known issue's pattern must describe, one by one. The
+        interpreter's fp8 rounding is such a cause: the note tells the author to declare a known issue of its
+        words, and a conversion that drops a carry can make any value of the case wrong."""
         found = [p for c in self.checks if not c.passed for p in (c.problems or (c.detail,))]
-        return found or ([self.error] if self.error else [])
+        return [f"{self.case}\n{p}{self.cause}" for p in (found or ([self.error] if self.error else []))]
 
 
 class BrokenSpec(Exception):  # noqa: N818 - it names the finding
@@ -304,7 +310,9 @@ def launch(spec: KernelSpec, inputs: dict, outputs: dict, config: dict, watch: b
     made. ``watch``: note who changes each output element (suite/checks/last_writer.py; ``seen.watch``);
     ``received``: count what the spec's own kernels receive (suite/checks/spec_code.py)."""
     watcher = None
-    if watch and outputs:
+    if watch and returned.returns_outputs(spec):  # the launcher's own tensors, known once run returns them
+        watcher = last_writer.ReturnedWatch(own_keys(spec), set(spec.host_epilogue))
+    elif watch and outputs:
         watcher = last_writer.Watch(outputs, own_keys(spec), set(spec.initial_outputs))
     with launches.recording(watcher, received) as seen, launches.chosen(config):
         _take_returned(spec, outputs, deep_stack.call(spec.run, inputs, outputs, config))
@@ -364,7 +372,15 @@ def not_the_kernels(spec: KernelSpec, outputs: dict[str, torch.Tensor], seen: la
         others = ", ".join(sorted(seen.by_kernel) or sorted(set(seen.kernels)))
         own = ", ".join(sorted(watch.own))
         return last_writer.message([f"the case launched {others}, none of them the spec's own kernel(s) {own}"])
-    problems = watch.problems(kernels)
+    if isinstance(watch, last_writer.ReturnedWatch):
+        problems = watch.problems(outputs, kernels)
+        return last_writer.message(problems, returned=True) if problems else None
+    # Every element still the poison, of a dtype whose poison tells (no value is it, or an integer output, which
+    # the never-written check runs again on a second poison): that check judges whether the kernel wrote it.
+    all_poison = frozenset(name for name, t in outputs.items()
+                           if name not in spec.initial_outputs and t.numel() and has_distinct_poison(t.dtype)
+                           and bool(unwritten(t).all()))
+    problems = watch.problems(kernels, all_poison)
     return last_writer.message(problems) if problems else None
 
 
@@ -444,7 +460,7 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
     def result(passed: bool, ratio: float, checks=(), error=None, failure=None) -> CaseResult:
         if error is not None and current != default:
             error = f"with config {json.dumps(current, sort_keys=True)}: {error}"
-        note = ""
+        note = fp8 = ""
         if not passed and failure != FailureKind.SPEC and (fp8 := interpreter.fp8_note(interpreter.take_fp8_casts())):
             note += fp8  # the interpreter's rounding, which no tolerance (magnitude) would fix: no hint at one
             checks = [dataclasses.replace(c, detail=c.detail.replace(MAGNITUDE_HINT, "")) for c in checks]
@@ -454,7 +470,7 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
         return CaseResult(case, passed, ratio, list(checks), error, time.perf_counter() - start, failure,
                           dict(current), configs_run=configs.index(current) + 1, note=note,
                           unchecked=returned.unchecked(spec), heuristics=heuristics,
-                          autotuned=state.autotuned)
+                          autotuned=state.autotuned, cause=fp8)
 
     worst: CaseResult | None = None
     skipped: list[str] = []
@@ -769,10 +785,10 @@ def _never_written(spec: KernelSpec, inputs: dict, case: Case, config: dict, nam
     if out.dtype == torch.bool:  # a bool reference is 0 or 1, never the poison's byte
         return mask
     if not out.dtype.is_floating_point:
-        # Every integer is a value a kernel may write: one the reference expects to be the poison, as the output's
-        # dtype holds it (-94 is 162 in uint8), was written; any other still holding it is run again on outputs
-        # holding a second poison, and was not written only if it holds that one there (issue 49, item 18).
-        mask = mask & (ref.to(out.device) != int_poison(out.dtype))
+        # Every integer is a value a kernel may write, the poison's too (-94 is 162 in uint8): an element still
+        # holding it is run again on outputs holding a second poison, and was not written only if it holds that one
+        # there (issue 49, item 18). Where the reference expects the poison the rerun decides too: a launch that
+        # writes nothing (n=0) left the poison where the reference happened to be it.
         return mask & (_again(spec, inputs, case, config, INT_POISON + 1, out.device)[name] == int_poison(out.dtype, 1)) \
             if bool(mask.any()) else mask
     if has_distinct_poison(out.dtype) or not bool((mask & torch.isnan(ref.to(out.device))).any()):

@@ -80,7 +80,7 @@ class Watch:
     def _changed(out: _Out) -> torch.Tensor:
         return _bits(out.tensor).to(out.snap.device) != out.snap
 
-    def before(self, key: str) -> bool:
+    def before(self, key: str, tensors: list[torch.Tensor] = ()) -> bool:  # noqa: ARG002 - ReturnedWatch's
         """Before a launch of ``key``: what changed since the last snapshot was someone else's. Whether to call
         :meth:`after` once the launch returns (an own kernel's outermost launch)."""
         if not self.is_own(key) or self._depth:
@@ -103,9 +103,12 @@ class Watch:
                 out.last[changed] = OWN
                 out.snap.copy_(_bits(out.tensor))
 
-    def problems(self, kernels: str) -> list[str]:
+    def problems(self, kernels: str, all_poison: frozenset[str] = frozenset()) -> list[str]:
         """After the run: each output whose judged values are not all the own kernel's, saying why (``kernels``
-        names the spec's own kernels). Empty where no own kernel launched (launches.py's rules say so)."""
+        names the spec's own kernels). Empty where no own kernel launched (launches.py's rules say so).
+        ``all_poison``: outputs that still hold the poison in every element, where the never-written check fails
+        them anyway: an output the own kernel changed nowhere is left to it there (a kernel that stores no lane of
+        a small case is the kernel's bug, and says so), and judged here only where the poison cannot tell."""
         if not self.own_launches:
             return []
         found = []
@@ -120,18 +123,157 @@ class Watch:
                 found.append(f"output {name!r}: {others} of {n} element(s) were written by torch or another kernel "
                              f"before or between the launches of {kernels}, and never by it after: the values judged "
                              f"there are not the kernel's")
-            elif not out.own_changed and name not in self.initial:
+            elif not out.own_changed and name not in self.initial and name not in all_poison:
                 found.append(f"output {name!r}: the {self.own_launches} launch(es) of {kernels} changed none of its "
                              f"{n} element(s) (an empty grid, n=0, every lane masked, or the output handed over as "
                              f"another tensor)")
         return found
 
 
-def message(problems: list[str]) -> str:
-    """The case's failure for ``problems`` (Watch.problems)."""
+def message(problems: list[str], returned: bool = False) -> str:
+    """The case's failure for ``problems`` (Watch.problems, or ReturnedWatch.problems where ``returned``)."""
+    if returned:
+        return ("broken spec: " + "; ".join(problems) + ". Every value a case judges must be the spec's own "
+                "kernel's: return the tensors its launches wrote, as they left them; where torch finishes an output "
+                "from the kernel's writes by design (a sum of its partials), declare it with the reason: "
+                "host_epilogue={'<output>': '<why>'} (docs/checks.md)")
     return ("broken spec: " + "; ".join(problems) + ". Every value a case judges must be the spec's own kernel's, "
             "written by its launches with nothing written after them: let the kernel write every element of the "
             "suite's outputs (a cast or a fill done by torch afterwards tests torch; where the launcher's own tensors "
             "are the result, test them as they are: make_outputs=None and run returns them), start an accumulating "
             "output from a declared value (initial_outputs) instead of filling it in the launcher, or declare every "
             "kernel that writes an output in jit_fn / jit_fns (docs/checks.md)")
+
+
+# --- outputs the launcher allocates and returns (make_outputs=None) ------------------------------------------------
+
+def _bytes(t: torch.Tensor) -> torch.Tensor:
+    """The whole storage under ``t``, as bytes."""
+    return torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
+
+
+def _extent(t: torch.Tensor) -> tuple[int, int]:
+    """The bytes [lo, hi) of its storage that ``t`` spans (negative strides included)."""
+    size = t.element_size()
+    low = high = t.storage_offset()
+    for n, step in zip(t.shape, t.stride(), strict=True):
+        if n > 1:
+            (low, high) = (low + (n - 1) * step, high) if step < 0 else (low, high + (n - 1) * step)
+    return low * size, (high + 1) * size
+
+
+def _positions(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """The byte offsets into its storage of every byte of ``t``'s elements."""
+    size = t.element_size()
+    start = torch.zeros(1, dtype=torch.int64, device=device).expand(t.shape) if t.dim() else torch.zeros(
+        (), dtype=torch.int64, device=device)
+    for d, (n, step) in enumerate(zip(t.shape, t.stride(), strict=True)):
+        shape = [1] * t.dim()
+        shape[d] = n
+        start = start + torch.arange(n, device=device).view(shape) * step
+    start = (start.reshape(-1) + t.storage_offset()) * size
+    return (start[:, None] + torch.arange(size, device=device)[None, :]).reshape(-1)
+
+
+@dataclass
+class _Storage:
+    data: torch.Tensor  # the storage's bytes (a live view)
+    snap: torch.Tensor  # its bytes after the last launch of an own kernel that received it
+    last: torch.Tensor  # NOBODY / OWN / OTHER per byte, from the first own launch that received it on
+    reached: torch.Tensor  # the bytes some own launch's tensor arguments spanned
+
+
+@dataclass
+class ReturnedWatch:
+    """Who wrote the outputs a launcher allocates and ``run`` returns (make_outputs=None), which the suite cannot
+    hand over or poison: at each outermost launch of one of the spec's own kernels, every storage its tensor
+    arguments lie in is compared with its snapshot (bytes changed since are someone else's), then again after the
+    launch (bytes changed are the kernel's), and snapshotted. After the run each returned output must lie in bytes
+    some own launch's arguments spanned (a tensor torch made, or that the kernel never received, is not the
+    kernel's), hold there exactly what the last own launch that received it left, and no byte an own launch did not
+    write last. What torch wrote before the first own launch that received the storage is not seen (nothing tells
+    a launcher's torch.zeros from an answer), nor whether an own launch wrote an output at all (a store of the value
+    already there changes nothing): an output of such a spec is not checked for never-written elements
+    (suite/checks/returned.py). ``host_epilogue``: outputs the spec declares torch finishes from the kernel's writes
+    (KernelSpec.host_epilogue): those need only that the own launches wrote something."""
+
+    own: set[str]
+    host_epilogue: set[str] = field(default_factory=set)
+    own_launches: int = 0
+    _storages: dict[int, _Storage] = field(default_factory=dict)
+    _current: list[tuple[int, int, int]] = field(default_factory=list)
+    _depth: int = 0
+
+    def is_own(self, key: str) -> bool:
+        return not self.own or key in self.own
+
+    def before(self, key: str, tensors: list[torch.Tensor] = ()) -> bool:
+        if not self.is_own(key) or self._depth:
+            return False
+        self._depth += 1
+        self._current = []
+        for t in tensors:
+            if not isinstance(t, torch.Tensor) or not t.numel():
+                continue
+            ptr = int(t.untyped_storage().data_ptr())
+            got = self._storages.get(ptr)
+            data = _bytes(t)
+            if got is None or got.data.numel() != data.numel():
+                snap = _copy(data)
+                got = self._storages[ptr] = _Storage(data, snap, torch.zeros_like(snap),
+                                                     torch.zeros_like(snap, dtype=torch.bool))
+            else:
+                changed = data.to(got.snap.device) != got.snap
+                got.last[changed] = OTHER
+                got.snap.copy_(data)
+            low, high = _extent(t)
+            self._current.append((ptr, max(low, 0), high))
+        return True
+
+    def after(self) -> None:
+        self._depth -= 1
+        self.own_launches += 1
+        for ptr in {p for p, _, _ in self._current}:
+            got = self._storages[ptr]
+            changed = got.data.to(got.snap.device) != got.snap
+            got.last[changed] = OWN
+            got.snap.copy_(got.data)
+        for ptr, low, high in self._current:
+            self._storages[ptr].reached[low:high] = True
+
+    def problems(self, outputs: dict[str, torch.Tensor], kernels: str) -> list[str]:
+        """After the run: each returned output whose values are not the own kernel's, saying why."""
+        if not self.own_launches:
+            return []
+        found = []
+        wrote = any(bool((s.last == OWN).any()) for s in self._storages.values())
+        for name, t in outputs.items():
+            if not isinstance(t, torch.Tensor) or not t.numel():
+                continue
+            if name in self.host_epilogue:
+                if not wrote:
+                    found.append(f"output {name!r} is declared finished by torch from the kernel's writes "
+                                 f"(host_epilogue), but the {self.own_launches} launch(es) of {kernels} wrote nothing")
+                continue
+            got = self._storages.get(int(t.untyped_storage().data_ptr()))
+            at = _positions(t, got.snap.device) if got is not None else None
+            if got is None or not bool(got.reached[at].all()):
+                found.append(f"output {name!r}: the tensor returned is not memory that a launch of {kernels} "
+                             f"received (torch made it, or the kernel wrote another tensor)")
+                continue
+            size, n = t.element_size(), t.numel()
+            after = int((_bits_at(t, got) != got.snap[at]).view(n, size).any(1).sum())
+            others = int((got.last[at] == OTHER).view(n, size).any(1).sum())
+            if after:
+                found.append(f"output {name!r}: {after} of {n} element(s) changed after the last launch of "
+                             f"{kernels} that received it (by torch or another kernel): the values judged are not "
+                             f"the kernel's")
+            elif others:
+                found.append(f"output {name!r}: {others} of {n} element(s) were written by torch or another "
+                             f"kernel between the launches of {kernels}, and never by it after: the values judged "
+                             f"there are not the kernel's")
+        return found
+
+
+def _bits_at(t: torch.Tensor, got: _Storage) -> torch.Tensor:
+    return got.data.to(got.snap.device)[_positions(t, got.snap.device)]

@@ -59,7 +59,8 @@ def _storage(value: Any) -> int | None:
         return None
 
 
-def _note(record: Launches, name: str, args: tuple, kwargs: Mapping[str, Any], key: str | None = None) -> None:
+def _note(record: Launches, name: str, args: tuple, kwargs: Mapping[str, Any], key: str | None = None) -> list[Any]:
+    """Note one launch; the tensors it received."""
     record.kernels.append(name)
     tensors: list[Any] = []
 
@@ -84,6 +85,7 @@ def _note(record: Launches, name: str, args: tuple, kwargs: Mapping[str, Any], k
         add(value)
     if record.received is not None:
         record.received.note(key or name, tensors)
+    return tensors
 
 
 @contextlib.contextmanager
@@ -356,10 +358,10 @@ def _wrap_run(cls: type) -> None:
             state.launched = getattr(state, "launched", None) or {}
             key = kernel_key(getattr(self, "fn", None) or self)
             state.launched[key] = state.launched.get(key, 0) + 1
-            _note(record, name, args, {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}, key)
+            tensors = _note(record, name, args, {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}, key)
             if keys := getattr(stash.session().launches, "heuristic_keys", None):  # what a @triton.heuristics computed
                 record.heuristics[name] = {k: _plain(kwargs[k]) for k in keys if k in kwargs}
-            watched = record.watch is not None and record.watch.before(key)
+            watched = record.watch is not None and record.watch.before(key, tensors)
         try:
             return original(self, *args, **kwargs)
         finally:

@@ -54,6 +54,18 @@ class KnownIssueFailure(Exception):  # noqa: N818 - it names the outcome
     """A test's failures were all of the kind its known issue describes: the test is expected to fail (xfail)."""
 
 
+def problems_of(exc: BaseException) -> list[str]:
+    """Each problem a test's failure holds, as a known issue's pattern is matched against them one by one: the
+    ``problems`` a failure carries (suite/checks/caseloop.py: fail; a property's what and detail, without the
+    reproduction line and notes), each failure of a group of them (Hypothesis's distinct failures), else its whole
+    text as one."""
+    inner = getattr(exc, "exceptions", None)
+    if isinstance(inner, (tuple, list)) and inner and all(isinstance(e, BaseException) for e in inner):
+        return [p for e in inner for p in problems_of(e)]
+    found = getattr(exc, "problems", None)
+    return list(found) if found else [str(exc)]
+
+
 @dataclass(frozen=True)
 class KnownIssue:
     id: str

@@ -238,3 +238,27 @@ def test_a_value_class_is_what_reaches_the_kernel(run_suite):
         assert re.search(why[name], tests[name]["message"]), (name, tests[name]["message"])
         assert "The class is what reaches the kernel" in tests[name]["message"], tests[name]["message"]
     assert run.returncode == 1, run.output[-3000:]
+
+
+def test_a_returned_output_is_memory_the_specs_kernel_wrote_as_it_left_it(run_suite):
+    """make_outputs=None: a wrong kernel (x - y) into the launcher's own tensor, then torch's answer copied into it,
+    returned as a tensor of torch's, or written between the kernel's launches. Each passed while returned outputs
+    were not watched; each fails now (suite/checks/last_writer.py: ReturnedWatch). The right kernel's own tensor
+    passes, as does torch's sum of the kernel's partials declared as host_epilogue, but not where the kernel wrote
+    nothing."""
+    names = ["ret_copy_add", "ret_new_add", "ret_between_add", "ret_epilogue_idle_add"]
+    run = run_suite("suite/test_kernels.py", "--kernel-module=tests/fixtures/own_kernel.py",
+                    f"--kernels={','.join(names)},ret_own_add,ret_epilogue_add", "-n", "0", "-k",
+                    "test_matches_reference", env={"SUITE_SHRINK_SECONDS": "3"})
+    tests = {t["nodeid"].split("[")[1].split("-")[0]: t for t in run.run_data()["tests"]}
+    assert tests["ret_own_add"]["outcome"] == "passed", tests["ret_own_add"]
+    assert tests["ret_epilogue_add"]["outcome"] == "passed", tests["ret_epilogue_add"]
+    why = {"ret_copy_add": "changed after the last launch of wrong_add_kernel that received it",
+           "ret_new_add": "the tensor returned is not memory that a launch of wrong_add_kernel received",
+           "ret_between_add": "were written by torch or another kernel between the launches of wrong_add_kernel",
+           "ret_epilogue_idle_add": "is declared finished by torch from the kernel's writes (host_epilogue), but"}
+    for name in names:
+        assert tests[name]["outcome"] == "failed", tests[name]
+        assert why[name] in tests[name]["message"], (name, tests[name]["message"])
+        assert "broken spec: " in tests[name]["message"]
+    assert run.returncode == 1, run.output[-3000:]

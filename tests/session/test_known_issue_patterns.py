@@ -9,6 +9,7 @@ tests/fixtures/known_issue_kernels.py.
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import json
 import re
@@ -248,3 +249,44 @@ def test_a_broad_pattern_in_the_file_is_a_usage_error(run_suite, tmp_path):
     assert "INTERNALERROR" not in run.output, run.output[-3000:]
     assert (f"--known-issues: {path}: known_issues[0] ('x'): field 'failure_pattern' 'matmul' is found in an ordinary "
             f"wrong-value message of kernel 'matmul'") in run.output, run.output[-3000:]
+
+
+def _properties_verdict(exc: BaseException, pattern: str) -> str:
+    """What the hook makes of a test_properties failure ``exc`` under a known issue of ``pattern``: its outcome."""
+    from types import SimpleNamespace
+
+    from suite.plugin import hooks
+
+    issue = known_issues.KnownIssue(**{**ENTRY, "kernel": "vector_add", "dtype": "fp32", "failure_pattern": pattern})
+    item = SimpleNamespace(originalname="test_properties",
+                           callspec=SimpleNamespace(params={"kernel_dtype": (VECTOR_ADD, "fp32", issue)}))
+    report = SimpleNamespace(wasxfail="known issue x", outcome="skipped", longrepr=None)
+    hooks._fail_unless_known(item, SimpleNamespace(when="call", excinfo=SimpleNamespace(value=exc)), report)
+    return report.outcome
+
+
+def _property_failure(detail: str, line: str = "pytest x --repro=N=4123;seed=7") -> BaseException:
+    from suite.checks.caseloop import fail
+
+    body = f"property 'batch_invariant' does not hold for vector_add[fp32] {{\"N\": 3}}\n{detail}"
+    try:
+        fail(f"{body}\nreproduce with: {line}\n(shrinking stopped; the first failing case: --repro=N=4123)", [body])
+    except pytest.fail.Exception as exc:
+        return exc
+    raise AssertionError("fail() did not raise")
+
+
+def test_a_property_failure_is_matched_by_its_problems_not_its_reproduction_lines():
+    """A property's failure is excused only where the issue describes the problem (its first line and detail): a
+    pattern found in the reproduction line or the shrinking note alone (the first failing case was N=4123, the one
+    shown N=3) used to keep the xfail, matched against the whole message."""
+    wrong = _property_failure("row 1 differs from the single-row run")
+    assert _properties_verdict(wrong, r"N=4123") == "failed"
+    assert _properties_verdict(wrong, r"row \d+ differs from the single-row run") == "skipped"  # still the xfail
+    # Hypothesis's distinct failures: each must be described (by the issue, or one of a group's entries)
+    other = _property_failure("out: 2 NaN where the reference is not")
+    group = builtins.BaseExceptionGroup("Hypothesis found 2 distinct failures.", [wrong, other])
+    assert _properties_verdict(group, r"row \d+ differs") == "failed"
+    assert _properties_verdict(group, r"row \d+ differs|NaN where the reference is not") == "skipped"
+    # A failure that carries no problems (a benchmark's) is one problem: its whole text, as before.
+    assert known_issues.problems_of(RuntimeError("slower than the ceiling")) == ["slower than the ceiling"]

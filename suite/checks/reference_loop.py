@@ -292,10 +292,13 @@ class ReferenceLoop(CaseLoop):
             self.finish(searched=False)
             return
         strategy = self.strategy()
-        failed, why = True, None
+        failed, why, skipped = True, None, None
         try:
             why = self.drive(self.hypothesis_run(strategy))
             failed = why is not None
+        except pytest.skip.Exception as exc:  # a case not checkable here: this part's other cases went unjudged
+            skipped = exc
+            raise
         finally:
             self.passed.take_launches()
             if self.split > 1:  # the last part to finish adds up every part's coverage and tallies, and judges them
@@ -303,12 +306,23 @@ class ReferenceLoop(CaseLoop):
                                                          self.coverage, failed, self.passed.state())
                 for state in others:
                     self.passed.merge(state)
+                if skipped is not None and self.last:
+                    self.judge_before_skip(skipped)
         if why is not None:
             self.unreliable(why)
         # A known issue excuses the cases it describes, nothing else: the search runs whether or not cases met it.
         if self.forced is None and not failed and self.judges_whole:
             self.search(strategy)
         self.finish(searched=True)
+
+    def judge_before_skip(self, skipped: BaseException) -> None:
+        """The last part of a split test to finish was skipped as not checkable: the end-of-test rules are still
+        judged over what every part ran (the earlier parts' tallies, and this part's cases before the skip), and a
+        rule that fails fails this part, the skip said beside it; else the skip stands. (The search, which would
+        meet the construct again, is not run.)"""
+        failures = self.end_rules(searched=True)
+        if failures:
+            fail("\n\n".join(failures) + f"\n\n(besides, this part was skipped at a case: {str(skipped)[:2000]})")
 
     @property
     def judges_whole(self) -> bool:
@@ -370,16 +384,20 @@ class ReferenceLoop(CaseLoop):
         (``searched`` False) proves nothing about launches or a magnitude's looseness."""
         self.passed.take_launches()
         self.warn_too_large()
-        rules = [self.nothing_compared, self.unreachable_paths] if self.judges_whole else []
-        if searched and self.judges_whole:
-            rules += [self.never_launched, self.never_wrote, self.one_program, self.loose_everywhere]
-        failures = [message for rule in rules if (message := rule())]
+        failures = self.end_rules(searched)
         if failures:
             known = (f"\n\n(besides, {len(self.known)} case(s) failed as known issue {self.known_issue.id} "
                      f"describes)" if self.known else "")
             fail("\n\n".join(failures) + known)
         self.end_known()
         self.skip_not_run(searched)
+
+    def end_rules(self, searched: bool) -> list[str]:
+        """What each end-of-test rule finds wrong with the whole test (nothing where this part does not judge it)."""
+        rules = [self.nothing_compared, self.unreachable_paths] if self.judges_whole else []
+        if searched and self.judges_whole:
+            rules += [self.never_launched, self.never_wrote, self.one_program, self.loose_everywhere]
+        return [message for rule in rules if (message := rule())]
 
     def warn_too_large(self) -> None:
         """Too-large cases are not run (counted and listed in the run file's gpu_share): never a failure, what does

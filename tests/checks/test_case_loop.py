@@ -262,3 +262,25 @@ def test_a_returned_output_is_memory_the_specs_kernel_wrote_as_it_left_it(run_su
         assert why[name] in tests[name]["message"], (name, tests[name]["message"])
         assert "broken spec: " in tests[name]["message"]
     assert run.returncode == 1, run.output[-3000:]
+
+
+def test_a_split_test_whose_last_part_is_not_checkable_still_judges_the_earlier_parts(run_suite, tmp_path):
+    """The last part of a split test skipped as not checkable (a construct the interpreter evaluates otherwise) at
+    its first case: the first part's cases each launched one program, which the end of the test fails. The end was
+    never judged then (the run ended UNCHECKED, the one-program grid unsaid); it is judged now over the parts that
+    ran, and the skip is said beside it."""
+    import json
+
+    ref = "suite/test_kernels.py::test_matches_reference"
+    costs = tmp_path / "costs.json"
+    costs.write_text(json.dumps({"parts": {f"{ref}[one_program_gap_last_add-fp32]": 2}, "tests": {}}))
+    run = run_suite("suite/test_kernels.py", "--kernel-module=tests/fixtures/thin_specs.py",
+                    "--kernels=one_program_gap_last_add", "-n", "0",
+                    env={"SUITE_TEST_COSTS": str(costs), "SUITE_SHRINK_SECONDS": "3"})
+    tests = {t["nodeid"].split("-")[-1]: t for t in run.run_data()["tests"]}
+    assert tests["part1of2]"]["outcome"] == "passed", tests
+    last = tests["part2of2]"]
+    assert last["outcome"] == "failed", last
+    assert "ran a grid of one program" in last["message"], last
+    assert "not checkable on the interpreter" in last["message"], last
+    assert run.returncode == 1, run.output[-3000:]

@@ -99,6 +99,7 @@ def check_spec(spec: Any) -> None:
             raise fail("output_tolerances", f"{name!r} is not a declared output; outputs: {list(outputs)}")
         _check_tolerance(tolerance, f"output_tolerances[{name!r}]", fail, dtypes)
     _check_initial_outputs(spec.initial_outputs, outputs, fail)
+    _check_host_epilogue(spec, outputs, fail)
     _strings(spec.mutable_inputs, "mutable_inputs", fail, identifiers=True)
     layouts = _strings(spec.layouts, "layouts", fail, empty="is empty: name at least one layout, e.g. ('contiguous',)")
     values = _strings(spec.value_classes, "value_classes", fail,
@@ -308,6 +309,21 @@ def _check_initial_outputs(initial: Any, outputs: tuple[str, ...], fail: Callabl
         elif isinstance(source, bool) or not isinstance(source, (int, float)) or not math.isfinite(source):
             raise fail("initial_outputs", f"[{name!r}] = {source!r}: give the name of an input (the output starts as "
                                           f"a copy of it) or a finite number (the output starts filled with it)")
+
+
+def _check_host_epilogue(spec: Any, outputs: tuple[str, ...], fail: Callable[[str, str], SpecError]) -> None:
+    finished = _mapping(spec.host_epilogue, "host_epilogue", fail, "output -> why torch finishes it, e.g. "
+                                                                 "{'loss': 'torch sums the kernel's per-block partials'}")
+    if finished and spec.make_outputs is not None:
+        raise fail("host_epilogue", f"{sorted(finished)}: make_outputs is given, so the kernel writes the suite's "
+                                    f"outputs; an output torch finishes is the launcher's own: make_outputs=None and "
+                                    f"run returns it")
+    for name, why in finished.items():
+        if name not in outputs:
+            raise fail("host_epilogue", f"{name!r} is not a declared output; outputs: {list(outputs)}")
+        if not isinstance(why, str) or not why.strip():
+            raise fail("host_epilogue", f"[{name!r}] = {why!r}: say why torch finishes this output from the "
+                                        f"kernel's writes (a non-empty string)")
 
 
 def _check_jit_fns(spec: Any, fail: Callable[[str, str], SpecError]) -> None:

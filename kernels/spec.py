@@ -101,6 +101,10 @@ class KernelSpec:
     # dtype (an in-place kernel: the output starts as a copy of that input, which itself stays untouched) or a
     # number (an accumulating kernel: e.g. 0.0). The guard regions around them are poisoned as for any output.
     initial_outputs: Mapping[str, str | float] = field(default_factory=dict)
+    # Outputs that run returns (make_outputs=None) and torch finishes from what the spec's own kernel wrote (a sum of
+    # its partials, say): output -> why. They are exempt from the rule that every value judged is the kernel's own
+    # (suite/checks/last_writer.py); the kernel's launches must still write something. docs/checks.md.
+    host_epilogue: Mapping[str, str] = field(default_factory=dict)
     # Inputs the kernel may write (a workspace, a lock or counter array it leaves changed): restored to what
     # make_inputs built before every launch and before the reference. Any other input the kernel changes fails the
     # case, naming the input and the first changed element.

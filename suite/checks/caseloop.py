@@ -154,8 +154,15 @@ def flaky_summary(exc: BaseException) -> str:
     return text.replace(type(exc).__name__, "").strip()
 
 
-def fail(text: str) -> None:
-    pytest.fail(text, pytrace=False)
+def fail(text: str, problems: list[str] | None = None) -> None:
+    """Fail the test with ``text``; ``problems``: each problem of it on its own, without reproduction lines and
+    notes, which a known issue's pattern must describe one by one (suite/plugin/hooks.py). None: the text is one."""
+    try:
+        pytest.fail(text, pytrace=False)
+    except pytest.fail.Exception as exc:
+        if problems is not None:
+            exc.problems = list(problems)  # read by suite/session/known_issues.py: problems_of
+        raise
 
 
 class CaseLoop:
@@ -173,6 +180,7 @@ class CaseLoop:
         # The intermittent case once found, and its failure: it alone fails from then on, every other case passes
         # untested, so that Hypothesis's shrinking and replay see one failure that always happens.
         self.sticky: tuple[Case, str] | None = None
+        self.sticky_problems: list[str] | None = None  # the sticky failure's problems (fail's ``problems``)
 
     # --- reproduction lines ---------------------------------------------------------------------------------------
     def repro_line(self, case: Case, extra_args: list[str] | tuple[str, ...] = ()) -> str:
@@ -198,13 +206,14 @@ class CaseLoop:
         other case passes untested; past the shrink budget, every case that never failed passes untested."""
         if self.sticky is not None:
             if case == self.sticky[0]:
-                fail(self.sticky[1])
+                fail(self.sticky[1], self.sticky_problems)
             return True
         return self.shrink.skip(case)
 
-    def stick(self, case: Case, text: str) -> None:
+    def stick(self, case: Case, text: str, problems: list[str] | None = None) -> None:
         self.sticky = (case, text)
-        fail(text)
+        self.sticky_problems = problems
+        fail(text, problems)
 
     # --- drawing cases --------------------------------------------------------------------------------------------
     def strategy(self):

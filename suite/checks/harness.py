@@ -21,6 +21,7 @@ from suite.checks import (
     flushes,
     host_reference,
     interpreter,
+    last_writer,
     launches,
     memcheck,
     numerics,
@@ -212,11 +213,23 @@ class CaseResult:
     autotuned: dict[str, dict[str, Any]] | None = None
     # Whether a launch of the spec's own kernels (jit_fn, jit_fns) received one of its outputs, under any config.
     own_wrote: bool = False
+    # A cause the suite names for every problem of the case (the interpreter's fp8 rounding, which may have made any
+    # value of it wrong): part of ``note``, and carried by each of :meth:`problems`.
+    cause: str = ""
 
     def message(self) -> str:
         if self.error:
             return self.error + self.note
         return ("; ".join(c.detail for c in self.checks if not c.passed) or "ok") + self.note
+
+    def problems(self) -> list[str]:
+        """Each problem of a failing case on its own (each output's each problem, or the error) after the case's
+        line (a known issue may describe where it fails: a dim, a layout), without the suite's notes but the cause it
+        names for all of them (``cause``): what a known issue's pattern must describe, one by one. The
+        interpreter's fp8 rounding is such a cause: the note tells the author to declare a known issue of its
+        words, and a conversion that drops a carry can make any value of the case wrong."""
+        found = [p for c in self.checks if not c.passed for p in (c.problems or (c.detail,))]
+        return [f"{self.case}\n{p}{self.cause}" for p in (found or ([self.error] if self.error else []))]
 
 
 class BrokenSpec(Exception):  # noqa: N818 - it names the finding
@@ -292,11 +305,24 @@ def _take_returned(spec: KernelSpec, outputs: dict, value: Any) -> None:
         outputs.update(got)
 
 
-def launch(spec: KernelSpec, inputs: dict, outputs: dict, config: dict) -> launches.Launches:
-    """``spec.run`` with ``config``: an autotuned kernel runs that config (suite/checks/launches.py); the launches it made."""
-    with launches.recording() as seen, launches.chosen(config):
+def launch(spec: KernelSpec, inputs: dict, outputs: dict, config: dict, watch: bool = False,
+           received: spec_code.Received | None = None) -> launches.Launches:
+    """``spec.run`` with ``config``: an autotuned kernel runs that config (suite/checks/launches.py); the launches it
+    made. ``watch``: note who changes each output element (suite/checks/last_writer.py; ``seen.watch``);
+    ``received``: count what the spec's own kernels receive (suite/checks/spec_code.py)."""
+    watcher = None
+    if watch and returned.returns_outputs(spec):  # the launcher's own tensors, known once run returns them
+        watcher = last_writer.ReturnedWatch(own_keys(spec), set(spec.host_epilogue))
+    elif watch and outputs:
+        watcher = last_writer.Watch(outputs, own_keys(spec), set(spec.initial_outputs))
+    with launches.recording(watcher, received) as seen, launches.chosen(config):
         _take_returned(spec, outputs, deep_stack.call(spec.run, inputs, outputs, config))
     return seen
+
+
+def own_keys(spec: KernelSpec) -> set[str]:
+    """The spec's own @triton.jit functions as launches.kernel_key names them."""
+    return {launches.kernel_key(k.fn) for k in spec.jit_kernels()}
 
 
 def launched_nothing(spec: KernelSpec, case: Case, config: dict, outputs: dict[str, torch.Tensor],
@@ -333,6 +359,30 @@ def unreached_outputs(spec: KernelSpec, outputs: dict[str, torch.Tensor], seen: 
             f"see what the kernel wrote. Launch the @triton.jit function on the suite's tensors (outputs[{missed[0]!r}]"
             f"), as the launcher does with the tensors it allocates, or test the launcher as it is: make_outputs=None "
             f"and run returns what it returns")
+
+
+def not_the_kernels(spec: KernelSpec, outputs: dict[str, torch.Tensor], seen: launches.Launches) -> str | None:
+    """Why the values the case would judge are not the spec's own kernel's (suite/checks/last_writer.py), or None:
+    written after its last launch, written by another before it and never by it, an output it changed nowhere, or
+    a case whose launches (of other kernels) included none of its own."""
+    watch = seen.watch
+    if watch is None or not seen.kernels or not any(t.numel() for t in outputs.values()):
+        return None
+    kernels = ", ".join(sorted(k.name for k in spec.jit_kernels())) or "its @triton.jit functions"
+    if not watch.own_launches:
+        others = ", ".join(sorted(seen.by_kernel) or sorted(set(seen.kernels)))
+        own = ", ".join(sorted(watch.own))
+        return last_writer.message([f"the case launched {others}, none of them the spec's own kernel(s) {own}"])
+    if isinstance(watch, last_writer.ReturnedWatch):
+        problems = watch.problems(outputs, kernels)
+        return last_writer.message(problems, returned=True) if problems else None
+    # Every element still the poison, of a dtype whose poison tells (no value is it, or an integer output, which
+    # the never-written check runs again on a second poison): that check judges whether the kernel wrote it.
+    all_poison = frozenset(name for name, t in outputs.items()
+                           if name not in spec.initial_outputs and t.numel() and has_distinct_poison(t.dtype)
+                           and bool(unwritten(t).all()))
+    problems = watch.problems(kernels, all_poison)
+    return last_writer.message(problems) if problems else None
 
 
 def check_reference(spec: KernelSpec, case: Case, inputs: dict, outputs: dict[str, torch.Tensor],
@@ -412,7 +462,7 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
     def result(passed: bool, ratio: float, checks=(), error=None, failure=None) -> CaseResult:
         if error is not None and current != default:
             error = f"with config {json.dumps(current, sort_keys=True)}: {error}"
-        note = ""
+        note = fp8 = ""
         if not passed and failure != FailureKind.SPEC and (fp8 := interpreter.fp8_note(interpreter.take_fp8_casts())):
             note += fp8  # the interpreter's rounding, which no tolerance (magnitude) would fix: no hint at one
             checks = [dataclasses.replace(c, detail=c.detail.replace(MAGNITUDE_HINT, "")) for c in checks]
@@ -424,7 +474,7 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
         return CaseResult(case, passed, ratio, list(checks), error, time.perf_counter() - start, failure,
                           dict(current), configs_run=configs.index(current) + 1, note=note,
                           unchecked=returned.unchecked(spec), heuristics=heuristics,
-                          autotuned=state.autotuned)
+                          autotuned=state.autotuned, cause=fp8)
 
     worst: CaseResult | None = None
     skipped: list[str] = []
@@ -443,6 +493,8 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
             outcome = result(all(c.passed for c in checks), ratio, checks)
             if not outcome.passed:
                 outcome.ran, outcome.skipped_configs = ran, skipped
+                outcome.compared = dict(state.compared)
+                outcome.elements = sum(outcome.compared.values())
                 if current != default:  # named wherever the reproduction line must carry it (--config)
                     outcome.error = f"with config {json.dumps(current, sort_keys=True)}: {outcome.message()}"
                 return outcome
@@ -516,8 +568,11 @@ def _launch(spec: KernelSpec, case: Case, backend: Any, config: dict, state: _Ca
             state.snapshot.restore()
             with timing.phase("launch"):
                 outputs, guards = prepare_outputs(spec, state.inputs, case)
-                seen = launch(spec, state.inputs, outputs, config)
+                got = spec_code.received(spec, case, own_keys(spec))
+                seen = launch(spec, state.inputs, outputs, config, watch=True, received=got)
                 synchronize(backend.device)
+            if problem := spec_code.unreceived_values(spec, case, got, outputs):
+                raise BrokenSpec(problem)
             if seen.autotuned or launches.may_autotune(spec, config):
                 state.autotuned = dict(seen.autotuned)  # this config's launches: what the record says ran
             state.heuristics.update(seen.heuristics)
@@ -579,6 +634,8 @@ def _check_launch(spec: KernelSpec, state: _CaseState, outputs: dict[str, torch.
         raise _Stop(result(False, math.inf, error=found, failure=FailureKind.MEMORY))
     if problem := unreached_outputs(spec, outputs, seen):
         raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure=FailureKind.SPEC))
+    if problem := not_the_kernels(spec, outputs, seen):
+        raise _Stop(result(False, math.inf, error=problem, failure=FailureKind.SPEC))
     out_of_bounds = guard_violations(guards)
     if out_of_bounds:
         raise _Stop(result(False, math.inf, error="; ".join(out_of_bounds), failure=FailureKind.MEMORY))
@@ -732,10 +789,10 @@ def _never_written(spec: KernelSpec, inputs: dict, case: Case, config: dict, nam
     if out.dtype == torch.bool:  # a bool reference is 0 or 1, never the poison's byte
         return mask
     if not out.dtype.is_floating_point:
-        # Every integer is a value a kernel may write: one the reference expects to be the poison, as the output's
-        # dtype holds it (-94 is 162 in uint8), was written; any other still holding it is run again on outputs
-        # holding a second poison, and was not written only if it holds that one there (issue 49, item 18).
-        mask = mask & (ref.to(out.device) != int_poison(out.dtype))
+        # Every integer is a value a kernel may write, the poison's too (-94 is 162 in uint8): an element still
+        # holding it is run again on outputs holding a second poison, and was not written only if it holds that one
+        # there (issue 49, item 18). Where the reference expects the poison the rerun decides too: a launch that
+        # writes nothing (n=0) left the poison where the reference happened to be it.
         return mask & (_again(spec, inputs, case, config, INT_POISON + 1, out.device)[name] == int_poison(out.dtype, 1)) \
             if bool(mask.any()) else mask
     if has_distinct_poison(out.dtype) or not bool((mask & torch.isnan(ref.to(out.device))).any()):

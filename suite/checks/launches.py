@@ -37,6 +37,11 @@ class Launches:
     autotuned: dict[str, dict[str, Any]] = field(default_factory=dict)
     # The storages each kernel's launches received: kernel (kernel_key) -> storages.
     by_kernel: dict[str, set[int]] = field(default_factory=dict)
+    # Who changed each output element last, where the case watches its outputs (suite/checks/last_writer.py).
+    watch: Any = None
+    # What the spec's own kernels' launches received, where the case's value class is judged by it
+    # (suite/checks/spec_code.py: Received; its ``note(key, tensors)`` is called at each launch, before it runs).
+    received: Any = None
 
     def reached(self, tensor: Any) -> bool:
         """Whether ``tensor``'s memory was handed to a launch (itself, a view of it, or a view of its storage)."""
@@ -54,8 +59,10 @@ def _storage(value: Any) -> int | None:
         return None
 
 
-def _note(record: Launches, name: str, args: tuple, kwargs: Mapping[str, Any], key: str | None = None) -> None:
+def _note(record: Launches, name: str, args: tuple, kwargs: Mapping[str, Any], key: str | None = None) -> list[Any]:
+    """Note one launch; the tensors it received."""
     record.kernels.append(name)
+    tensors: list[Any] = []
 
     def add(value: Any) -> None:
         if isinstance(value, (tuple, list)):
@@ -70,18 +77,24 @@ def _note(record: Launches, name: str, args: tuple, kwargs: Mapping[str, Any], k
             if ptr is not None:
                 record.storages.add(ptr)
                 record.by_kernel.setdefault(key or name, set()).add(ptr)
+                tensors.append(value)
 
     for value in args:
         add(value)
     for value in kwargs.values():
         add(value)
+    if record.received is not None:
+        record.received.note(key or name, tensors)
+    return tensors
 
 
 @contextlib.contextmanager
-def recording() -> Iterator[Launches]:
-    """Note every launch inside (this thread's)."""
+def recording(watch: Any = None, received: Any = None) -> Iterator[Launches]:
+    """Note every launch inside (this thread's); with ``watch`` (a last_writer.Watch), who changes each output
+    element, at every launch of the spec's own kernels; with ``received`` (a spec_code.Received), what those launches
+    received."""
     outer = getattr(stash.session().launches, "record", None)
-    record = Launches()
+    record = Launches(watch=watch, received=received)
     stash.session().launches.record = record
     try:
         yield record
@@ -338,16 +351,22 @@ def _wrap_run(cls: type) -> None:
     def run(self, *args, **kwargs):
         state = stash.session().launches
         record = getattr(state, "record", None)
+        watched = False
         if record is not None and not kwargs.get("warmup", False):
             _note_programs(state, self, args, kwargs)
             name = getattr(getattr(self, "fn", None), "__name__", None) or getattr(self, "__name__", "kernel")
             state.launched = getattr(state, "launched", None) or {}
             key = kernel_key(getattr(self, "fn", None) or self)
             state.launched[key] = state.launched.get(key, 0) + 1
-            _note(record, name, args, {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}, key)
+            tensors = _note(record, name, args, {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}, key)
             if keys := getattr(stash.session().launches, "heuristic_keys", None):  # what a @triton.heuristics computed
                 record.heuristics[name] = {k: _plain(kwargs[k]) for k in keys if k in kwargs}
-        return original(self, *args, **kwargs)
+            watched = record.watch is not None and record.watch.before(key, tensors)
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            if watched:
+                record.watch.after()
 
     cls.run = run
 

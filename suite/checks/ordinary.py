@@ -97,6 +97,20 @@ def messages(spec: Any, dtypes: list[str], backends: list[str], opts: options.Op
         yield plain(k, outputs[0], FIGURES[0])
     for k, (output, figures) in enumerate(itertools.product(outputs, FIGURES[2:])):  # every figure
         yield plain(k, output, figures)
+    # Each problem on its own, as a known issue's pattern is matched against it (harness.CaseResult.problems: an
+    # output's error over its bound, its hints, or the case's one error): an anchored pattern (r'\Aout: ', 'over$')
+    # is found in no whole message and in every one of these.
+    for output, figures in itertools.product(outputs, FIGURES):
+        for hint in ("", _MAGNITUDE_HINT, _FP64_HINT):
+            yield f"{output}: {over_bound(*figures)}{hint}"
+    yield "RuntimeError: the launch failed"
+    # A property's failure on its own, as the hook matches it (suite/session/known_issues.py: problems_of): its first
+    # line and its detail, without the reproduction line ('values\Z' would be found at its end alone).
+    for k, (output, figures) in enumerate(itertools.product(outputs, FIGURES[:2])):
+        dtype, backend = pairs[k % len(pairs)]
+        case = Case(kernel=spec.name, dtype=dtype, shape=shape, layout="contiguous", values="normal", seed=k)
+        yield f"property 'any_property' does not hold for {case}\n{output}: {over_bound(*figures)}"
+        yield f"{case} (checking 'any_property'): RuntimeError: the launch failed"
     combos = itertools.product(spec.layouts or ("contiguous",), spec.value_classes or ("normal",), outputs)
     for n, (layout, values, output) in enumerate(combos):  # every layout, value class and test, with the notes
         dtype, backend = pairs[n % len(pairs)]

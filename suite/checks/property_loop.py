@@ -235,12 +235,12 @@ class PropertyLoop(CaseLoop):
         """The failure as it was where every run was wrong; else an intermittent one (in the finding too), which
         from now on fails as found without running again while every other case passes untested."""
         if not rate.intermittent:
-            fail(f"{f.body()}\n({rate.text()})\nreproduce with: {f.line}")
+            fail(f"{f.body()}\n({rate.text()})\nreproduce with: {f.line}", [f.body()])
         finding = self.findings[f.name]
         finding.update(intermittent=rate.record(), repro=rate.repro(f.line)[1])
         if finding["message"] and not finding["holds"]:
             finding["message"] = f"intermittent ({rate.text()}): {finding['message']}"[:2000]
-        self.stick(f.case, intermittent_text(f.what, rate, f.config, f.detail, f.line))
+        self.stick(f.case, intermittent_text(f.what, rate, f.config, f.detail, f.line), [f.body()])
 
     def failed(self, f: Failure) -> None:
         self.failures.append(f)
@@ -249,7 +249,7 @@ class PropertyLoop(CaseLoop):
             self.shrink.restart_clock()
             if f.rate.intermittent:
                 self.verdict(f, f.rate)
-        fail(f"{f.body()}\nreproduce with: {f.line}{self.shrink.note(f.line)}")
+        fail(f"{f.body()}\nreproduce with: {f.line}{self.shrink.note(f.line)}", [f.body()])
 
     def check(self, case: Case) -> None:
         spec = self.spec
@@ -337,11 +337,11 @@ class PropertyLoop(CaseLoop):
     def unreliable(self, why: str) -> None:
         """A failure that did not happen again when Hypothesis replayed it: the first failure's verdict."""
         if self.sticky is not None:
-            fail(self.sticky[1])
+            fail(self.sticky[1], self.sticky_problems)
         if not self.failures:
             fail(f"intermittent: a failure of this test did not happen again when its case ran again ({why})")
         first = self.failures[0]
         if first.rate is None or first.rate.intermittent:
             self.verdict(first, first.rate or self.rerun_rate(first, Rate(1, 1)))
         fail(f"{first.body()}\n({first.rate.text()} of this case; another failure did not happen again: {why})\n"
-             f"reproduce with: {first.line}")
+             f"reproduce with: {first.line}", [first.body()])

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,15 @@ BUILT_VALUES = {
     "subnormal": "no input holds a subnormal value (0 < |x| < the smallest normal of its dtype)",
     "special": "no input holds inf or NaN",
 }
+# The least share of the float elements the spec's own kernel receives that must be of the class: kernels.inputs makes
+# every element of a subnormal draw subnormal, and about one in 16 of a special draw inf, -inf or NaN (at least one);
+# a special case needs max(1, elements // SPECIAL_SHARE) of them, where a draw of 1/16 falls short with odds below
+# 1e-7. One subnormal among normals, or one NaN, passed: a kernel that flushes or mishandles nearly all of them too.
+SUBNORMAL_SHARE = 16
+SPECIAL_SHARE = 128
+# From this many float elements on, a special case's kernel must receive both NaN and an infinity: a draw of
+# kernels.inputs misses either with odds below 1e-9 there (inf alone passed a kernel that turns NaN into 0).
+BOTH_SPECIALS_FROM = 1024
 
 
 def _holds(values: str, t: torch.Tensor) -> bool:
@@ -64,7 +74,9 @@ def _holds(values: str, t: torch.Tensor) -> bool:
 def unbuilt_values(spec: Any, case: Any, built: dict) -> str | None:
     """Why the case's inputs are not of the value class it declares: a case of class 'subnormal' none of whose float
     inputs holds a subnormal, or 'special' none of which holds inf or NaN (make_inputs drew normal numbers whatever
-    the class: a kernel that flushes subnormals, or mishandles NaN, passed, recorded as tested with them), or None."""
+    the class: a kernel that flushes subnormals, or mishandles NaN, passed, recorded as tested with them), or None.
+    Judged on make_inputs' dict where the spec's own kernel never launched (a torch_fallback case); else
+    :func:`unreceived_values` judges what its launches received."""
     if case.values not in BUILT_VALUES:
         return None
     tensors = [t for t in built.values() if isinstance(t, torch.Tensor) and t.dtype.is_floating_point and t.numel()]
@@ -74,6 +86,97 @@ def unbuilt_values(spec: Any, case: Any, built: dict) -> str | None:
             f"make_inputs ignored case.values, so the case ran on other values and would be recorded as a class it "
             f"never was. Draw the inputs with kernels.inputs.values (or inputs.rows), which build the class, or leave "
             f"{case.values!r} out of the spec's value_classes (docs/checks.md)")
+
+
+@dataclass
+class Received:
+    """The float elements the spec's own kernels' launches received, counted at each launch before it runs (so a
+    launcher that flushes or replaces the inputs first is seen): per tensor (its memory, shape, strides and dtype),
+    (elements, subnormal, NaN, inf) as first received. ``own``: the spec's kernel keys (launches.kernel_key); empty:
+    every launch counts. ``floor``: the case dtype's smallest normal, where it is a float dtype."""
+
+    values: str
+    own: set[str]
+    floor: float = 0.0
+    launches: int = 0
+    tensors: dict[tuple, tuple[int, int, int, int, int]] = field(default_factory=dict)  # key -> (storage, counts...)
+    integers: int = 0  # elements of integer tensors received (a float input handed over as its bits)
+
+    def note(self, key: str, tensors: list[Any]) -> None:
+        if self.own and key not in self.own:
+            return
+        self.launches += 1
+        for t in tensors:
+            if not isinstance(t, torch.Tensor) or not t.numel():
+                continue
+            ident = (t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype)
+            if ident in self.tensors:
+                continue
+            if not t.dtype.is_floating_point:
+                self.integers += t.numel()
+                self.tensors[ident] = (int(t.untyped_storage().data_ptr()), 0, 0, 0, 0)
+                continue
+            x = t.detach().to(torch.float64 if t.dtype == torch.float64 else torch.float32)
+            size = x.abs()
+            floor = max(self.floor, float(torch.finfo(t.dtype).tiny))
+            counts = torch.stack([((size > 0) & (size < floor)).sum(), torch.isnan(x).sum(), torch.isinf(x).sum()])
+            sub, nan, inf = (int(v) for v in counts.tolist())
+            self.tensors[ident] = (int(t.untyped_storage().data_ptr()), t.numel(), sub, nan, inf)
+
+    def counted(self, outputs: set[int]) -> tuple[int, int, int, int]:
+        """(elements, subnormal, NaN, inf) over the float tensors received, but those in ``outputs``' storages."""
+        totals = [0, 0, 0, 0]
+        for storage, *counts in self.tensors.values():
+            if storage not in outputs:
+                totals = [a + b for a, b in zip(totals, counts, strict=True)]
+        return tuple(totals)
+
+
+def received(spec: Any, case: Any, own: set[str]) -> Received | None:
+    """A :class:`Received` for a case whose value class is judged by what its kernel receives, else None."""
+    if case.values not in BUILT_VALUES:
+        return None
+    from kernels.spec import DTYPES
+
+    dtype = DTYPES.get(case.dtype)
+    floor = float(torch.finfo(dtype).tiny) if dtype is not None and dtype.is_floating_point else 0.0
+    return Received(case.values, set(own), floor)
+
+
+def unreceived_values(spec: Any, case: Any, got: Received | None, outputs: dict) -> str | None:
+    """Why the spec's own kernel did not receive the case's value class (see :class:`Received`), or None: a
+    'subnormal' case whose kernel received fewer than 1/SUBNORMAL_SHARE of its float elements subnormal, a 'special'
+    case fewer than max(1, elements // SPECIAL_SHARE) inf or NaN (or, from BOTH_SPECIALS_FROM elements, not both),
+    or no float element at all (inputs handed over as integer bits). ``outputs``' elements are not inputs: their
+    storages are left out, but those the spec starts from an input (initial_outputs). None where the own kernel
+    never launched (:func:`unbuilt_values` judges make_inputs' dict then)."""
+    if got is None or not got.launches:
+        return None
+    left_out = {int(t.untyped_storage().data_ptr()) for name, t in outputs.items()
+                if isinstance(t, torch.Tensor) and name not in spec.initial_outputs}
+    elements, sub, nan, inf = got.counted(left_out)
+    head = f"kernel spec {spec.name!r}: the case's value class is {case.values!r}, yet "
+    tail = (f". The class is what reaches the kernel: a launcher that flushes, replaces or leaves out the drawn "
+            f"values tests other values, recorded as this class. Draw the inputs the kernel receives with "
+            f"kernels.inputs.values (or inputs.rows), which build the class, or leave {case.values!r} out of the "
+            f"spec's value_classes (docs/checks.md, Value classes built)")
+    if not elements:
+        ints = f" ({got.integers} integer element(s): float values handed over as their bits?)" if got.integers else ""
+        return (head + f"the {got.launches} launch(es) of its own kernel(s) received no float input{ints}, so the "
+                f"class cannot be seen in what the kernel ran on" + tail)
+    if case.values == "subnormal":
+        if sub * SUBNORMAL_SHARE >= elements:
+            return None
+        return (head + f"{sub} of the {elements} float input element(s) its own kernel's launches received are "
+                f"subnormal (0 < |x| < the smallest normal of the case dtype or of the tensor's own); at least "
+                f"1/{SUBNORMAL_SHARE} of them must be" + tail)
+    need = max(1, elements // SPECIAL_SHARE)
+    both = elements < BOTH_SPECIALS_FROM or (nan and inf)
+    if nan + inf >= need and both:
+        return None
+    return (head + f"{nan} NaN and {inf} inf among the {elements} float input element(s) its own kernel's launches "
+            f"received; a special case must hand it at least max(1, elements // {SPECIAL_SHARE}) = {need} of them"
+            f", and both NaN and an infinity from {BOTH_SPECIALS_FROM} elements on" + tail)
 
 
 def unbuilt_layout(spec: Any, case: Any, built: dict) -> str | None:

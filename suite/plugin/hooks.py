@@ -454,13 +454,24 @@ def _fail_unless_known(item: pytest.Item, call: pytest.CallInfo, report: pytest.
     issue = kernel_dtype[2] if isinstance(kernel_dtype, tuple) and len(kernel_dtype) > 2 else None
     if call.when != "call" or not hasattr(report, "wasxfail") or issue is None or call.excinfo is None:
         return
+    from suite.session.known_issues import KnownIssueFailure, problems_of
+
     text = str(call.excinfo.value)
-    if issue.covers(text):
+    if getattr(item, "originalname", "") == "test_matches_reference":
+        # The reference loop judges each case's problems one by one against the issue and ends a test its issue
+        # explains with KnownIssueFailure: any other failure (an undescribed problem beside a described one, an
+        # end-of-test rule) fails, whatever text of the issue's the message also holds.
+        if isinstance(call.excinfo.value, KnownIssueFailure):
+            return
+    elif issue.covers_all(problems_of(call.excinfo.value)):
+        # Elsewhere (properties, benchmarks) each failure's problems, each on its own: a pattern found only in a
+        # reproduction line or a note, or describing one of two distinct failures, describes neither.
         return
     del report.wasxfail
     report.outcome = "failed"
     report.longrepr = (f"{text}\n(not the failure known issue {issue.id} describes: its failure_pattern "
-                       f"{issue.failure_pattern!r} is not in this message, so it fails the run)")
+                       f"{issue.failure_pattern!r} does not describe every problem here (each output's each problem, "
+                       f"and each end-of-test rule, is matched on its own), so it fails the run)")
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -54,6 +54,18 @@ class KnownIssueFailure(Exception):  # noqa: N818 - it names the outcome
     """A test's failures were all of the kind its known issue describes: the test is expected to fail (xfail)."""
 
 
+def problems_of(exc: BaseException) -> list[str]:
+    """Each problem a test's failure holds, as a known issue's pattern is matched against them one by one: the
+    ``problems`` a failure carries (suite/checks/caseloop.py: fail; a property's what and detail, without the
+    reproduction line and notes), each failure of a group of them (Hypothesis's distinct failures), else its whole
+    text as one."""
+    inner = getattr(exc, "exceptions", None)
+    if isinstance(inner, (tuple, list)) and inner and all(isinstance(e, BaseException) for e in inner):
+        return [p for e in inner for p in problems_of(e)]
+    found = getattr(exc, "problems", None)
+    return list(found) if found else [str(exc)]
+
+
 @dataclass(frozen=True)
 class KnownIssue:
     id: str
@@ -72,6 +84,11 @@ class KnownIssue:
         """Whether a failure with this message is the one the entry describes; any other failure of its kernel and
         dtype fails the run."""
         return not self.failure_pattern or re.search(self.failure_pattern, message) is not None
+
+    def covers_all(self, problems: list[str]) -> bool:
+        """Whether every problem of a failing case (CaseResult.problems: each output's each problem) is one the
+        entry describes: a case with one described problem and one undescribed is not the known issue's."""
+        return bool(problems) and all(self.covers(p) for p in problems)
 
     def matches(self, backend: str, arch: str, triton_version: str, kernel: str, dtype: str,
                 test: str = OPTIONAL["test"]) -> bool:
@@ -210,6 +227,10 @@ class KnownIssueGroup:
 
     def covers(self, message: str) -> bool:
         return any(k.covers(message) for k in self.issues)
+
+    def covers_all(self, problems: list[str]) -> bool:
+        """Every problem described by one of the entries (each by any of them)."""
+        return bool(problems) and all(self.covers(p) for p in problems)
 
     def which(self, message: str) -> KnownIssue | None:
         """The first entry that describes a failure with this message."""

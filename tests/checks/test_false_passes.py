@@ -201,3 +201,16 @@ def test_a_dim_that_never_reaches_past_one_block_is_refused_when_the_spec_is_mad
     assert spec.dims[0].one_block
     with pytest.raises(SpecError, match="one_block must say why"):
         dataclasses.replace(VECTOR_ADD, dims=(Dim("N", interpret_max=100, gpu_max=1 << 20, one_block=" "),))
+
+
+def test_a_magnitude_loose_where_the_reference_is_zero_is_a_broken_spec(run_suite):
+    """A relu that never clamps (out = x) under a magnitude of |reference|, and 1e30 where the reference is 0: the
+    looseness rules judged the elements with a reference alone, and it passed. Where the reference is 0 the bound is
+    judged against the output's largest |reference| now."""
+    run = run_suite("suite/test_kernels.py", FALSE_PASSES, "--kernels=relu_unclamped_zero_magnitude", "-n", "0",
+                    "-k", "test_matches_reference", env=FAST_SHRINK)
+    [test] = run.run_data()["tests"]
+    assert test["outcome"] == "failed", test
+    assert "at least 0.5x the output's largest |reference|" in test["message"], test["message"]
+    assert "elements whose reference is zero" in test["message"], test["message"]
+    assert run.returncode == 1, run.output[-3000:]

@@ -21,6 +21,9 @@ def test_every_known_issue_of_a_kernel_dtype_and_test_is_read():
     found = known_issues.find(entries, "interpret", "interpreter", "3.6.0", "k", "fp32")
     assert found.covers("out: 1 NaN where the reference is not") and found.covers("out: error 3.0 at (1,) is 4x")
     assert not found.covers("out: 2 of 9 elements never written")
+    # a case's problems, each described by one entry or another, are the group's; one undescribed is not
+    assert found.covers_all(["out: 1 NaN where the reference is not", "out: error 3.0 at (1,) is 4x"])
+    assert not found.covers_all(["out: 1 NaN where the reference is not", "out: 2 of 9 elements never written"])
     assert found.which("out: error 3.0 at (1,)").id == "error" and found.id == "nan + error"
     assert found.as_record()["failure_pattern"] == "nan: NaN where | error: out: error"
     one = known_issues.find(entries, "interpret", "interpreter", "3.6.0", "k", "fp16")

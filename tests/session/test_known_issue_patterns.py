@@ -9,6 +9,7 @@ tests/fixtures/known_issue_kernels.py.
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import json
 import re
@@ -45,7 +46,7 @@ def test_a_second_bug_under_a_known_issue_fails_and_the_other_cases_run_on(run_s
     assert other["outcome"] == "failed", other
     assert "out: error " in other["message"] and "values=negative" in other["message"], other["message"]
     assert ("(not the failure known issue nan-for-large-x-2 describes: its failure_pattern 'NaN where the reference "
-            "is not' is not in this message, so it fails the run)") in other["message"], other["message"]
+            "is not' does not describe every problem here") in other["message"], other["message"]
     # Line by line, but for its figures and how the run was started, an ordinary wrong value's message as
     # suite/checks/ordinary.py writes them: what a failure_pattern must not be found in.
     spec = dataclasses.replace(VECTOR_ADD, name="known_nan_and_sub_add", value_classes=("normal", "large", "negative"))
@@ -54,6 +55,30 @@ def test_a_second_bug_under_a_known_issue_fails_and_the_other_cases_run_on(run_s
                for line in text.splitlines()}
     for line in other["message"].splitlines()[:3]:
         assert _shape(line) in written, (line, sorted(w for w in written if w[:8] == _shape(line)[:8]))
+
+
+def test_a_known_issue_excuses_only_the_problem_it_describes(run_suite):
+    """Element 0 NaN (the issue) and every other element 1.5x its answer, in one output of one case: the pattern was
+    found in the case's whole message, so the second bug passed as known. Each problem is matched on its own now."""
+    run = run_suite("suite/test_kernels.py", KERNELS, "--kernels=known_nan_and_scaled_add", "-n", "0",
+                    "-k", "test_matches_reference", env=FAST_SHRINK)
+    [test] = run.run_data()["tests"]
+    assert test["outcome"] == "failed", test
+    assert "NaN where the reference is not" in test["message"] and "elements over" in test["message"], test
+    assert "does not describe every problem here" in test["message"], test["message"]
+    assert run.returncode == 1, run.output[-3000:]
+
+
+def test_a_known_issue_never_excuses_a_broken_spec(run_suite):
+    """A spec that hands its kernel one subnormal among normals (a broken spec) under a known issue whose pattern is
+    that message: matched per problem, the broken spec passed as the platform's bug. It fails now."""
+    run = run_suite("suite/test_kernels.py", KERNELS, "--kernels=known_broken_spec_add", "-n", "0",
+                    "-k", "test_matches_reference", env=FAST_SHRINK)
+    [test] = run.run_data()["tests"]
+    assert test["outcome"] == "failed", test
+    assert "broken spec: kernel spec 'known_broken_spec_add': the case's value class is 'subnormal'" in \
+        test["message"], test["message"]
+    assert run.returncode == 1, run.output[-3000:]
 
 
 def _shape(line: str) -> str:
@@ -163,6 +188,8 @@ def _file_entry(tmp_path, **change):
     "reproduce with",  # every message ends with the reproduction line
     r"[\s\S]", "(?s).", r"\b",
     r"error \S+ at \S+ is \S+x the bound",  # an ordinary wrong value, whatever the bug
+    # Anchored at a problem's ends: found in no whole message, and in each problem a known issue is matched against
+    r"\Ac: ", r"^c: error", r"elements over$", r"over\Z", r"\A\w+:", r"\ARuntimeError",
 ])
 def test_a_pattern_that_an_ordinary_wrong_value_meets_is_refused(tmp_path, pattern):
     """Issue 61, item 3: a failure_pattern found in an ordinary wrong-value message of its kernel (the kernel's name,
@@ -222,3 +249,44 @@ def test_a_broad_pattern_in_the_file_is_a_usage_error(run_suite, tmp_path):
     assert "INTERNALERROR" not in run.output, run.output[-3000:]
     assert (f"--known-issues: {path}: known_issues[0] ('x'): field 'failure_pattern' 'matmul' is found in an ordinary "
             f"wrong-value message of kernel 'matmul'") in run.output, run.output[-3000:]
+
+
+def _properties_verdict(exc: BaseException, pattern: str) -> str:
+    """What the hook makes of a test_properties failure ``exc`` under a known issue of ``pattern``: its outcome."""
+    from types import SimpleNamespace
+
+    from suite.plugin import hooks
+
+    issue = known_issues.KnownIssue(**{**ENTRY, "kernel": "vector_add", "dtype": "fp32", "failure_pattern": pattern})
+    item = SimpleNamespace(originalname="test_properties",
+                           callspec=SimpleNamespace(params={"kernel_dtype": (VECTOR_ADD, "fp32", issue)}))
+    report = SimpleNamespace(wasxfail="known issue x", outcome="skipped", longrepr=None)
+    hooks._fail_unless_known(item, SimpleNamespace(when="call", excinfo=SimpleNamespace(value=exc)), report)
+    return report.outcome
+
+
+def _property_failure(detail: str, line: str = "pytest x --repro=N=4123;seed=7") -> BaseException:
+    from suite.checks.caseloop import fail
+
+    body = f"property 'batch_invariant' does not hold for vector_add[fp32] {{\"N\": 3}}\n{detail}"
+    try:
+        fail(f"{body}\nreproduce with: {line}\n(shrinking stopped; the first failing case: --repro=N=4123)", [body])
+    except pytest.fail.Exception as exc:
+        return exc
+    raise AssertionError("fail() did not raise")
+
+
+def test_a_property_failure_is_matched_by_its_problems_not_its_reproduction_lines():
+    """A property's failure is excused only where the issue describes the problem (its first line and detail): a
+    pattern found in the reproduction line or the shrinking note alone (the first failing case was N=4123, the one
+    shown N=3) used to keep the xfail, matched against the whole message."""
+    wrong = _property_failure("row 1 differs from the single-row run")
+    assert _properties_verdict(wrong, r"N=4123") == "failed"
+    assert _properties_verdict(wrong, r"row \d+ differs from the single-row run") == "skipped"  # still the xfail
+    # Hypothesis's distinct failures: each must be described (by the issue, or one of a group's entries)
+    other = _property_failure("out: 2 NaN where the reference is not")
+    group = builtins.BaseExceptionGroup("Hypothesis found 2 distinct failures.", [wrong, other])
+    assert _properties_verdict(group, r"row \d+ differs") == "failed"
+    assert _properties_verdict(group, r"row \d+ differs|NaN where the reference is not") == "skipped"
+    # A failure that carries no problems (a benchmark's) is one problem: its whole text, as before.
+    assert known_issues.problems_of(RuntimeError("slower than the ceiling")) == ["slower than the ceiling"]

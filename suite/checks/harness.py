@@ -16,6 +16,7 @@ import torch
 from kernels.spec import Case, KernelSpec, Tolerance
 from reports.failure_kinds import FailureKind
 from suite.checks import autotune, deep_stack, flushes, host_reference, interpreter, launches, memcheck, returned, spec_code
+from suite.checks import restride as relayout
 from suite.checks.tolerance import _MAGNITUDE_HINT as MAGNITUDE_HINT
 from suite.checks.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output, loose_bound, read_back
 from suite.session import options
@@ -201,6 +202,8 @@ class CaseResult:
     autotuned: dict[str, dict[str, Any]] | None = None
     # Whether a launch of the spec's own kernels (jit_fn, jit_fns) received one of its outputs, under any config.
     own_wrote: bool = False
+    restrided: list[str] = field(default_factory=list)  # the tensors the case's restride re-laid (restride.py)
+    raised: bool = False  # the launcher (or a kernel it launched) raised an error of its own: it refused the case
 
     def message(self) -> str:
         if self.error:
@@ -239,13 +242,17 @@ def declared_outputs(spec: KernelSpec, outputs: Any, what: str) -> dict[str, tor
     return outputs
 
 
-def prepare_outputs(spec: KernelSpec, inputs: dict, case: Case) -> tuple[dict[str, torch.Tensor], dict]:
+def prepare_outputs(spec: KernelSpec, inputs: dict, case: Case,
+                    met: list[str] | None = None) -> tuple[dict[str, torch.Tensor], dict]:
     """The outputs of one launch and their guards: make_outputs' tensors moved between poisoned guard regions, each
     filled with the poison, or with its initial value where the spec declares one (``initial_outputs``). None yet
     where ``run`` returns the outputs its launcher allocates (suite/checks/returned.py): :func:`launch` fills them in."""
     if returned.returns_outputs(spec):
         return {}, {}
     outputs = declared_outputs(spec, spec_code.call(spec, "make_outputs", spec.make_outputs, inputs, case), "make_outputs")
+    outputs, changed = relayout.outputs(spec, case, outputs, poison)  # the case's restride, where it takes outputs
+    if met is not None:
+        met += [f"output {n}" for n in changed if f"output {n}" not in met]
     guards = guard(outputs)
     poison(outputs)
     for name, source in spec.initial_outputs.items():
@@ -377,6 +384,7 @@ class _CaseState:
     autotuned: dict[str, dict[str, Any]] | None = None  # the config each @triton.autotune kernel ran, last config's
     heuristics: dict[str, dict[str, Any]] = field(default_factory=dict)  # what @triton.heuristics computed
     own_wrote: bool = False  # a launch of the spec's own kernels received an output (under any config so far)
+    restrided: list[str] = field(default_factory=list)  # the tensors the case's restride re-laid (restride.py)
 
     def clear(self) -> None:
         fresh = _CaseState()
@@ -410,7 +418,7 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
         return CaseResult(case, passed, ratio, list(checks), error, time.perf_counter() - start, failure,
                           dict(current), configs_run=configs.index(current) + 1, note=note,
                           unchecked=returned.unchecked(spec), heuristics=heuristics,
-                          autotuned=state.autotuned)
+                          autotuned=state.autotuned, restrided=list(state.restrided))
 
     worst: CaseResult | None = None
     skipped: list[str] = []
@@ -494,14 +502,15 @@ def _launch(spec: KernelSpec, case: Case, backend: Any, config: dict, state: _Ca
                 with timing.phase("inputs"):
                     state.inputs = spec_code.call(spec, "make_inputs", spec.make_inputs, case, backend.device)
                 if problem := (spec_code.unbuilt_layout(spec, case, state.inputs)
-                               or spec_code.unbuilt_values(spec, case, state.inputs)):
+                               or spec_code.unbuilt_values(spec, case, state.inputs) or relayout.unknown(case.restride)):
                     raise BrokenSpec(problem)
+                state.inputs, state.restrided = relayout.inputs(spec, case, state.inputs)
             if state.snapshot is None:
                 with timing.phase("inputs"):
                     state.snapshot = InputSnapshot(spec, state.inputs)
             state.snapshot.restore()
             with timing.phase("launch"):
-                outputs, guards = prepare_outputs(spec, state.inputs, case)
+                outputs, guards = prepare_outputs(spec, state.inputs, case, state.restrided)
                 seen = launch(spec, state.inputs, outputs, config)
                 synchronize(backend.device)
             if seen.autotuned or launches.may_autotune(spec, config):
@@ -554,6 +563,7 @@ def _launch_error(exc: Exception, spec: KernelSpec, case: Case, backend: Any, st
         error = f"out of memory: {error}"
     stopped = result(False, math.inf, error=error, failure=failure)
     stopped.footprint = need
+    stopped.raised = failure is None
     return _Stop(stopped)
 
 
@@ -757,6 +767,7 @@ def record(result: CaseResult, nodeid: str, repro: str) -> dict[str, Any]:
         **({"unchecked": result.unchecked} if result.unchecked else {}),
         **({"heuristics": result.heuristics} if result.heuristics else {}),
         **({"autotuned": result.autotuned} if result.autotuned is not None else {}),
+        **({"restrided": result.restrided} if result.restrided else {}),
         "config": result.config,
         "configs_run": result.configs_run,
         "duration_s": round(result.duration_s, 4),

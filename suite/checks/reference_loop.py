@@ -15,7 +15,7 @@ from hypothesis import seed, settings
 from kernels.spec import Case
 from reports.failure_kinds import FailureKind as K
 from suite import compat
-from suite.checks import autotune, launches, reach, returned, spec_code
+from suite.checks import autotune, launches, reach, restride, returned, spec_code
 from suite.checks.caseloop import ABORTING, CaseLoop, Rate, fail, intermittent_text
 from suite.checks.harness import CaseResult, record, run_case
 from suite.checks.strategies import drawn_value_classes
@@ -230,7 +230,7 @@ class ReferenceLoop(CaseLoop):
             return
         self.passed.add(case, result)
         try:
-            self.coverage.add(case, result.ran, result.skipped_configs)
+            self.coverage.add(case, result.ran, result.skipped_configs, result.restrided)
         except spec_code.SpecRaised as exc:  # a CodePath's taken raised: the spec's, in one line
             broken = f"broken spec: {exc}"
             self.last_failure = {**rec, "outcome": "failed", "failure": str(K.SPEC), "message": broken}
@@ -307,6 +307,12 @@ class ReferenceLoop(CaseLoop):
         """Whether this test (or this part: the last of a split test's to finish) judges the whole test's end."""
         return self.split == 1 or self.last
 
+    def strategy(self):
+        """The drawn cases, each with the restride it picks (suite/checks/restride.py): the draws themselves are
+        Hypothesis's as before."""
+        spec = self.spec
+        return super().strategy().map(lambda case: restride.pick(spec, case))
+
     def hypothesis_run(self, strategy):
         run = self.given(strategy, self.check, f"{self.spec.name}-{self.dtype}")
         if self.split > 1 and not self.same_draws:
@@ -326,6 +332,73 @@ class ReferenceLoop(CaseLoop):
         if self.passed.largest is not None and (never := reach.configs_never_run(self.spec, self.backend.family,
                                                                                    self.coverage)):
             self.check(self.passed.largest[0], never)  # every config of the family at least once
+        if self.passed.largest is not None:  # the largest: a dim of 1 leaves no rows to broadcast or permute
+            self.reach_defaults(self.passed.largest[0])
+        self.cross(strategy)
+        if self.passed.largest is not None:
+            self.try_contract(self.passed.largest[0])
+
+    def reach_defaults(self, base: Case) -> None:
+        """What the spec did not list but users pass, met at least once: each drawn restride no case met, and
+        subnormal inputs (fp32, fp16, bf16), on ``base``; what cannot be met is recorded with why (not_met)."""
+        import dataclasses
+
+        coverage = self.coverage
+        for name in restride.drawn(self.spec):
+            if coverage.restrides[name]:
+                continue
+            coverage.searched.append(f"restride={name}")
+            self.check(dataclasses.replace(base, restride=name))
+            if not coverage.restrides[name]:
+                coverage.not_met[f"restride={name}"] = "no tensor of the test's cases it applies to"
+        for name, why in self.spec.refused_layouts.items():
+            coverage.not_met[f"restride={name}"] = f"refused by the spec: {why}"
+        if restride.subnormals_implied(self.spec, self.dtype) and not coverage.values["subnormal"]:
+            case = dataclasses.replace(base, values="subnormal")
+            built = spec_code.call(self.spec, "make_inputs", self.spec.make_inputs, case, self.backend.device)
+            if spec_code.unbuilt_values(self.spec, case, built):
+                coverage.not_met["values=subnormal"] = ("make_inputs ignores case.values (draw the inputs with "
+                                                        "kernels.inputs.values), or say why not: no_subnormals")
+            else:
+                coverage.searched.append("values=subnormal")
+                self.check(case)
+        elif self.spec.no_subnormals and self.dtype in restride.SUBNORMAL_DTYPES:
+            coverage.not_met["values=subnormal"] = f"no_subnormals: {self.spec.no_subnormals}"
+
+    def cross(self, strategy) -> None:
+        """Every declared path with every declared layout, value class and met restride, at least once."""
+        wanted = [f"layout={lay}" for lay in self.spec.layouts]
+        wanted += [f"values={v}" for v in drawn_value_classes(self.spec, self.dtype, self.backend.name)]
+        wanted += [f"restride={r}" for r in restride.drawn(self.spec) if self.coverage.restrides[r]]
+        try:
+            found = reach.crossing_cases(strategy, self.coverage, wanted)
+        except spec_code.SpecRaised as exc:
+            fail(f"broken spec: {exc}")
+        for label, case, config in found:
+            self.coverage.searched.append(label)
+            self.check(case, [config])
+
+    def try_contract(self, base: Case) -> None:
+        """Once per test, a layout the spec did not declare (restride.probes: the first that meets a tensor) on
+        ``base``: accepted, it must be right (a wrong result fails, saying how to declare or refuse it); refused (the
+        launcher raised), it is recorded."""
+        import dataclasses
+
+        for name in restride.probes(self.spec, self.dtype):
+            case = dataclasses.replace(base, restride=name)
+            config = self.forced or autotune.choose_config(self.spec, case.dtype, case.shape, self.backend)
+            result = self.run_once(case, [config])
+            outcome, detail = restride.judge(result, name)
+            self.coverage.contract = {"tried": name, "outcome": outcome, **({"detail": detail} if detail else {})}
+            if outcome != "none met":
+                break
+        else:
+            return
+        if outcome == "wrong":
+            self.coverage.contract["outcome"] = "wrong"
+            line = self.config_line(case, result.config)
+            self.last_failure = {**record(result, self.request.node.nodeid, line)}
+            fail(f"{case}\n{restride.undeclared_text(self.spec, name, result)}\nreproduce with: {line}")
 
     def reach_missing_paths(self, strategy) -> None:
         """Run a case for each declared path the drawn cases missed; a path no allowed case reaches is listed (unreachable,

@@ -397,8 +397,9 @@ class ReferenceLoop(CaseLoop):
         if outcome == "wrong":
             self.coverage.contract["outcome"] = "wrong"
             line = self.config_line(case, result.config)
-            self.last_failure = {**record(result, self.request.node.nodeid, line)}
-            fail(f"{case}\n{restride.undeclared_text(self.spec, name, result)}\nreproduce with: {line}")
+            text = restride.undeclared_text(self.spec, name, result)
+            self.last_failure = {**record(result, self.request.node.nodeid, line), "message": text[:2000]}
+            fail(f"{case}\n{text}\nreproduce with: {line}")
 
     def reach_missing_paths(self, strategy) -> None:
         """Run a case for each declared path the drawn cases missed; a path no allowed case reaches is listed (unreachable,

@@ -210,7 +210,7 @@ def _quant_signature(dtype: str, meta: dict) -> tuple[dict, dict]:
                                                        "BLOCK_K": meta.get("BLOCK_K", 1024)})
 
 QUANT_SPEC = register(KernelSpec(
-    name="fp8_quant_rowwise",
+    name="fp8_quant_rowwise", strided_outputs=True,
     description="row-wise fp8 quantization of a bf16/fp16/fp32 matrix with a per-row fp32 scale (amax / fp8_max)",
     dims=(Dim("M", interpret_max=12, gpu_max=2048, nightly_max=8192, blocks=(1,)),
           Dim("K", interpret_max=300, gpu_max=16384, nightly_max=65536, blocks=(64, 1024))),
@@ -311,7 +311,7 @@ DESCRIPTOR = descriptor_fields(_descriptor_case, "bf16", b_k_major=True, scaled=
 
 
 MATMUL_SPEC = register(KernelSpec(
-    name="fp8_scaled_matmul",
+    name="fp8_scaled_matmul", strided_outputs=True,
     description="C = (Aq * sa) @ (Bq * sb): fp8 operands through tl.dot, fp32 accumulation, row/column scales, bf16/fp16 out",
     dims=(Dim("M", interpret_max=80, gpu_max=1024, nightly_max=4096, blocks=(32, 64, 128)),
           Dim("N", interpret_max=80, gpu_max=1024, nightly_max=4096, blocks=(32, 64, 128)),

@@ -128,14 +128,16 @@ class Coverage:
                     self.paths[path.name] += 1
                     self.crossed.setdefault(path.name, set()).update(
                         (f"layout={case.layout}", f"values={case.values}", f"restride={met or 'none'}"))
-                    self.taker.setdefault(path.name, (case, dict(config)))
+                    size = sum(case.shape.values())
+                    if path.name not in self.taker or size < sum(self.taker[path.name][0].shape.values()):
+                        self.taker[path.name] = (case, dict(config))  # the smallest: the crossings rerun it
 
     def uncrossed(self, wanted: Sequence[str]) -> dict[str, list[str]]:
         """Declared path -> each of ``wanted`` ("layout=L", "values=V", "restride=R") no passed case ran it with."""
         out = {}
         for path in self.declared:
             missing = [w for w in wanted if w not in self.crossed.get(path.name, set())]
-            if missing and self.paths[path.name]:
+            if missing and path.name in self.taker:  # a split test's last part: the paths its own cases took
                 out[path.name] = missing
         return out
 
@@ -204,8 +206,8 @@ def crossing_cases(strategy: Any, coverage: Coverage, wanted: Sequence[str]) -> 
     """Cases that run each declared path with each of ``wanted`` ("layout=L", "values=V", "restride=R") it has not
     run with, labelled ``PATH:what``: the first passed case that took the path, with one missing layout, one missing
     value class and one missing restride at once in its place; where the path's ``taken`` then no longer holds (a path
-    of some layouts only), the smallest case ``strategy`` gives that takes it with that layout. A path no case takes
-    with a layout is left out of that layout (its ``taken`` says it cannot)."""
+    of some layouts only), the layout is left out (the path's ``taken`` says it is not taken in that layout) and the
+    rest still runs. ``strategy`` is unused (kept for a search of its own)."""
     import dataclasses
     from itertools import zip_longest
 
@@ -217,16 +219,14 @@ def crossing_cases(strategy: Any, coverage: Coverage, wanted: Sequence[str]) -> 
                   for k in ("layout", "values", "restride")}
         for layout, values, restride in zip_longest(groups["layout"], groups["values"], groups["restride"]):
             change = {k: v for k, v in (("layout", layout), ("values", values), ("restride", restride)) if v is not None}
-            change["restride"] = "" if change.get("restride") == "none" else change.get("restride", base.restride)
+            if "restride" in change:
+                change["restride"] = "" if change["restride"] == "none" else change["restride"]
             case, cfg = dataclasses.replace(base, **change), config
-            if not taken(path, case, cfg, coverage.spec):
-                def takes(c: Case, lay: str = case.layout, path: CodePath = path, cfg: dict = cfg) -> bool:
-                    return c.layout == lay and taken(path, c, cfg, coverage.spec)
-
-                hit = _smallest(strategy, takes)
-                if hit is None:
-                    continue
-                case = dataclasses.replace(hit, values=case.values, restride=case.restride)
+            if "layout" in change and not taken(path, case, cfg, coverage.spec):
+                del change["layout"]  # the path is not taken in that layout (its ``taken`` says so): the rest still
+                case = dataclasses.replace(base, **change)
+            if not taken(path, case, cfg, coverage.spec) or case == base:
+                continue
             label = ",".join(f"{k}={v or 'none'}" for k, v in change.items())
             found.append((f"{name}:{label}", case, cfg))
     return found

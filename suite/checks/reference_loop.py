@@ -347,6 +347,13 @@ class ReferenceLoop(CaseLoop):
         for name in restride.drawn(self.spec):
             if coverage.restrides[name]:
                 continue
+            case = dataclasses.replace(base, restride=name)
+            built = spec_code.call(self.spec, "make_inputs", self.spec.make_inputs, case, self.backend.device)
+            if not restride.inputs(self.spec, case, built)[1] and not (
+                    restride.takes_outputs(self.spec, case) and any(t.dim() >= 2 for t in built.values()
+                                                                   if hasattr(t, "dim"))):
+                coverage.not_met[f"restride={name}"] = "no tensor of the test's cases it applies to"
+                continue
             coverage.searched.append(f"restride={name}")
             self.check(dataclasses.replace(base, restride=name))
             if not coverage.restrides[name]:

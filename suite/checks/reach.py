@@ -128,9 +128,8 @@ class Coverage:
                     self.paths[path.name] += 1
                     self.crossed.setdefault(path.name, set()).update(
                         (f"layout={case.layout}", f"values={case.values}", f"restride={met or 'none'}"))
-                    size = sum(case.shape.values())
-                    if path.name not in self.taker or size < sum(self.taker[path.name][0].shape.values()):
-                        self.taker[path.name] = (case, dict(config))  # the smallest: the crossings rerun it
+                    if path.name not in self.taker or _order(case) < _order(self.taker[path.name][0]):
+                        self.taker[path.name] = (case, dict(config))  # the crossings rerun it
 
     def uncrossed(self, wanted: Sequence[str]) -> dict[str, list[str]]:
         """Declared path -> each of ``wanted`` ("layout=L", "values=V", "restride=R") no passed case ran it with."""
@@ -153,6 +152,12 @@ class Coverage:
                 **({"not_met": dict(self.not_met)} if self.not_met else {}),
                 **({"contract": dict(self.contract)} if self.contract else {}),
                 **({"untuned": dict(self.untuned)} if self.untuned else {})}
+
+
+def _order(case: Case) -> tuple[bool, int]:
+    """Which case of a path the crossings rerun: the smallest whose every dim is at least 2 (a dim of 1 leaves a
+    row stride unread: one row), else the smallest."""
+    return (min(case.shape.values(), default=2) < 2, sum(case.shape.values()))
 
 
 def find_classes_never_drawn(strategy: Any, coverage: Coverage, value_classes: Sequence[str],
@@ -207,7 +212,8 @@ def crossing_cases(strategy: Any, coverage: Coverage, wanted: Sequence[str]) -> 
     run with, labelled ``PATH:what``: the first passed case that took the path, with one missing layout, one missing
     value class and one missing restride at once in its place; where the path's ``taken`` then no longer holds (a path
     of some layouts only), the layout is left out (the path's ``taken`` says it is not taken in that layout) and the
-    rest still runs. ``strategy`` is unused (kept for a search of its own)."""
+    rest still runs. A path whose case has a dim of 1 (one row: no row stride read) is searched for in ``strategy``
+    with every dim at least 2, and its restrides run there."""
     import dataclasses
     from itertools import zip_longest
 
@@ -215,6 +221,15 @@ def crossing_cases(strategy: Any, coverage: Coverage, wanted: Sequence[str]) -> 
     for name, missing in coverage.uncrossed(wanted).items():
         path = next(p for p in coverage.declared if p.name == name)
         base, config = coverage.taker[name]
+        if _order(base)[0]:  # a dim of 1: the path on a strided operand needs rows, searched for (every dim >= 2)
+            def rows(c: Case, path: CodePath = path, cfg: dict = config) -> bool:
+                return not _order(c)[0] and taken(path, c, cfg, coverage.spec)
+
+            hit = _smallest(strategy, rows)
+            if hit is not None:
+                base = dataclasses.replace(hit, layout=base.layout, values=base.values, restride=base.restride)
+                missing = [w for w in wanted if w.startswith("restride=") and w != "restride=none"] + missing
+                missing = list(dict.fromkeys(missing))
         groups = {k: [w.split("=", 1)[1] for w in missing if w.startswith(f"{k}=")]
                   for k in ("layout", "values", "restride")}
         for layout, values, restride in zip_longest(groups["layout"], groups["values"], groups["restride"]):

@@ -115,6 +115,7 @@ class ReferenceLoop(CaseLoop):
         self.too_large: list[str] = []
         self.last = bool(ctx.options.repro)  # a part that adds up every part's coverage (a --repro case is its own)
         self.passed = Passed()
+        self.contract_failure: str | None = None  # an undeclared layout accepted and wrong (try_contract)
         # Parts: with the same cases drawn in every part, each runs those at its positions; with random draws, each
         # part draws its own share of the budget.
         self.same_draws = self.split > 1 and (settings.default.derandomize or ctx.profile == "validation")
@@ -406,7 +407,7 @@ class ReferenceLoop(CaseLoop):
             line = self.config_line(case, result.config)
             text = restride.undeclared_text(self.spec, name, result)
             self.last_failure = {**record(result, self.request.node.nodeid, line), "message": text[:2000]}
-            fail(f"{case}\n{text}\nreproduce with: {line}")
+            self.contract_failure = f"{case}\n{text}\nreproduce with: {line}"  # judged in finish, with every rule
 
     def reach_missing_paths(self, strategy) -> None:
         """Run a case for each declared path the drawn cases missed; a path no allowed case reaches is listed (unreachable,
@@ -436,7 +437,8 @@ class ReferenceLoop(CaseLoop):
         self.warn_too_large()
         rules = [self.nothing_compared, self.unreachable_paths] if self.judges_whole else []
         if searched and self.judges_whole:
-            rules += [self.never_launched, self.never_wrote, self.one_program, self.loose_everywhere]
+            rules += [self.never_launched, self.never_wrote, self.one_program, self.loose_everywhere,
+                      lambda: self.contract_failure]
         failures = [message for rule in rules if (message := rule())]
         if failures:
             known = (f"\n\n(besides, {len(self.known)} case(s) failed as known issue {self.known_issue.id} "

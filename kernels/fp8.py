@@ -89,6 +89,7 @@ def fp8_quant_rowwise(x: torch.Tensor, fp8_dtype: torch.dtype, out: dict[str, to
     if out is None:
         out = {"q": torch.empty((m, k), dtype=fp8_dtype, device=x.device),
                "scale": torch.empty(m, dtype=torch.float32, device=x.device)}
+    inputs.require_dense("fp8_quant_rowwise", "out['scale']", out["scale"])
     cfg = {"BLOCK_K": 1024, "num_warps": 4, **(config or {})}
     fp8_quant_rowwise_kernel[(m,)](x, out["q"], out["scale"], k, x.stride(0), x.stride(1), out["q"].stride(0),
                                    out["q"].stride(1), FP8_MAX=FP8_MAX[fp8_dtype], BLOCK_K=cfg["BLOCK_K"],
@@ -128,6 +129,8 @@ def fp8_scaled_matmul(a: torch.Tensor, a_scale: torch.Tensor, b: torch.Tensor, b
     m, k = a.shape
     n = b.shape[1]
     c = torch.empty((m, n), dtype=out_dtype, device=a.device) if out is None else out
+    inputs.require_dense("fp8_scaled_matmul", "a_scale", a_scale)  # read at a_scale_ptr + row
+    inputs.require_dense("fp8_scaled_matmul", "b_scale", b_scale)  # read at b_scale_ptr + column
     cfg = {**MATMUL_DEFAULTS["nvidia"], **(config or {})}
     if cfg.get("TMA") and descriptor_ok(a, b, c):
         descriptor_matmul(a, b, c, {k: v for k, v in cfg.items() if k != "TMA"}, a_scale, b_scale)

@@ -87,6 +87,7 @@ def row_reduce(op: str, x: torch.Tensor, out: torch.Tensor | None = None, config
     n_rows, n_cols = x.shape
     if out is None:
         out = torch.empty(n_rows, dtype=torch.int64 if op == "row_argmax" else x.dtype, device=x.device)
+    inputs.require_dense(op, "out", out)
     cfg = config or {}
     block = cfg.get("BLOCK_SIZE") or min(triton.next_power_of_2(n_cols), 4096)
     options = {k: cfg[k] for k in ("num_warps", "num_stages") if k in cfg}

@@ -203,7 +203,7 @@ class CaseResult:
     # Whether a launch of the spec's own kernels (jit_fn, jit_fns) received one of its outputs, under any config.
     own_wrote: bool = False
     restrided: list[str] = field(default_factory=list)  # the tensors the case's restride re-laid (restride.py)
-    raised: bool = False  # the launcher (or a kernel it launched) raised an error of its own: it refused the case
+    raised: bool = False  # the launcher raised an error of its own before launching any kernel: it refused the case
 
     def message(self) -> str:
         if self.error:
@@ -288,9 +288,13 @@ def _take_returned(spec: KernelSpec, outputs: dict, value: Any) -> None:
         outputs.update(got)
 
 
-def launch(spec: KernelSpec, inputs: dict, outputs: dict, config: dict) -> launches.Launches:
-    """``spec.run`` with ``config``: an autotuned kernel runs that config (suite/checks/launches.py); the launches it made."""
+def launch(spec: KernelSpec, inputs: dict, outputs: dict, config: dict,
+           attempt: list[launches.Launches] | None = None) -> launches.Launches:
+    """``spec.run`` with ``config``: an autotuned kernel runs that config (suite/checks/launches.py); the launches it
+    made (also put in ``attempt`` as they are made, for a caller whose launch raised)."""
     with launches.recording() as seen, launches.chosen(config):
+        if attempt is not None:
+            attempt.append(seen)
         _take_returned(spec, outputs, deep_stack.call(spec.run, inputs, outputs, config))
     return seen
 
@@ -385,6 +389,7 @@ class _CaseState:
     heuristics: dict[str, dict[str, Any]] = field(default_factory=dict)  # what @triton.heuristics computed
     own_wrote: bool = False  # a launch of the spec's own kernels received an output (under any config so far)
     restrided: list[str] = field(default_factory=list)  # the tensors the case's restride re-laid (restride.py)
+    launched: bool = False  # the last launch attempt reached a @triton.jit function (before it raised, if it did)
 
     def clear(self) -> None:
         fresh = _CaseState()
@@ -511,7 +516,12 @@ def _launch(spec: KernelSpec, case: Case, backend: Any, config: dict, state: _Ca
             state.snapshot.restore()
             with timing.phase("launch"):
                 outputs, guards = prepare_outputs(spec, state.inputs, case, state.restrided)
-                seen = launch(spec, state.inputs, outputs, config)
+                attempt: list[launches.Launches] = []
+                state.launched = False
+                try:
+                    seen = launch(spec, state.inputs, outputs, config, attempt)
+                finally:
+                    state.launched = bool(attempt and attempt[0].kernels)
                 synchronize(backend.device)
             if seen.autotuned or launches.may_autotune(spec, config):
                 state.autotuned = dict(seen.autotuned)  # this config's launches: what the record says ran
@@ -563,7 +573,7 @@ def _launch_error(exc: Exception, spec: KernelSpec, case: Case, backend: Any, st
         error = f"out of memory: {error}"
     stopped = result(False, math.inf, error=error, failure=failure)
     stopped.footprint = need
-    stopped.raised = failure is None
+    stopped.raised = failure is None and not state.launched  # the launcher refused it: raised before any kernel
     return _Stop(stopped)
 
 

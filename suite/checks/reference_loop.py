@@ -397,7 +397,8 @@ class ReferenceLoop(CaseLoop):
             config = self.forced or autotune.choose_config(self.spec, case.dtype, case.shape, self.backend)
             result = self.run_once(case, [config])
             outcome, detail = restride.judge(result, name)
-            self.coverage.contract = {"tried": name, "outcome": outcome, **({"detail": detail} if detail else {})}
+            self.coverage.contract = {"tried": name, "outcome": outcome, "tensors": ", ".join(result.restrided),
+                                      **({"detail": detail} if detail else {})}
             if outcome != "none met":
                 break
         else:

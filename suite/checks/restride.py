@@ -187,8 +187,9 @@ def subnormals_implied(spec: KernelSpec, dtype: str) -> bool:
 
 def judge(result: Any, name: str) -> tuple[str, str]:
     """What the launcher did with the undeclared layout ``name`` (the contract probe's case ``result``): ("right",
-    ""), ("refused", its error), ("not judged", why: the spec's own code raised on it, or the interpreter cannot run
-    it), ("none met", ...) where no tensor was re-laid, or ("wrong", "")."""
+    ""), ("refused", its error: it raised before launching any kernel), ("not judged", why: the spec's own code
+    raised on it, or the interpreter cannot run it), ("none met", ...) where no tensor was re-laid, or ("wrong", ""):
+    a result off the reference, or an error raised once a kernel had been launched (a compile error, a fault)."""
     failure = str(result.failure) if result.failure else None
     if not result.restrided and result.passed:
         return "none met", f"no tensor of the case that {name} applies to"
@@ -202,7 +203,8 @@ def judge(result: Any, name: str) -> tuple[str, str]:
 
 
 HOW = {
-    "broadcast": ("input(s) with stride 0 along dim 0", "declare the inputs it takes so: broadcast_inputs=(...)"),
+    "broadcast": ("input(s) with stride 0 along dim 0, every row holding row 0's values, which the reference was "
+                  "computed on too", "declare the inputs it takes so: broadcast_inputs=(...)"),
     "unaligned_slice": ("inputs of 2+ dims as a view of a wider tensor, row stride width + 1",
                         "lay them out so through a layout of your own in layouts (kernels.inputs.place's padded_rows)"),
     "strided_outputs": ("outputs as a view of a wider tensor (row stride above the width)",
@@ -217,7 +219,7 @@ def undeclared_text(spec: KernelSpec, name: str, result: Any) -> str:
     """The failure of a launcher that accepted a layout ``spec`` did not declare and was wrong on it."""
     what, declare = HOW[name]
     return (f"the launcher accepted a layout the spec did not declare, restride {name!r} ({what}: "
-            f"{', '.join(result.restrided)}), and its result is wrong: {result.message()}\n"
+            f"{', '.join(result.restrided)}), and is wrong on it: {result.message()}\n"
             f"Fix the launcher or the kernel and {declare}; or make the launcher refuse that layout (raise a clear "
             f"error, e.g. on x.stride()); or say why the suite must not try it: KernelSpec(no_contract_probe='...') "
             f"(docs/checks.md, Layouts users pass)")

@@ -13,7 +13,7 @@ from kernels.spec import Case
 from tests.conftest import start_suite_run
 
 FAST_SHRINK = {"SUITE_SHRINK_SECONDS": "3"}
-CONTRACT = ("blind_double", "refusing_double", "flushing_double", "flushing_excused")
+CONTRACT = ("blind_double", "refusing_double", "flushing_double", "flushing_excused", "late_refusing_double")
 
 
 @pytest.fixture(scope="module")
@@ -53,13 +53,21 @@ def test_an_undeclared_layout_the_launcher_accepts_must_be_right(contract_run):
     assert failed["restride"] in ("broadcast", "unaligned_slice"), failed
     assert "the launcher accepted a layout the spec did not declare" in failed["message"], failed["message"]
     assert "no_contract_probe" in failed["message"] and "refuse" in failed["message"]
-    assert _coverage(contract_run)["blind_double"]["contract"]["outcome"] == "wrong"
+    contract = _coverage(contract_run)["blind_double"]["contract"]
+    assert contract["outcome"] == "wrong" and contract["tensors"], contract  # which tensors it re-laid
+
+
+def test_an_error_raised_after_a_kernel_ran_on_the_layout_is_no_refusal(contract_run):
+    [failed] = _failed(contract_run, "late_refusing_double")
+    assert "after its launch" in failed["message"] and "is wrong on it" in failed["message"], failed["message"]
+    assert _coverage(contract_run)["late_refusing_double"]["contract"]["outcome"] == "wrong"
 
 
 def test_a_launcher_that_refuses_an_undeclared_layout_passes_and_the_refusal_is_recorded(contract_run):
     assert not _failed(contract_run, "refusing_double")
     contract = _coverage(contract_run)["refusing_double"]["contract"]
     assert contract["outcome"] == "refused" and "takes a contiguous x" in contract["detail"], contract
+    assert contract["tensors"], contract
     not_met = _coverage(contract_run)["refusing_double"]["not_met"]
     assert not_met["restride=aligned_slice"].startswith("refused by the spec"), not_met
 

@@ -204,6 +204,7 @@ class CaseResult:
     own_wrote: bool = False
     restrided: list[str] = field(default_factory=list)  # the tensors the case's restride re-laid (restride.py)
     raised: bool = False  # the launcher raised an error of its own before launching any kernel: it refused the case
+    kernel_skipped: bool = False  # the launcher launched no kernel, yet filled outputs (launched_nothing)
 
     def message(self) -> str:
         if self.error:
@@ -647,7 +648,9 @@ def _check_spec_rules(spec: KernelSpec, case: Case, backend: Any, config: dict, 
     nothing, and the spec's tolerance rule, too loose to fail a wrong answer (a broken spec); where the magnitudes
     make one case loose, noted (state.loose), not failed."""
     if problem := launched_nothing(spec, case, config, outputs, seen):
-        raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure=FailureKind.SPEC))
+        stopped = result(False, math.inf, error=f"broken spec: {problem}", failure=FailureKind.SPEC)
+        stopped.kernel_skipped = True  # the contract probe: a layout the launcher took without testing the kernel
+        raise _Stop(stopped)
     # The spec's own rule (no magnitude) reads only the reference and the outputs' dtypes: judged once per case and
     # dtypes, not once per config (a nightly case runs every config, and each judgement reads the GPU back).
     dtypes = tuple((name, outputs[name].dtype) for name in spec.outputs)

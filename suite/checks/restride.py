@@ -189,7 +189,8 @@ def judge(result: Any, name: str) -> tuple[str, str]:
     """What the launcher did with the undeclared layout ``name`` (the contract probe's case ``result``): ("right",
     ""), ("refused", its error: it raised before launching any kernel), ("not judged", why: the spec's own code
     raised on it, or the interpreter cannot run it), ("none met", ...) where no tensor was re-laid, or ("wrong", ""):
-    a result off the reference, or an error raised once a kernel had been launched (a compile error, a fault)."""
+    a result off the reference, an error raised once a kernel had been launched (a compile error, a fault), or
+    outputs filled without launching any kernel (the layout taken by a path the suite cannot check)."""
     failure = str(result.failure) if result.failure else None
     if not result.restrided and result.passed:
         return "none met", f"no tensor of the case that {name} applies to"
@@ -197,6 +198,8 @@ def judge(result: Any, name: str) -> tuple[str, str]:
         return "right", ""
     if result.raised:
         return "refused", result.message().splitlines()[0][:300]
+    if getattr(result, "kernel_skipped", False):  # took the layout, computed another way: the kernel is untested
+        return "wrong", ""
     if failure in ("spec", "interpreter", "not_checkable", "oom_held", "too_large"):
         return "not judged", result.message().splitlines()[0][:300]
     return "wrong", ""

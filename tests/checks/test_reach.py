@@ -13,7 +13,8 @@ from kernels.spec import Case
 from tests.conftest import start_suite_run
 
 FAST_SHRINK = {"SUITE_SHRINK_SECONDS": "3"}
-CONTRACT = ("blind_double", "refusing_double", "flushing_double", "flushing_excused", "late_refusing_double")
+CONTRACT = ("blind_double", "refusing_double", "flushing_double", "flushing_excused", "late_refusing_double",
+            "skipping_double", "optout_double")
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +62,19 @@ def test_an_error_raised_after_a_kernel_ran_on_the_layout_is_no_refusal(contract
     [failed] = _failed(contract_run, "late_refusing_double")
     assert "after its launch" in failed["message"] and "is wrong on it" in failed["message"], failed["message"]
     assert _coverage(contract_run)["late_refusing_double"]["contract"]["outcome"] == "wrong"
+
+
+def test_a_launcher_that_takes_an_undeclared_layout_without_launching_a_kernel_fails(contract_run):
+    [failed] = _failed(contract_run, "skipping_double")
+    assert "launched no @triton.jit function" in failed["message"], failed["message"]
+    assert _coverage(contract_run)["skipping_double"]["contract"]["outcome"] == "wrong"
+
+
+def test_a_spec_that_opts_out_of_the_probe_passes_and_the_run_file_says_why(contract_run):
+    assert not _failed(contract_run, "optout_double")
+    contract = _coverage(contract_run)["optout_double"]["contract"]
+    assert contract == {"tried": "none", "outcome": "not judged",
+                        "detail": "no_contract_probe: reads x as contiguous; its users pass contiguous tensors"}
 
 
 def test_a_launcher_that_refuses_an_undeclared_layout_passes_and_the_refusal_is_recorded(contract_run):

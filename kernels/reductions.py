@@ -129,8 +129,9 @@ def _magnitude(op: str):
     def magnitude(inputs: dict[str, torch.Tensor], ref: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         if op == "row_sum":
             return {"out": inputs["x"].double().abs().sum(dim=-1)}
-        # max and argmax are exact: a small positive magnitude keeps the bound in (0, 1) ulp.
-        return {"out": torch.full_like(ref["out"], 2.0**-20)}
+        # max and argmax are exact: the bound is a millionth of an ulp of the result. A fixed magnitude (2**-20) did
+        # that for results near 1 only: on subnormal rows (drawn by default) it passed a result off by 50%.
+        return {"out": ref["out"].double().abs()}
     return magnitude
 
 

@@ -86,7 +86,8 @@ def guard_violations(guards: dict[str, tuple[torch.Tensor, int]]) -> list[str]:
     """Stores into the guard regions around each output, counted on the device and read back at once (one wait
     for the GPU, not two per output: with 16 workers on a GPU each wait is its turn)."""
     regions = [(name, where, region) for name, (buf, n) in guards.items()
-               for where, region in (("before", buf[:GUARD_ELEMENTS]), ("past the end of", buf[GUARD_ELEMENTS + n:]))]
+               for where, region in ((("between the rows of", buf),) if n < 0 else  # a re-laid output's padding
+                                     (("before", buf[:GUARD_ELEMENTS]), ("past the end of", buf[GUARD_ELEMENTS + n:])))]
     counts = read_back([(~unwritten(region)).sum() for _, _, region in regions])
     return [f"{int(count)} elements written {where} output {name!r} (out-of-bounds store)"
             for (name, where, _), count in zip(regions, counts, strict=True) if count]
@@ -255,6 +256,9 @@ def prepare_outputs(spec: KernelSpec, inputs: dict, case: Case,
     if met is not None:
         met += [f"output {n}" for n in changed if f"output {n}" not in met]
     guards = guard(outputs)
+    for name in changed:  # a re-laid output's row padding, poisoned by restride.outputs: checked as a guard region
+        if (pad := relayout.padding(outputs[name])) is not None:
+            guards[name] = (pad, -1)
     poison(outputs)
     for name, source in spec.initial_outputs.items():
         out = outputs[name]

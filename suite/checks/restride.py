@@ -179,6 +179,16 @@ def outputs(spec: KernelSpec, case: Case, made: dict[str, torch.Tensor],
     return out, changed
 
 
+def padding(view: torch.Tensor) -> torch.Tensor | None:
+    """The padding after each row of an output ``outputs`` laid out as a slice (the rest of its wider buffer), or
+    None (a permuted output has none): a kernel that writes it clobbers what users keep there (the other half of a
+    fused tensor), so the suite checks it still holds the poison."""
+    base = view._base
+    if base is None or base.shape[:-1] != view.shape[:-1] or base.shape[-1] <= view.shape[-1]:
+        return None
+    return base[..., view.shape[-1]:]
+
+
 def subnormals_implied(spec: KernelSpec, dtype: str) -> bool:
     """Whether subnormal inputs are drawn for ``spec`` x ``dtype`` though the spec does not list them: a float dtype
     that has them, and no ``no_subnormals`` reason."""

@@ -25,6 +25,13 @@ def wide_run(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def padwrite_run(tmp_path_factory):
+    return start_suite_run("suite/test_kernels.py", "--kernel-module=tests/fixtures/reach_wide.py",
+                           "--kernels=padwrite_double", "--no-memcheck", "-n", "0",
+                           results_dir=tmp_path_factory.mktemp("padwrite"), env=FAST_SHRINK)
+
+
+@pytest.fixture(scope="module")
 def contract_run(tmp_path_factory):
     return start_suite_run("suite/test_kernels.py", "--kernel-module=tests/fixtures/reach_contract.py",
                            f"--kernels={','.join(CONTRACT)}", "-n", "0",
@@ -46,6 +53,13 @@ def test_a_path_that_ignores_the_row_stride_fails_on_a_layout_the_spec_never_lis
     assert failed["shape"]["N"] > 16 and "restrided" in failed and failed["restrided"] == ["x"], failed
     assert "restride=aligned_slice" in failed["repro"], failed["repro"]
     assert "contiguous+aligned_slice" in wide_run.output
+
+
+def test_a_kernel_that_writes_the_padding_between_its_output_rows_fails_without_the_memory_check(padwrite_run):
+    assert padwrite_run.returncode == 1, padwrite_run.output[-3000:]
+    [failed] = _failed(padwrite_run, "padwrite_double")
+    assert failed["restride"] in ("aligned_slice", "unaligned_slice"), failed
+    assert "written between the rows of output 'out'" in failed["message"], failed["message"]
 
 
 def test_an_undeclared_layout_the_launcher_accepts_must_be_right(contract_run):

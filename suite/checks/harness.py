@@ -205,7 +205,6 @@ class CaseResult:
     own_wrote: bool = False
     restrided: list[str] = field(default_factory=list)  # the tensors the case's restride re-laid (restride.py)
     raised: bool = False  # the launcher raised an error of its own before launching any kernel: it refused the case
-    kernel_skipped: bool = False  # the launcher launched no kernel, yet filled outputs (launched_nothing)
 
     def message(self) -> str:
         if self.error:
@@ -395,6 +394,7 @@ class _CaseState:
     own_wrote: bool = False  # a launch of the spec's own kernels received an output (under any config so far)
     restrided: list[str] = field(default_factory=list)  # the tensors the case's restride re-laid (restride.py)
     launched: bool = False  # the last launch attempt reached a @triton.jit function (before it raised, if it did)
+    undeclared: bool = False  # the contract probe's case: a launcher's own path (no kernel, own copies) is judged
 
     def clear(self) -> None:
         fresh = _CaseState()
@@ -515,6 +515,7 @@ def _launch(spec: KernelSpec, case: Case, backend: Any, config: dict, state: _Ca
                                or spec_code.unbuilt_values(spec, case, state.inputs) or relayout.unknown(case.restride)):
                     raise BrokenSpec(problem)
                 state.inputs, state.restrided = relayout.inputs(spec, case, state.inputs)
+                state.undeclared = relayout.undeclared(spec, case)
             if state.snapshot is None:
                 with timing.phase("inputs"):
                     state.snapshot = InputSnapshot(spec, state.inputs)
@@ -588,7 +589,7 @@ def _check_launch(spec: KernelSpec, state: _CaseState, outputs: dict[str, torch.
     store into a guard region, an input it changed (restored after)."""
     if found := memcheck.sanitizer_report():
         raise _Stop(result(False, math.inf, error=found, failure=FailureKind.MEMORY))
-    if problem := unreached_outputs(spec, outputs, seen):
+    if not state.undeclared and (problem := unreached_outputs(spec, outputs, seen)):
         raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure=FailureKind.SPEC))
     out_of_bounds = guard_violations(guards)
     if out_of_bounds:
@@ -651,10 +652,8 @@ def _check_spec_rules(spec: KernelSpec, case: Case, backend: Any, config: dict, 
     """After the reference's own checks (a spec whose reference is wrong says so first): a launch that computed
     nothing, and the spec's tolerance rule, too loose to fail a wrong answer (a broken spec); where the magnitudes
     make one case loose, noted (state.loose), not failed."""
-    if problem := launched_nothing(spec, case, config, outputs, seen):
-        stopped = result(False, math.inf, error=f"broken spec: {problem}", failure=FailureKind.SPEC)
-        stopped.kernel_skipped = True  # the contract probe: a layout the launcher took without testing the kernel
-        raise _Stop(stopped)
+    if not relayout.undeclared(spec, case) and (problem := launched_nothing(spec, case, config, outputs, seen)):
+        raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure=FailureKind.SPEC))
     # The spec's own rule (no magnitude) reads only the reference and the outputs' dtypes: judged once per case and
     # dtypes, not once per config (a nightly case runs every config, and each judgement reads the GPU back).
     dtypes = tuple((name, outputs[name].dtype) for name in spec.outputs)

@@ -389,14 +389,17 @@ class ReferenceLoop(CaseLoop):
     def try_contract(self, base: Case) -> None:
         """Once per test, a layout the spec did not declare (restride.probes: the first that meets a tensor) on
         ``base``: accepted, it must be right (a wrong result fails, saying how to declare or refuse it); refused (the
-        launcher raised), it is recorded."""
+        launcher raised), it is recorded. Only tensors make_inputs built contiguous are re-laid: where ``base`` has a
+        declared layout of its own (padded_rows) and no probe meets a tensor, ``base`` in the spec's first layout."""
         import dataclasses
 
         if self.spec.no_contract_probe:  # said, so that a run that tried none shows it
             self.coverage.contract = {"tried": "none", "outcome": "not judged",
                                       "detail": f"no_contract_probe: {self.spec.no_contract_probe}"}
-        for name in restride.probes(self.spec, self.dtype):
-            case = dataclasses.replace(base, restride=name)
+        bases = [base] + ([dataclasses.replace(base, layout=self.spec.layouts[0])]
+                          if base.layout != self.spec.layouts[0] else [])
+        for name, case in ((n, dataclasses.replace(b, restride=n)) for b in bases
+                           for n in restride.probes(self.spec, self.dtype)):
             config = self.forced or autotune.choose_config(self.spec, case.dtype, case.shape, self.backend)
             result = self.run_once(case, [config])
             outcome, detail = restride.judge(result, name)

@@ -128,6 +128,13 @@ def _one(restride: str, t: torch.Tensor) -> torch.Tensor | None:
     return None
 
 
+def undeclared(spec: KernelSpec, case: Case) -> bool:
+    """Whether ``case`` is the contract probe's: a restride the spec does not draw. The launcher may take it by a
+    path of its own (torch, or the kernel on contiguous copies it makes): what users get is its values, so those are
+    judged, where a drawn case fails a launch that computed without the kernel or reached none of the outputs."""
+    return bool(case.restride) and case.restride not in drawn(spec)
+
+
 def unknown(restride: str) -> str | None:
     """Why ``restride`` names no restride (a --repro typo, say), or None."""
     if restride and restride not in ALL:
@@ -199,8 +206,8 @@ def judge(result: Any, name: str) -> tuple[str, str]:
     """What the launcher did with the undeclared layout ``name`` (the contract probe's case ``result``): ("right",
     ""), ("refused", its error: it raised before launching any kernel), ("not judged", why: the spec's own code
     raised on it, or the interpreter cannot run it), ("none met", ...) where no tensor was re-laid, or ("wrong", ""):
-    a result off the reference, an error raised once a kernel had been launched (a compile error, a fault), or
-    outputs filled without launching any kernel (the layout taken by a path the suite cannot check)."""
+    a result off the reference (a launcher's own path for the layout, no kernel or copies of its own, is judged by
+    its values: ``undeclared``), or an error raised once a kernel had been launched (a compile error, a fault)."""
     failure = str(result.failure) if result.failure else None
     if not result.restrided and result.passed:
         return "none met", f"no tensor of the case that {name} applies to"
@@ -208,8 +215,6 @@ def judge(result: Any, name: str) -> tuple[str, str]:
         return "right", ""
     if result.raised:
         return "refused", result.message().splitlines()[0][:300]
-    if getattr(result, "kernel_skipped", False):  # took the layout, computed another way: the kernel is untested
-        return "wrong", ""
     if failure in ("spec", "interpreter", "not_checkable", "oom_held", "too_large"):
         return "not judged", result.message().splitlines()[0][:300]
     return "wrong", ""

@@ -14,7 +14,7 @@ from tests.conftest import start_suite_run
 
 FAST_SHRINK = {"SUITE_SHRINK_SECONDS": "3"}
 CONTRACT = ("blind_double", "refusing_double", "flushing_double", "flushing_excused", "late_refusing_double",
-            "skipping_double", "optout_double")
+            "skipping_double", "optout_double", "copying_double")
 
 
 @pytest.fixture(scope="module")
@@ -80,8 +80,14 @@ def test_an_error_raised_after_a_kernel_ran_on_the_layout_is_no_refusal(contract
 
 def test_a_launcher_that_takes_an_undeclared_layout_without_launching_a_kernel_fails(contract_run):
     [failed] = _failed(contract_run, "skipping_double")
-    assert "launched no @triton.jit function" in failed["message"], failed["message"]
+    assert "the launcher accepted a layout" in failed["message"] and "got 0.0" in failed["message"], failed["message"]
     assert _coverage(contract_run)["skipping_double"]["contract"]["outcome"] == "wrong"
+
+
+def test_a_launcher_that_takes_an_undeclared_layout_through_copies_of_its_own_is_judged_by_its_values(contract_run):
+    [failed] = _failed(contract_run, "copying_double")
+    assert "the launcher accepted a layout" in failed["message"] and "never written" in failed["message"], failed
+    assert _coverage(contract_run)["copying_double"]["contract"]["outcome"] == "wrong"
 
 
 def test_a_spec_that_opts_out_of_the_probe_passes_and_the_run_file_says_why(contract_run):

@@ -26,6 +26,8 @@ def leaky_relu_kernel(x_ptr, out_ptr, n, slope, BLOCK: tl.constexpr):
 
 
 def leaky_relu(x: torch.Tensor, out: torch.Tensor, slope: float = SLOPE, config: dict | None = None) -> None:
+    inputs.require_dense("leaky_relu", "x", x)  # element i is at x_ptr + i: a sliced or broadcast x would be misread
+    inputs.require_dense("leaky_relu", "out", out)
     meta, options = split_config({"BLOCK": 1024, **(config or {})})  # BLOCK, and launch options such as num_warps
     leaky_relu_kernel[(triton.cdiv(x.numel(), meta["BLOCK"]),)](x, out, x.numel(), slope, **meta, **options)
 

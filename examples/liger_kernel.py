@@ -137,6 +137,15 @@ register(KernelSpec(
     batch_dim="M", batch_inputs=("x",), batch_outputs=("y", "rstd"),
     jit_fns=(JitKernel(liger_rms._rms_norm_forward_kernel, _rms_signature("row")),
              JitKernel(liger_rms._block_rms_norm_forward_kernel, _rms_signature("block"))),
+    known_issues=(KnownIssue(
+        id="liger-rms-norm-weight-stride",
+        reason="Liger's RMSNorm kernels load W at W_ptr + col, never reading W_row_stride, and its launcher takes any "
+               "W: a broadcast weight (w[:1].expand(N), stride 0) is read from its storage as if contiguous, so y "
+               "is scaled by the wrong weights (docs/third-party.md, Liger-Kernel).",
+        # the contract probe's finding: the broadcast layout (x and w re-laid), and y off the reference
+        failure_pattern=(r"restride 'broadcast' .*: x, w\), and is wrong on it: (with config \{[^}]*\}: )?(y: |"
+                         r"out-of-bounds load in kernel _(block_)?rms_norm_forward_kernel .* reads argument 'W_ptr')"),
+        link="docs/third-party.md"),),
 ))
 
 
@@ -201,6 +210,9 @@ register(KernelSpec(
     default_config=LIGER_4096_WARPS,
     benchmark_shapes=({"M": 4096, "N": 4096}, {"M": 8192, "N": 14336}),
     batch_dim="M", batch_inputs=("a", "b", "dc"), batch_outputs=("c", "da", "db"),
+    # Not drawn: Liger's kernels step a, b and c (dc, da, db) by one row stride; tried once per test as undeclared.
+    refused_layouts={"aligned_slice": "Liger's swiglu kernels step every tensor by one row stride "
+                                      "(known issue liger-swiglu-one-row-stride)"},
     jit_fns=(JitKernel(liger_swiglu._swiglu_forward_kernel, _swiglu_signature("forward")),
              JitKernel(liger_swiglu._swiglu_backward_kernel, _swiglu_signature("backward"))),
     known_issues=(KnownIssue(
@@ -223,7 +235,23 @@ register(KernelSpec(
                "Hidden on the interpreter while it did bf16 arithmetic on bit patterns; seen once it computed bf16 "
                "as a GPU does (docs/checks.md, bf16 on the interpreter): da 0.0 against -3.98e-38.",
         failure_pattern=r"\(got -?0\.0, reference ",
-        link="examples/liger_kernel.py"),),
+        link="examples/liger_kernel.py"),
+        KnownIssue(
+        id="liger-swiglu-silu-fp16-rounding", dtype="fp16",
+        reason="Liger rounds silu(a) to b's dtype before the product (silu(a_row).cast(b_row.dtype) * b_row): in fp16 a "
+               "silu(a) below half of fp16's smallest subnormal (a < -17.5 or so) becomes 0, and c = 0 where silu(a) "
+               "* b is an fp16 value (b in the thousands, the 'large' value class): --repro='M=4,N=127;layout="
+               "contiguous;values=large;seed=3' gives c -0.0 against -1.61e-06.",
+        failure_pattern=r"\(got -?0\.0, reference ",
+        link="examples/liger_kernel.py"),
+        KnownIssue(
+        id="liger-swiglu-one-row-stride",
+        reason="Liger's swiglu kernels step a, b and c by one row stride (c's; the backward: dc's for dc, a, b) and "
+               "its launcher takes any a and b: a or b with another row stride (a slice of a fused [M, 2N] "
+               "projection, a padded row) is read at the wrong rows (docs/third-party.md, Liger-Kernel).",
+        # the contract probe's finding: a layout of the three inputs (or outputs) other than c's, and wrong on it
+        failure_pattern=r"restride '\w+' .*: (a, b, dc|output c, output da, output db)\), and is wrong on it",
+        link="docs/third-party.md"),),
 ))
 
 

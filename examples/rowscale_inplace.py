@@ -42,6 +42,7 @@ def rowscale_kernel(x_ptr, w_ptr, M, N, stride_m, stride_n, bias, BLOCK_M: tl.co
 def rowscale_(x: torch.Tensor, w: torch.Tensor, bias: float = BIAS) -> None:
     """x <- x * w[None, :] + bias, in place. The autotuner picks BLOCK_M/BLOCK_N; the grid reads them from meta."""
     M, N = x.shape
+    inputs.require_dense("rowscale_", "w", w)  # w[j] is read at w_ptr + j
     grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]), triton.cdiv(N, meta["BLOCK_N"]))  # noqa: E731
     rowscale_kernel[grid](x, w, M, N, x.stride(0), x.stride(1), bias)
 

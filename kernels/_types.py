@@ -184,11 +184,16 @@ class Case:
     layout: str = "contiguous"
     values: str = "normal"
     seed: int = 0
+    # A layout the suite gives the inputs make_inputs built, on top of ``layout`` (same values, new strides:
+    # suite/checks/restride.py): "" for none, else "aligned_slice", "permuted", "broadcast", "unaligned_slice",
+    # "strided_outputs".
+    restride: str = ""
 
     def spec_string(self) -> str:
         """The case as the ``--repro`` option takes it."""
         dims = ",".join(f"{k}={v}" for k, v in self.shape.items())
-        return f"{dims};layout={self.layout};values={self.values};seed={self.seed}"
+        more = f";restride={self.restride}" if self.restride else ""
+        return f"{dims};layout={self.layout};values={self.values};seed={self.seed}{more}"
 
     @classmethod
     def parse(cls, kernel: str, dtype: str, text: str) -> Case:
@@ -220,9 +225,9 @@ class Case:
                     extra[key] = value
         if not shape:
             raise ValueError(f"--repro: no dimensions before the first ';' in {text!r} (e.g. 'M=3,N=17;seed=1')")
-        unknown = set(extra) - {"layout", "values", "seed"}
+        unknown = set(extra) - {"layout", "values", "seed", "restride"}
         if unknown:
-            raise ValueError(f"--repro: unknown field(s) {sorted(unknown)}; expected layout, values, seed")
+            raise ValueError(f"--repro: unknown field(s) {sorted(unknown)}; expected layout, values, seed, restride")
         try:
             seed = int(extra.get("seed", 0))
         except ValueError:
@@ -230,7 +235,7 @@ class Case:
         if not 0 <= seed < 2**63:
             raise ValueError(f"--repro: seed={seed} is out of range (0 to 2**63 - 1)")
         return cls(kernel=kernel, dtype=dtype, shape=shape, layout=extra.get("layout", "contiguous"),
-                   values=extra.get("values", "normal"), seed=seed)
+                   values=extra.get("values", "normal"), seed=seed, restride=extra.get("restride", ""))
 
     def as_record(self) -> dict[str, Any]:
         return {
@@ -240,10 +245,12 @@ class Case:
             "layout": self.layout,
             "values": self.values,
             "seed": self.seed,
+            **({"restride": self.restride} if self.restride else {}),
         }
 
     def __str__(self) -> str:
-        return f"{self.kernel}[{self.dtype}] {json.dumps(dict(self.shape))} {self.layout} {self.values} seed={self.seed}"
+        layout = f"{self.layout}+{self.restride}" if self.restride else self.layout
+        return f"{self.kernel}[{self.dtype}] {json.dumps(dict(self.shape))} {layout} {self.values} seed={self.seed}"
 
 
 @dataclass(frozen=True)

@@ -120,6 +120,7 @@ def check_spec(spec: Any) -> None:
     for i, example in enumerate(_tuple(spec.examples, "examples", fail)):
         _check_example(spec, i, example, dim_names, layouts, values, fail)
     _check_properties(spec.properties, fail)
+    _check_restrides(spec, fail)
     _check_paths(spec.paths, fail)
     _check_path_reads(spec, dim_names, fail)
     if spec.batch_dim is not None:
@@ -600,6 +601,27 @@ def _shape_problems(shape: Any, dim_names: tuple[str, ...], dims: Iterable[Any],
         elif value < (max(1, dim.min) if positive else dim.min):
             problems.append(f"{dim.name}={value} is below its minimum {max(1, dim.min) if positive else dim.min}")
     return problems
+
+
+def _check_restrides(spec: Any, fail: Callable[[str, str], SpecError]) -> None:
+    """The fields that say which layouts users pass the launcher takes (suite/checks/restride.py)."""
+    for name in _strings(spec.broadcast_inputs, "broadcast_inputs", fail, identifiers=True):
+        if name in spec.mutable_inputs:
+            raise fail("broadcast_inputs", f"{name!r} is a mutable input: a broadcast input has one row in memory, "
+                                           f"which a kernel that writes it cannot keep")
+    if not isinstance(spec.strided_outputs, bool):
+        raise fail("strided_outputs", f"must be True or False, got {spec.strided_outputs!r}")
+    refused = _mapping(spec.refused_layouts, "refused_layouts", fail, "layout -> why the launcher refuses it")
+    for layout, why in refused.items():
+        if layout not in ("aligned_slice", "permuted", "broadcast"):
+            raise fail("refused_layouts", f"{layout!r} is not a layout the suite draws by default; name "
+                                          f"'aligned_slice', 'permuted' or 'broadcast'")
+        if not isinstance(why, str) or not why.strip():
+            raise fail("refused_layouts", f"{layout!r}: say why the launcher refuses it, as a non-empty string")
+    for name in ("no_contract_probe", "no_subnormals"):
+        why = getattr(spec, name)
+        if why is not None and (not isinstance(why, str) or not why.strip()):
+            raise fail(name, f"must be None or a non-empty string saying why, got {why!r}")
 
 
 def case_problems(spec: Any, shape: Any, layout: Any, value_class: Any, *, dim_names: tuple[str, ...] | None = None,

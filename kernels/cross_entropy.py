@@ -73,10 +73,15 @@ def cross_entropy(logits: torch.Tensor, target: torch.Tensor, grad_loss: torch.T
     if target.shape != (n_rows,) or grad_loss.shape != (n_rows,):
         raise ValueError(f"cross_entropy: target {tuple(target.shape)} and grad_loss {tuple(grad_loss.shape)} "
                          f"must be ({n_rows},)")
+    for name, t in (("target", target), ("grad_loss", grad_loss)):
+        inputs.require_dense("cross_entropy", name, t)  # read at target_ptr + row
     if out is None:
         out = {"loss": torch.empty(n_rows, dtype=torch.float32, device=logits.device),
                "lse": torch.empty(n_rows, dtype=torch.float32, device=logits.device),
                "grad": torch.empty((n_rows, n_cols), dtype=logits.dtype, device=logits.device)}
+    inputs.require_dense("cross_entropy", "out['loss']", out["loss"])
+    inputs.require_dense("cross_entropy", "out['lse']", out["lse"])
+    inputs.require_rows("cross_entropy", "out['grad']", out["grad"], written=True)
     cfg = config or {}
     block = cfg.get("BLOCK_SIZE") or min(triton.next_power_of_2(n_cols), 4096)
     options = {k: cfg[k] for k in ("num_warps", "num_stages") if k in cfg}

@@ -74,6 +74,8 @@ def dropout(x: torch.Tensor, p: float, seed: int, out: dict[str, torch.Tensor] |
     if out is None:
         out = {"out": torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device),
                "mask": torch.empty((n_rows, n_cols), dtype=torch.int8, device=x.device)}
+    inputs.require_rows("dropout", "out['out']", out["out"], written=True)
+    inputs.require_dense("dropout", "out['mask']", out["mask"])  # stored at the logical index
     cfg = {"BLOCK_SIZE": 1024, "num_warps": 4, **(config or {})}
     if cfg["BLOCK_SIZE"] % 4:
         raise ValueError(f"dropout: BLOCK_SIZE must be a multiple of 4 (one Philox call serves 4 elements), "

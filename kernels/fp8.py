@@ -89,6 +89,7 @@ def fp8_quant_rowwise(x: torch.Tensor, fp8_dtype: torch.dtype, out: dict[str, to
     if out is None:
         out = {"q": torch.empty((m, k), dtype=fp8_dtype, device=x.device),
                "scale": torch.empty(m, dtype=torch.float32, device=x.device)}
+    inputs.require_dense("fp8_quant_rowwise", "out['scale']", out["scale"])
     cfg = {"BLOCK_K": 1024, "num_warps": 4, **(config or {})}
     fp8_quant_rowwise_kernel[(m,)](x, out["q"], out["scale"], k, x.stride(0), x.stride(1), out["q"].stride(0),
                                    out["q"].stride(1), FP8_MAX=FP8_MAX[fp8_dtype], BLOCK_K=cfg["BLOCK_K"],
@@ -128,6 +129,8 @@ def fp8_scaled_matmul(a: torch.Tensor, a_scale: torch.Tensor, b: torch.Tensor, b
     m, k = a.shape
     n = b.shape[1]
     c = torch.empty((m, n), dtype=out_dtype, device=a.device) if out is None else out
+    inputs.require_dense("fp8_scaled_matmul", "a_scale", a_scale)  # read at a_scale_ptr + row
+    inputs.require_dense("fp8_scaled_matmul", "b_scale", b_scale)  # read at b_scale_ptr + column
     cfg = {**MATMUL_DEFAULTS["nvidia"], **(config or {})}
     if cfg.get("TMA") and descriptor_ok(a, b, c):
         descriptor_matmul(a, b, c, {k: v for k, v in cfg.items() if k != "TMA"}, a_scale, b_scale)
@@ -210,7 +213,7 @@ def _quant_signature(dtype: str, meta: dict) -> tuple[dict, dict]:
                                                        "BLOCK_K": meta.get("BLOCK_K", 1024)})
 
 QUANT_SPEC = register(KernelSpec(
-    name="fp8_quant_rowwise",
+    name="fp8_quant_rowwise", strided_outputs=True,
     description="row-wise fp8 quantization of a bf16/fp16/fp32 matrix with a per-row fp32 scale (amax / fp8_max)",
     dims=(Dim("M", interpret_max=12, gpu_max=2048, nightly_max=8192, blocks=(1,)),
           Dim("K", interpret_max=300, gpu_max=16384, nightly_max=65536, blocks=(64, 1024))),
@@ -311,7 +314,7 @@ DESCRIPTOR = descriptor_fields(_descriptor_case, "bf16", b_k_major=True, scaled=
 
 
 MATMUL_SPEC = register(KernelSpec(
-    name="fp8_scaled_matmul",
+    name="fp8_scaled_matmul", strided_outputs=True,
     description="C = (Aq * sa) @ (Bq * sb): fp8 operands through tl.dot, fp32 accumulation, row/column scales, bf16/fp16 out",
     dims=(Dim("M", interpret_max=80, gpu_max=1024, nightly_max=4096, blocks=(32, 64, 128)),
           Dim("N", interpret_max=80, gpu_max=1024, nightly_max=4096, blocks=(32, 64, 128)),

@@ -14,6 +14,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels import inputs
 from kernels.registry import register
 from kernels.spec import DTYPES, Case, Dim, KernelSpec, Tolerance, signature
 
@@ -36,6 +37,8 @@ def fp8_codes_kernel(codes_ptr, decoded_ptr, values_ptr, encoded_ptr, bits_ptr, 
 
 
 def fp8_codes(codes: torch.Tensor, values: torch.Tensor, out: dict[str, torch.Tensor], config: dict | None = None):
+    for name, t in (("codes", codes), ("values", values), *((f"out[{k!r}]", v) for k, v in out.items())):
+        inputs.require_dense("fp8_codes", name, t)  # every tensor indexed by its logical index
     block = (config or {}).get("BLOCK", 256)
     n = max(codes.numel(), values.numel())
     fp8_codes_kernel[(triton.cdiv(n, block),)](codes, out["decoded"], values, out["encoded"], out["bits"], codes.numel(),

@@ -37,6 +37,7 @@ def gelu(x: torch.Tensor, out: torch.Tensor | None = None, config: dict | None =
         raise ValueError(f"gelu takes a 2-D tensor with unit column stride, got {tuple(x.shape)} stride {x.stride()}")
     n_rows, n_cols = x.shape
     out = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device) if out is None else out
+    inputs.require_rows("gelu", "out", out, written=True)
     (row_blocks, col_blocks), launch = rows_launch(n_rows, n_cols, config)
     gelu_kernel[(row_blocks * col_blocks,)](x, out, n_rows, n_cols, x.stride(0), out.stride(0), **launch)
     return out

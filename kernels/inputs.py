@@ -7,7 +7,8 @@ A spec's ``make_inputs(case, device)`` typically reads::
 
 ``values`` draws float64 numbers of the case's value class (normal, large, negative, special, subnormal); ``place`` casts
 them to the case's dtype and lays them out on the device (contiguous, padded_rows, transposed); ``rows`` is the two
-together for an [M, N] input.
+together for an [M, N] input. ``require_dense`` and ``require_rows`` are for launchers: a clear ValueError for a
+tensor laid out in a way the kernel cannot index (a broadcast weight, a sliced output), naming it and what is accepted.
 
 **Integer case dtypes** (int8, uint8, int32, int64): ``values`` draws int64 integers in the dtype's range instead
 (:func:`integer_values`), which ``place`` casts exactly: ``normal`` uniform over the whole range (int64: over
@@ -230,6 +231,37 @@ def place(x64: torch.Tensor, case: Case, device: str, layout: str | None = None,
     if layout == "transposed":
         return x.transpose(-1, -2).contiguous().transpose(-1, -2)
     raise ValueError(f"unknown layout {layout!r} (rows={rows})")
+
+
+def require_dense(who: str, name: str, tensor: torch.Tensor) -> None:
+    """For a launcher that indexes ``tensor`` by its logical index (``ptr + i``): ValueError unless it is
+    contiguous, naming the launcher, the argument, its shape and strides and what is accepted. A broadcast view
+    (stride 0), a slice of a wider tensor or a permuted one would be read or written at the wrong addresses."""
+    if not tensor.is_contiguous():
+        raise ValueError(f"{who}: {name} must be contiguous (strides {_dense_strides(tensor.shape)} for shape "
+                         f"{tuple(tensor.shape)}), got strides {tuple(tensor.stride())}; pass {name}.contiguous()")
+
+
+def require_rows(who: str, name: str, tensor: torch.Tensor, written: bool = False) -> None:
+    """For a launcher that passes ``tensor``'s row stride and reads each row as unit-stride: ValueError unless it
+    is 2-D with unit column stride; a tensor the kernel writes (``written``) must also have rows that do not
+    overlap (row stride at least the width: a broadcast output would have every row written by many programs)."""
+    shape, stride = tuple(tensor.shape), tuple(tensor.stride())
+    ok = tensor.dim() == 2 and (stride[1] == 1 or shape[1] <= 1)
+    if ok and written and shape[0] > 1 and stride[0] < shape[1]:
+        ok = False
+    if not ok:
+        rows = "rows that do not overlap (row stride >= width)" if written else "any row stride"
+        raise ValueError(f"{who}: {name} must be 2-D with unit column stride and {rows}, got shape {shape} "
+                         f"strides {stride}; pass {name}.contiguous()")
+
+
+def _dense_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out, step = [], 1
+    for size in reversed(shape):
+        out.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(out))
 
 
 def rows(case: Case, device: str, gen: torch.Generator) -> torch.Tensor:

@@ -57,6 +57,9 @@ def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: fl
         out = {"y": torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device),
                "mean": torch.empty(n_rows, dtype=torch.float32, device=x.device),
                "rstd": torch.empty(n_rows, dtype=torch.float32, device=x.device)}
+    for name, t in (("weight", weight), ("bias", bias), ("out['mean']", out["mean"]), ("out['rstd']", out["rstd"])):
+        inputs.require_dense("layernorm", name, t)  # indexed by column or row alone
+    inputs.require_rows("layernorm", "out['y']", out["y"], written=True)
     cfg = config or {}
     block = cfg.get("BLOCK_SIZE") or min(triton.next_power_of_2(n_cols), 65536 // x.element_size(), 4096)
     num_warps = cfg.get("num_warps") or min(max(block // 256, 1), 8)

@@ -190,6 +190,10 @@ def layernorm_backward(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, 
         out = {"dx": torch.empty_like(x, memory_format=torch.contiguous_format),
                "dweight": torch.empty(n_cols, dtype=weight.dtype, device=x.device),
                "dbias": torch.empty(n_cols, dtype=weight.dtype, device=x.device)}
+    for name, t in (("weight", weight), ("mean", mean), ("rstd", rstd), ("out['dweight']", out["dweight"]),
+                    ("out['dbias']", out["dbias"])):
+        inputs.require_dense("layernorm_backward", name, t)  # indexed by column or row alone
+    inputs.require_rows("layernorm_backward", "out['dx']", out["dx"], written=True)
     meta, options = split_config(config or {})
     block, fused, block_m, groups, rows_per_group = plan(n_rows, n_cols, meta)
     options.setdefault("num_warps", min(max(block * block_m // 256, 1), 8))

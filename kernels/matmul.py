@@ -137,6 +137,6 @@ SPEC = register(KernelSpec(
            DESCRIPTOR["path"]),
     compile_signature=_signature,
     jit_fns=DESCRIPTOR["jit_fns"], jit_fn_used=DESCRIPTOR["jit_fn_used"],
-    batch_dim='M', batch_inputs=('a',), batch_outputs=('c',),
+    batch_dim="M", batch_inputs=("a",), batch_outputs=("c",), strided_outputs=True,
     jit_fn=matmul_kernel,
 ))

@@ -40,11 +40,14 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = EPS, out: dict[s
     if x.dim() != 2 or x.stride(1) != 1:
         raise ValueError(f"rmsnorm takes a 2-D tensor with unit column stride, got {tuple(x.shape)} stride {x.stride()}")
     n_rows, n_cols = x.shape
-    if weight.shape != (n_cols,) or not weight.is_contiguous():
-        raise ValueError(f"rmsnorm: weight must be contiguous of shape ({n_cols},), got {tuple(weight.shape)}")
+    if weight.shape != (n_cols,):
+        raise ValueError(f"rmsnorm: weight must be of shape ({n_cols},), got {tuple(weight.shape)}")
+    inputs.require_dense("rmsnorm", "weight", weight)  # read at w_ptr + column
     if out is None:
         out = {"y": torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device),
                "rstd": torch.empty(n_rows, dtype=torch.float32, device=x.device)}
+    inputs.require_dense("rmsnorm", "out['rstd']", out["rstd"])
+    inputs.require_rows("rmsnorm", "out['y']", out["y"], written=True)
     meta, options = split_config(config or {})
     block = min(meta.get("BLOCK_SIZE", 4096), triton.next_power_of_2(n_cols), 65536 // x.element_size())
     options.setdefault("num_warps", min(max(block // 256, 1), 8))

@@ -31,6 +31,7 @@ def softmax(x: torch.Tensor, out: torch.Tensor | None = None, config: dict | Non
         raise ValueError(f"softmax takes a 2-D tensor with unit column stride, got shape {tuple(x.shape)} stride {x.stride()}")
     n_rows, n_cols = x.shape
     out = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device) if out is None else out
+    inputs.require_rows("softmax", "out", out, written=True)
     block = triton.next_power_of_2(n_cols)
     num_warps = (config or {}).get("num_warps") or (4 if block <= 2048 else 8 if block <= 8192 else 16)
     softmax_kernel[(n_rows,)](out, x, x.stride(0), out.stride(0), n_cols, BLOCK_SIZE=block, num_warps=num_warps)

@@ -79,6 +79,7 @@ def softmax_online(x: torch.Tensor, out: torch.Tensor | None = None, config: dic
         raise ValueError(f"softmax_online takes a 2-D tensor with unit column stride, got {tuple(x.shape)} stride {x.stride()}")
     n_rows, n_cols = x.shape
     out = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device) if out is None else out
+    inputs.require_rows("softmax_online", "out", out, written=True)
     meta, options = split_config(config or {})
     block = min(meta.get("BLOCK_SIZE", 4096), triton.next_power_of_2(n_cols))
     options.setdefault("num_warps", 4 if block <= 1024 else 8)

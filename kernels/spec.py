@@ -159,6 +159,19 @@ class KernelSpec:
     # Why a test none of whose cases launched a @triton.jit function (torch_fallback covered every one) is "not
     # tested" rather than failed: a spec that exercises a torch path on purpose. None: such a test fails.
     untested_reason: str | None = None
+    # Layouts users pass, which the suite draws without the spec listing them (suite/checks/restride.py): the
+    # inputs that may be broadcast (stride 0 along dim 0; none: broadcast is not drawn, only tried once per test);
+    # whether the launcher takes outputs of any strides (make_outputs' tensors re-laid out like the inputs); the
+    # drawn layouts ("aligned_slice", "permuted", "broadcast") the launcher refuses, each with why (tried once per
+    # test: the launcher must raise on them or be right).
+    broadcast_inputs: tuple[str, ...] = ()
+    strided_outputs: bool = False
+    refused_layouts: Mapping[str, str] = field(default_factory=dict)
+    # Why the suite must not try, once per test, a layout the spec did not declare (None: it tries one).
+    no_contract_probe: str | None = None
+    # Why subnormal inputs are not drawn for fp32/fp16/bf16 cases though value_classes leaves them out (None: they
+    # are, at least once per test).
+    no_subnormals: str | None = None
 
     def __post_init__(self) -> None:
         if not self.configs and not self.default_config:
@@ -202,7 +215,13 @@ class KernelSpec:
     def check_case(self, case: Case) -> None:
         """ValueError naming what does not fit when ``case`` is not a case of this kernel (a ``--repro``
         value copied from another kernel's reproduction line, say)."""
-        problems = validation.case_problems(self, case.shape, case.layout, case.values)
+        values = (*self.value_classes, "subnormal") if case.values == "subnormal" and not self.no_subnormals \
+            and case.dtype in ("fp32", "fp16", "bf16") else None
+        problems = validation.case_problems(self, case.shape, case.layout, case.values, values=values)
+        if case.restride and case.restride not in ("aligned_slice", "permuted", "broadcast", "unaligned_slice",
+                                                   "strided_outputs"):
+            problems.append(f"restride {case.restride!r} is not one of aligned_slice, permuted, broadcast, "
+                            f"unaligned_slice, strided_outputs (or none)")
         if not problems and not any(dict(e.get("shape", {})) == dict(case.shape) for e in self.examples):
             problems = self.oversized(case.shape)
         if problems:

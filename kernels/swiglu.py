@@ -39,6 +39,7 @@ def swiglu(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None, co
                          f"stride {a.stride()} and {tuple(b.shape)} stride {b.stride()}")
     n_rows, n_cols = a.shape
     out = torch.empty((n_rows, n_cols), dtype=a.dtype, device=a.device) if out is None else out
+    inputs.require_rows("swiglu", "out", out, written=True)
     grid, launch = rows_launch(n_rows, n_cols, config)
     swiglu_kernel[grid](a, b, out, n_rows, n_cols, a.stride(0), b.stride(0), out.stride(0), **launch)
     return out

@@ -27,9 +27,9 @@ def launch(kernel, name: str, x: torch.Tensor, y: torch.Tensor, out: torch.Tenso
     """Check the arguments of a 1-D add and launch ``kernel`` (this file's, or vector_add_int64's) over them."""
     if x.shape != y.shape or x.dim() != 1:
         raise ValueError(f"{name} takes two 1-D tensors of one shape, got {tuple(x.shape)} and {tuple(y.shape)}")
-    if not (x.is_contiguous() and y.is_contiguous()):
-        raise ValueError(f"{name} takes contiguous tensors")
     out = torch.empty_like(x) if out is None else out
+    for arg, t in (("x", x), ("y", y), ("out", out)):
+        inputs.require_dense(name, arg, t)
     meta, options = split_config({"BLOCK_SIZE": 1024, "num_warps": 4, **(config or {})})
     n = x.numel()
     kernel[(triton.cdiv(n, meta["BLOCK_SIZE"]),)](x, y, out, n, BLOCK_SIZE=meta["BLOCK_SIZE"], **options)

@@ -28,6 +28,7 @@ from suite.checks import (
     returned,
     spec_code,
 )
+from suite.checks import restride as relayout
 from suite.checks.tolerance import _MAGNITUDE_HINT as MAGNITUDE_HINT
 from suite.checks.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output, loose_bound, read_back
 from suite.session import options
@@ -97,7 +98,8 @@ def guard_violations(guards: dict[str, tuple[torch.Tensor, int]]) -> list[str]:
     """Stores into the guard regions around each output, counted on the device and read back at once (one wait
     for the GPU, not two per output: with 16 workers on a GPU each wait is its turn)."""
     regions = [(name, where, region) for name, (buf, n) in guards.items()
-               for where, region in (("before", buf[:GUARD_ELEMENTS]), ("past the end of", buf[GUARD_ELEMENTS + n:]))]
+               for where, region in ((("between the rows of", buf),) if n < 0 else  # a re-laid output's padding
+                                     (("before", buf[:GUARD_ELEMENTS]), ("past the end of", buf[GUARD_ELEMENTS + n:])))]
     counts = read_back([(~unwritten(region)).sum() for _, _, region in regions])
     return [f"{int(count)} elements written {where} output {name!r} (out-of-bounds store)"
             for (name, where, _), count in zip(regions, counts, strict=True) if count]
@@ -216,6 +218,8 @@ class CaseResult:
     # A cause the suite names for every problem of the case (the interpreter's fp8 rounding, which may have made any
     # value of it wrong): part of ``note``, and carried by each of :meth:`problems`.
     cause: str = ""
+    restrided: list[str] = field(default_factory=list)  # the tensors the case's restride re-laid (restride.py)
+    raised: bool = False  # the launcher raised an error of its own before launching any kernel: it refused the case
 
     def message(self) -> str:
         if self.error:
@@ -263,14 +267,21 @@ def declared_outputs(spec: KernelSpec, outputs: Any, what: str) -> dict[str, tor
     return outputs
 
 
-def prepare_outputs(spec: KernelSpec, inputs: dict, case: Case) -> tuple[dict[str, torch.Tensor], dict]:
+def prepare_outputs(spec: KernelSpec, inputs: dict, case: Case,
+                    met: list[str] | None = None) -> tuple[dict[str, torch.Tensor], dict]:
     """The outputs of one launch and their guards: make_outputs' tensors moved between poisoned guard regions, each
     filled with the poison, or with its initial value where the spec declares one (``initial_outputs``). None yet
     where ``run`` returns the outputs its launcher allocates (suite/checks/returned.py): :func:`launch` fills them in."""
     if returned.returns_outputs(spec):
         return {}, {}
     outputs = declared_outputs(spec, spec_code.call(spec, "make_outputs", spec.make_outputs, inputs, case), "make_outputs")
+    outputs, changed = relayout.outputs(spec, case, outputs, poison)  # the case's restride, where it takes outputs
+    if met is not None:
+        met += [f"output {n}" for n in changed if f"output {n}" not in met]
     guards = guard(outputs)
+    for name in changed:  # a re-laid output's row padding, poisoned by restride.outputs: checked as a guard region
+        if (pad := relayout.padding(outputs[name])) is not None:
+            guards[name] = (pad, -1)
     poison(outputs)
     for name, source in spec.initial_outputs.items():
         out = outputs[name]
@@ -306,16 +317,20 @@ def _take_returned(spec: KernelSpec, outputs: dict, value: Any) -> None:
 
 
 def launch(spec: KernelSpec, inputs: dict, outputs: dict, config: dict, watch: bool = False,
-           received: spec_code.Received | None = None) -> launches.Launches:
+           received: spec_code.Received | None = None,
+           attempt: list[launches.Launches] | None = None) -> launches.Launches:
     """``spec.run`` with ``config``: an autotuned kernel runs that config (suite/checks/launches.py); the launches it
-    made. ``watch``: note who changes each output element (suite/checks/last_writer.py; ``seen.watch``);
-    ``received``: count what the spec's own kernels receive (suite/checks/spec_code.py)."""
+    made (also put in ``attempt`` as they are made, for a caller whose launch raised). ``watch``: note who changes
+    each output element (suite/checks/last_writer.py; ``seen.watch``); ``received``: count what the spec's own
+    kernels receive (suite/checks/spec_code.py)."""
     watcher = None
     if watch and returned.returns_outputs(spec):  # the launcher's own tensors, known once run returns them
         watcher = last_writer.ReturnedWatch(own_keys(spec), set(spec.host_epilogue))
     elif watch and outputs:
         watcher = last_writer.Watch(outputs, own_keys(spec), set(spec.initial_outputs))
     with launches.recording(watcher, received) as seen, launches.chosen(config):
+        if attempt is not None:
+            attempt.append(seen)
         _take_returned(spec, outputs, deep_stack.call(spec.run, inputs, outputs, config))
     return seen
 
@@ -438,6 +453,9 @@ class _CaseState:
     autotuned: dict[str, dict[str, Any]] | None = None  # the config each @triton.autotune kernel ran, last config's
     heuristics: dict[str, dict[str, Any]] = field(default_factory=dict)  # what @triton.heuristics computed
     own_wrote: bool = False  # a launch of the spec's own kernels received an output (under any config so far)
+    restrided: list[str] = field(default_factory=list)  # the tensors the case's restride re-laid (restride.py)
+    launched: bool = False  # the last launch attempt reached a @triton.jit function (before it raised, if it did)
+    undeclared: bool = False  # the contract probe's case: a launcher's own path (no kernel, own copies) is judged
 
     def clear(self) -> None:
         fresh = _CaseState()
@@ -474,7 +492,7 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
         return CaseResult(case, passed, ratio, list(checks), error, time.perf_counter() - start, failure,
                           dict(current), configs_run=configs.index(current) + 1, note=note,
                           unchecked=returned.unchecked(spec), heuristics=heuristics,
-                          autotuned=state.autotuned, cause=fp8)
+                          autotuned=state.autotuned, cause=fp8, restrided=list(state.restrided))
 
     worst: CaseResult | None = None
     skipped: list[str] = []
@@ -560,16 +578,23 @@ def _launch(spec: KernelSpec, case: Case, backend: Any, config: dict, state: _Ca
                 with timing.phase("inputs"):
                     state.inputs = spec_code.call(spec, "make_inputs", spec.make_inputs, case, backend.device)
                 if problem := (spec_code.unbuilt_layout(spec, case, state.inputs)
-                               or spec_code.unbuilt_values(spec, case, state.inputs)):
+                               or spec_code.unbuilt_values(spec, case, state.inputs) or relayout.unknown(case.restride)):
                     raise BrokenSpec(problem)
+                state.inputs, state.restrided = relayout.inputs(spec, case, state.inputs)
+                state.undeclared = relayout.undeclared(spec, case)
             if state.snapshot is None:
                 with timing.phase("inputs"):
                     state.snapshot = InputSnapshot(spec, state.inputs)
             state.snapshot.restore()
             with timing.phase("launch"):
-                outputs, guards = prepare_outputs(spec, state.inputs, case)
+                outputs, guards = prepare_outputs(spec, state.inputs, case, state.restrided)
                 got = spec_code.received(spec, case, own_keys(spec))
-                seen = launch(spec, state.inputs, outputs, config, watch=True, received=got)
+                attempt: list[launches.Launches] = []
+                state.launched = False
+                try:
+                    seen = launch(spec, state.inputs, outputs, config, watch=True, received=got, attempt=attempt)
+                finally:
+                    state.launched = bool(attempt and attempt[0].kernels)
                 synchronize(backend.device)
             if problem := spec_code.unreceived_values(spec, case, got, outputs):
                 raise BrokenSpec(problem)
@@ -623,6 +648,7 @@ def _launch_error(exc: Exception, spec: KernelSpec, case: Case, backend: Any, st
         error = f"out of memory: {error}"
     stopped = result(False, math.inf, error=error, failure=failure)
     stopped.footprint = need
+    stopped.raised = failure is None and not state.launched  # the launcher refused it: raised before any kernel
     return _Stop(stopped)
 
 
@@ -632,7 +658,7 @@ def _check_launch(spec: KernelSpec, state: _CaseState, outputs: dict[str, torch.
     store into a guard region, an input it changed (restored after)."""
     if found := memcheck.sanitizer_report():
         raise _Stop(result(False, math.inf, error=found, failure=FailureKind.MEMORY))
-    if problem := unreached_outputs(spec, outputs, seen):
+    if not state.undeclared and (problem := unreached_outputs(spec, outputs, seen)):
         raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure=FailureKind.SPEC))
     if problem := not_the_kernels(spec, outputs, seen):
         raise _Stop(result(False, math.inf, error=problem, failure=FailureKind.SPEC))
@@ -697,7 +723,7 @@ def _check_spec_rules(spec: KernelSpec, case: Case, backend: Any, config: dict, 
     """After the reference's own checks (a spec whose reference is wrong says so first): a launch that computed
     nothing, and the spec's tolerance rule, too loose to fail a wrong answer (a broken spec); where the magnitudes
     make one case loose, noted (state.loose), not failed."""
-    if problem := launched_nothing(spec, case, config, outputs, seen):
+    if not relayout.undeclared(spec, case) and (problem := launched_nothing(spec, case, config, outputs, seen)):
         raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure=FailureKind.SPEC))
     # The spec's own rule (no magnitude) reads only the reference and the outputs' dtypes: judged once per case and
     # dtypes, not once per config (a nightly case runs every config, and each judgement reads the GPU back).
@@ -830,6 +856,7 @@ def record(result: CaseResult, nodeid: str, repro: str) -> dict[str, Any]:
         **({"unchecked": result.unchecked} if result.unchecked else {}),
         **({"heuristics": result.heuristics} if result.heuristics else {}),
         **({"autotuned": result.autotuned} if result.autotuned is not None else {}),
+        **({"restrided": result.restrided} if result.restrided else {}),
         "config": result.config,
         "configs_run": result.configs_run,
         "duration_s": round(result.duration_s, 4),

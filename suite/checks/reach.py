@@ -101,21 +101,44 @@ class Coverage:
         self.not_fitting: Counter[str] = Counter()
         self.values: Counter[str] = Counter()  # value class -> how many cases drew it
         self.layouts: Counter[str] = Counter()  # layout -> how many cases drew it
+        self.restrides: Counter[str] = Counter()  # restride -> how many cases met it (suite/checks/restride.py)
+        # Path -> what it ran with: "layout=L", "values=V", "restride=R" (R "none": as make_inputs built them).
+        self.crossed: dict[str, set[str]] = {p.name: set() for p in self.declared}
+        self.taker: dict[str, tuple[Case, dict]] = {}  # path -> the first passed case that took it, and its config
+        self.not_met: dict[str, str] = {}  # a default layout or value class no case met -> why
+        self.contract: dict[str, str] | None = None  # the undeclared layout tried once, and what the launcher did
         # Why the test stopped before its cases could take the paths (a known issue's first failing case), if it did.
         self.stopped_by: str | None = None
         # Autotuned kernels whose configs no case named: each ran only its first config (name -> how many it has).
         self.untuned: dict[str, int] = {}
 
-    def add(self, case: Case, configs: Sequence[Mapping[str, Any]], not_fitting: Sequence[str] = ()) -> None:
+    def add(self, case: Case, configs: Sequence[Mapping[str, Any]], not_fitting: Sequence[str] = (),
+            restrided: Sequence[str] = ()) -> None:
         for why in not_fitting:
             self.not_fitting[why.split(" (")[0]] += 1
         self.values[case.values] += 1
         self.layouts[case.layout] += 1
+        met = case.restride if restrided else ""
+        if met:
+            self.restrides[met] += 1
         for config in configs:
             self.configs[key(config)] += 1
             for path in self.declared:
                 if taken(path, case, config, self.spec):
                     self.paths[path.name] += 1
+                    self.crossed.setdefault(path.name, set()).update(
+                        (f"layout={case.layout}", f"values={case.values}", f"restride={met or 'none'}"))
+                    if path.name not in self.taker or _order(case) < _order(self.taker[path.name][0]):
+                        self.taker[path.name] = (case, dict(config))  # the crossings rerun it
+
+    def uncrossed(self, wanted: Sequence[str]) -> dict[str, list[str]]:
+        """Declared path -> each of ``wanted`` ("layout=L", "values=V", "restride=R") no passed case ran it with."""
+        out = {}
+        for path in self.declared:
+            missing = [w for w in wanted if w not in self.crossed.get(path.name, set())]
+            if missing and path.name in self.taker:  # a split test's last part: the paths its own cases took
+                out[path.name] = missing
+        return out
 
     def missing(self) -> list[CodePath]:
         return [p for p in self.declared if not self.paths[p.name]]
@@ -125,7 +148,16 @@ class Coverage:
                 "covered_by_search": list(self.searched), "unexercised": [p.name for p in self.missing()],
                 "configs_not_fitting": dict(self.not_fitting), "value_classes": dict(self.values),
                 "layouts": dict(self.layouts), **({"stopped_by": self.stopped_by} if self.stopped_by else {}),
+                "restrides": dict(self.restrides), "crossed": {p: sorted(c) for p, c in self.crossed.items()},
+                **({"not_met": dict(self.not_met)} if self.not_met else {}),
+                **({"contract": dict(self.contract)} if self.contract else {}),
                 **({"untuned": dict(self.untuned)} if self.untuned else {})}
+
+
+def _order(case: Case) -> tuple[bool, int]:
+    """Which case of a path the crossings rerun: the smallest whose every dim is at least 2 (a dim of 1 leaves a
+    row stride unread: one row), else the smallest."""
+    return (min(case.shape.values(), default=2) < 2, sum(case.shape.values()))
 
 
 def find_classes_never_drawn(strategy: Any, coverage: Coverage, value_classes: Sequence[str],
@@ -173,3 +205,43 @@ def find_case(strategy: Any, path: CodePath, configs: Sequence[Mapping[str, Any]
     if case is None:
         return None
     return case, dict(next(c for c in configs if taken(path, case, c, spec)))
+
+
+def crossing_cases(strategy: Any, coverage: Coverage, wanted: Sequence[str]) -> list[tuple[str, Case, dict]]:
+    """Cases that run each declared path with each of ``wanted`` ("layout=L", "values=V", "restride=R") it has not
+    run with, labelled ``PATH:what``: the first passed case that took the path, with one missing layout, one missing
+    value class and one missing restride at once in its place; where the path's ``taken`` then no longer holds (a path
+    of some layouts only), the layout is left out (the path's ``taken`` says it is not taken in that layout) and the
+    rest still runs. A path whose case has a dim of 1 (one row: no row stride read) is searched for in ``strategy``
+    with every dim at least 2, and its restrides run there."""
+    import dataclasses
+    from itertools import zip_longest
+
+    found = []
+    for name, missing in coverage.uncrossed(wanted).items():
+        path = next(p for p in coverage.declared if p.name == name)
+        base, config = coverage.taker[name]
+        if _order(base)[0]:  # a dim of 1: the path on a strided operand needs rows, searched for (every dim >= 2)
+            def rows(c: Case, path: CodePath = path, cfg: dict = config) -> bool:
+                return not _order(c)[0] and taken(path, c, cfg, coverage.spec)
+
+            hit = _smallest(strategy, rows)
+            if hit is not None:
+                base = dataclasses.replace(hit, layout=base.layout, values=base.values, restride=base.restride)
+                missing = [w for w in wanted if w.startswith("restride=") and w != "restride=none"] + missing
+                missing = list(dict.fromkeys(missing))
+        groups = {k: [w.split("=", 1)[1] for w in missing if w.startswith(f"{k}=")]
+                  for k in ("layout", "values", "restride")}
+        for layout, values, restride in zip_longest(groups["layout"], groups["values"], groups["restride"]):
+            change = {k: v for k, v in (("layout", layout), ("values", values), ("restride", restride)) if v is not None}
+            if "restride" in change:
+                change["restride"] = "" if change["restride"] == "none" else change["restride"]
+            case, cfg = dataclasses.replace(base, **change), config
+            if "layout" in change and not taken(path, case, cfg, coverage.spec):
+                del change["layout"]  # the path is not taken in that layout (its ``taken`` says so): the rest still
+                case = dataclasses.replace(base, **change)
+            if not taken(path, case, cfg, coverage.spec) or case == base:
+                continue
+            label = ",".join(f"{k}={v or 'none'}" for k, v in change.items())
+            found.append((f"{name}:{label}", case, cfg))
+    return found

@@ -15,7 +15,7 @@ from hypothesis import seed, settings
 from kernels.spec import Case
 from reports.failure_kinds import FailureKind as K
 from suite import compat
-from suite.checks import autotune, launches, reach, returned, spec_code
+from suite.checks import autotune, launches, reach, restride, returned, spec_code
 from suite.checks.caseloop import ABORTING, CaseLoop, Rate, fail, intermittent_text
 from suite.checks.harness import CaseResult, record, run_case
 from suite.checks.strategies import drawn_value_classes
@@ -115,6 +115,7 @@ class ReferenceLoop(CaseLoop):
         self.too_large: list[str] = []
         self.last = bool(ctx.options.repro)  # a part that adds up every part's coverage (a --repro case is its own)
         self.passed = Passed()
+        self.contract_failure: str | None = None  # an undeclared layout accepted and wrong (try_contract)
         # Parts: with the same cases drawn in every part, each runs those at its positions; with random draws, each
         # part draws its own share of the budget.
         self.same_draws = self.split > 1 and (settings.default.derandomize or ctx.profile == "validation")
@@ -238,7 +239,7 @@ class ReferenceLoop(CaseLoop):
             return
         self.passed.add(case, result)
         try:
-            self.coverage.add(case, result.ran, result.skipped_configs)
+            self.coverage.add(case, result.ran, result.skipped_configs, result.restrided)
         except spec_code.SpecRaised as exc:  # a CodePath's taken raised: the spec's, in one line
             broken = f"broken spec: {exc}"
             self.last_failure = {**rec, "outcome": "failed", "failure": str(K.SPEC), "message": broken}
@@ -329,6 +330,12 @@ class ReferenceLoop(CaseLoop):
         """Whether this test (or this part: the last of a split test's to finish) judges the whole test's end."""
         return self.split == 1 or self.last
 
+    def strategy(self):
+        """The drawn cases, each with the restride it picks (suite/checks/restride.py): the draws themselves are
+        Hypothesis's as before."""
+        spec = self.spec
+        return super().strategy().map(lambda case: restride.pick(spec, case))
+
     def hypothesis_run(self, strategy):
         run = self.given(strategy, self.check, f"{self.spec.name}-{self.dtype}")
         if self.split > 1 and not self.same_draws:
@@ -357,6 +364,92 @@ class ReferenceLoop(CaseLoop):
             if rest := [c for c in (never if self.passed.largest is None else reach.config_space(
                     self.spec, self.backend.family)) if c not in ran]:
                 self.check(case, rest)
+        if self.passed.largest is not None:  # the largest: a dim of 1 leaves no rows to broadcast or permute
+            self.reach_defaults(self.passed.largest[0])
+        self.cross(strategy)
+        if self.passed.largest is not None:
+            self.try_contract(self.passed.largest[0])
+
+    def reach_defaults(self, base: Case) -> None:
+        """What the spec did not list but users pass, met at least once: each drawn restride no case met, and
+        subnormal inputs (fp32, fp16, bf16), on ``base``; what cannot be met is recorded with why (not_met)."""
+        import dataclasses
+
+        coverage = self.coverage
+        for name in restride.drawn(self.spec):
+            if coverage.restrides[name]:
+                continue
+            case = dataclasses.replace(base, restride=name)
+            built = spec_code.call(self.spec, "make_inputs", self.spec.make_inputs, case, self.backend.device)
+            if not restride.inputs(self.spec, case, built)[1] and not (
+                    restride.takes_outputs(self.spec, case) and any(t.dim() >= 2 for t in built.values()
+                                                                   if hasattr(t, "dim"))):
+                coverage.not_met[f"restride={name}"] = "no tensor of the test's cases it applies to"
+                continue
+            coverage.searched.append(f"restride={name}")
+            self.check(dataclasses.replace(base, restride=name))
+            if not coverage.restrides[name]:
+                coverage.not_met[f"restride={name}"] = "no tensor of the test's cases it applies to"
+        for name, why in self.spec.refused_layouts.items():
+            coverage.not_met[f"restride={name}"] = f"refused by the spec: {why}"
+        if restride.subnormals_implied(self.spec, self.dtype) and not coverage.values["subnormal"]:
+            case = dataclasses.replace(base, values="subnormal")
+            built = spec_code.call(self.spec, "make_inputs", self.spec.make_inputs, case, self.backend.device)
+            if spec_code.unbuilt_values(self.spec, case, built):
+                coverage.not_met["values=subnormal"] = ("make_inputs ignores case.values (draw the inputs with "
+                                                        "kernels.inputs.values), or say why not: no_subnormals")
+            else:
+                coverage.searched.append("values=subnormal")
+                self.check(case)
+        elif self.spec.no_subnormals and self.dtype in restride.SUBNORMAL_DTYPES:
+            coverage.not_met["values=subnormal"] = f"no_subnormals: {self.spec.no_subnormals}"
+
+    def cross(self, strategy) -> None:
+        """Every declared path with every declared layout, value class and met restride, at least once."""
+        wanted = [f"layout={lay}" for lay in self.spec.layouts]
+        wanted += [f"values={v}" for v in drawn_value_classes(self.spec, self.dtype, self.backend.name)]
+        wanted += [f"restride={r}" for r in restride.drawn(self.spec) if self.coverage.restrides[r]]
+        try:
+            found = reach.crossing_cases(strategy, self.coverage, wanted)
+        except spec_code.SpecRaised as exc:
+            fail(f"broken spec: {exc}")
+        for label, case, config in found:
+            self.coverage.searched.append(label)
+            self.check(case, [config])
+
+    def try_contract(self, base: Case) -> None:
+        """Once per test, a layout the spec did not declare (restride.probes: the first that meets a tensor) on
+        ``base``: accepted, it must be right (a wrong result fails, saying how to declare or refuse it); refused (the
+        launcher raised), it is recorded. Only tensors make_inputs built contiguous are re-laid: where ``base`` has a
+        declared layout of its own (padded_rows) and no probe meets a tensor, ``base`` in the spec's first layout."""
+        import dataclasses
+
+        if self.spec.no_contract_probe:  # said, so that a run that tried none shows it
+            self.coverage.contract = {"tried": "none", "outcome": "not judged",
+                                      "detail": f"no_contract_probe: {self.spec.no_contract_probe}"}
+        bases = [base] + ([dataclasses.replace(base, layout=self.spec.layouts[0])]
+                          if base.layout != self.spec.layouts[0] else [])
+        for name, case in ((n, dataclasses.replace(b, restride=n)) for b in bases
+                           for n in restride.probes(self.spec, self.dtype)):
+            config = self.forced or autotune.choose_config(self.spec, case.dtype, case.shape, self.backend)
+            result = self.run_once(case, [config])
+            outcome, detail = restride.judge(result, name)
+            self.coverage.contract = {"tried": name, "outcome": outcome, "tensors": ", ".join(result.restrided),
+                                      **({"detail": detail} if detail else {})}
+            if outcome != "none met":
+                break
+        else:
+            return
+        if outcome == "wrong":
+            self.coverage.contract["outcome"] = "wrong"
+            line = self.config_line(case, result.config)
+            text = restride.undeclared_text(self.spec, name, result)
+            rec = {**record(result, self.request.node.nodeid, line), "message": text[:2000]}
+            if self.known_issue and result.failure not in (K.FAULT, K.OOM) and self.known_issue.covers(text):
+                self.known.append((rec, f"{case}\n{text}\nreproduce with: {line}"))  # a library's bug, declared
+                return
+            self.last_failure = rec
+            self.contract_failure = f"{case}\n{text}\nreproduce with: {line}"  # judged in finish, with every rule
 
     def reach_missing_paths(self, strategy) -> None:
         """Run a case for each declared path the drawn cases missed; a path no allowed case reaches is listed (unreachable,
@@ -396,7 +489,8 @@ class ReferenceLoop(CaseLoop):
         """What each end-of-test rule finds wrong with the whole test (nothing where this part does not judge it)."""
         rules = [self.nothing_compared, self.unreachable_paths] if self.judges_whole else []
         if searched and self.judges_whole:
-            rules += [self.never_launched, self.never_wrote, self.one_program, self.loose_everywhere]
+            rules += [self.never_launched, self.never_wrote, self.one_program, self.loose_everywhere,
+                      lambda: self.contract_failure]
         return [message for rule in rules if (message := rule())]
 
     def warn_too_large(self) -> None:

@@ -36,7 +36,7 @@ from kernels import registry
 from kernels.spec import Case, KernelSpec
 from reports import nodeids
 from reports.failure_kinds import FailureKind
-from suite.checks import flushes, harness, memcheck, returned, spec_code
+from suite.checks import flushes, harness, memcheck, restride, returned, spec_code
 from suite.checks.tolerance import DOT_OPERAND_ROUNDOFF, unit_roundoff
 from suite.session import options
 from suite.workers import crash
@@ -269,7 +269,7 @@ def export_case(spec: KernelSpec, case: Case, config: dict, backend: Any, direct
 
 def _write(folder: Path, spec: KernelSpec, case: Case, config: dict, backend: Any, nodeid: str, message: str,
            repro_line: str, failure: str | None, intermittent: dict | None) -> None:
-    inputs = spec.make_inputs(case, backend.device)
+    inputs, _ = restride.inputs(spec, case, spec.make_inputs(case, backend.device))  # the case's restride, if any
     outputs, guards = harness.prepare_outputs(spec, inputs, case)
     passed = list(outputs)
     storages, views = _storages({**inputs, **outputs})

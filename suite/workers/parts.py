@@ -142,7 +142,8 @@ def finish_part(directory: Path, base: str, part: int, selected: set[int], state
 def coverage_state(coverage: Any, part: int, failed: bool, tallies: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"part": part, "configs": dict(coverage.configs), "paths": dict(coverage.paths),
             "not_fitting": dict(coverage.not_fitting), "values": dict(coverage.values),
-            "layouts": dict(coverage.layouts), "failed": failed, "tallies": tallies or {}}
+            "layouts": dict(coverage.layouts), "restrides": dict(coverage.restrides),
+            "crossed": {p: sorted(c) for p, c in coverage.crossed.items()}, "failed": failed, "tallies": tallies or {}}
 
 
 def finish(config: Any, nodeid: str, part: int, coverage: Any, failed: bool,
@@ -171,6 +172,9 @@ def merge_into(coverage: Any, states: list[dict[str, Any]], part: int) -> bool:
         coverage.not_fitting.update(Counter(state["not_fitting"]))
         coverage.values.update(Counter(state.get("values") or {}))
         coverage.layouts.update(Counter(state.get("layouts") or {}))
+        coverage.restrides.update(Counter(state.get("restrides") or {}))
+        for path, crossed in (state.get("crossed") or {}).items():
+            coverage.crossed.setdefault(path, set()).update(crossed)
     return failed
 
 

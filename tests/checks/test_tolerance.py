@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from suite.checks.tolerance import bound, check_output
+from suite.checks.tolerance import SUBNORMAL_STEPS, bound, check_output
 
 
 def test_bound_grows_with_sqrt_of_reduction_length():
@@ -21,8 +21,24 @@ def test_bound_grows_with_sqrt_of_reduction_length():
 def test_output_rounding_dominates_half_precision():
     ref = torch.full((1,), 3.0, dtype=torch.float64)
     fp16 = float(bound(ref, ref, torch.float16, 1, safety=1.0)[0])
-    # accumulator (fp32, K=1) + output rounding (fp16) + fp16's smallest subnormal
-    assert math.isclose(fp16, 3.0 * 2**-24 + 3.0 * 2**-11 + 2**-24, rel_tol=1e-9)
+    # accumulator (fp32, K=1) + output rounding (fp16) + a few of fp16's smallest subnormal
+    assert math.isclose(fp16, 3.0 * 2**-24 + 3.0 * 2**-11 + SUBNORMAL_STEPS * 2**-24, rel_tol=1e-9)
+
+
+def test_subnormal_results_are_held_to_a_few_steps_not_to_their_values():
+    """A chain of roundings in the subnormal range is off by more than one step (rmsnorm on fp32 subnormals: 1.6 steps
+    on an H200) and passes; a result flushed to zero, or off by a tenth of its value, still fails."""
+    step = 2.0**-149
+    ref = torch.tensor([-1.286307319526454e-41, 3.1e-40, -7.7e-39], dtype=torch.float64)
+    near = (ref + torch.tensor([1.6, -1.6, 1.6]) * step).to(torch.float32)
+    assert check_output("y", near, ref, None, reduction_length=1, safety=1.0, keep_subnormals=True).passed
+    flushed = torch.zeros(3, dtype=torch.float32)
+    assert not check_output("y", flushed, ref, None, reduction_length=1, safety=1.0, keep_subnormals=True).passed
+    off = (ref * 1.1).to(torch.float32)
+    assert not check_output("y", off, ref, None, reduction_length=1, safety=1.0, keep_subnormals=True).passed
+    for i in range(3):  # each element alone: the floor excuses no flush of a value drawn
+        assert not check_output("y", flushed[i:i + 1], ref[i:i + 1], None, reduction_length=1, safety=1.0,
+                                keep_subnormals=True).passed
 
 
 def test_tf32_operand_rounding_widens_the_bound():

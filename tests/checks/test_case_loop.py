@@ -22,6 +22,7 @@ SAYS = {
     "never_launched": "launched a @triton.jit function",
     "one_program": "ran a grid of one program",
     "loose": "the tolerance would pass a result off by 50%",
+    "contract": "the launcher accepted a layout the spec did not declare",
 }
 
 
@@ -41,6 +42,8 @@ def _loop(fire: set[str], known: bool = False, too_large: bool = False, split: i
     p.widest.update(kern=1 if "one_program" in fire else 4)
     p.loose[:] = ["k[fp32] N=1: loose"] * 3 if "loose" in fire else []
     loop.passed = p
+    loop.contract_failure = ("k[fp32] N=5\nthe launcher accepted a layout the spec did not declare, restride "
+                             "'broadcast' (x), and its result is wrong" if "contract" in fire else None)
     issue = SimpleNamespace(id="issue-1", failure_pattern="out: error", as_record=dict)
     loop.known_issue = issue if known else None
     loop.known = [({"outcome": "failed"}, "k[fp32] N=2\nout: error 3x the bound")] if known else []

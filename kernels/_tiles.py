@@ -103,12 +103,16 @@ def _b_k_major(b: torch.Tensor) -> bool:
 def descriptor_ok(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> bool:
     """Whether A, B and C take the descriptor kernel: 8- or 16-bit operands, and TMA's rules: A and C row-major, B
     row- or column-major, every base address and leading stride a multiple of 16 bytes, no leading stride 0 (a
-    broadcast operand runs the pointer kernel)."""
+    broadcast operand runs the pointer kernel); and C's rows a multiple of 16 bytes wide: on an H200 a descriptor
+    store into rows of fewer (N=1 bf16, rows 16 bytes apart) wrote the rest of each 16 bytes, between the rows of a
+    strided C (evidence/reach/h200-final/). A contiguous C's rows are its leading stride, so this changes nothing
+    there."""
     def aligned(t: torch.Tensor, leading: int) -> bool:
         return t.data_ptr() % 16 == 0 and leading > 0 and (leading * t.element_size()) % 16 == 0
     k_major = _b_k_major(b)
     return (a.element_size() <= DESCRIPTOR_MAX_ITEMSIZE and a.stride(1) == 1 and c.stride(1) == 1
             and (not k_major or b.stride(0) == 1) and aligned(a, a.stride(0)) and aligned(c, c.stride(0))
+            and (c.shape[1] * c.element_size()) % 16 == 0
             and aligned(b, b.stride(1) if k_major else b.stride(0)))
 
 

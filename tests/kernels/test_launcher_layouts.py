@@ -105,3 +105,14 @@ def test_a_broadcast_operand_never_takes_the_descriptor_kernel():
     c = torch.zeros(64, 64, dtype=torch.float16)
     assert _tiles.descriptor_ok(a, b, c)
     assert not _tiles.descriptor_ok(_bcast(a), b, c)
+
+
+def test_a_strided_output_with_rows_narrower_than_16_bytes_never_takes_the_descriptor_kernel():
+    """A descriptor store into C rows of fewer than 16 bytes wrote the rest of each 16 bytes on an H200 (N=1 bf16 in
+    rows 16 bytes apart: 14 elements between the rows of a 2-row C): such a C runs the pointer kernel. A C of the same
+    rows 16 bytes wide (N=8) still takes the descriptor kernel."""
+    a = torch.zeros(2, 64, dtype=torch.bfloat16)
+    wide = torch.zeros(2, 8, dtype=torch.bfloat16)
+    narrow = wide[:, :1]  # rows 16 bytes apart, 2 bytes wide: an aligned slice
+    assert _tiles.descriptor_ok(a, torch.zeros(64, 8, dtype=torch.bfloat16), wide)
+    assert not _tiles.descriptor_ok(a, torch.zeros(64, 8, dtype=torch.bfloat16)[:, :1], narrow)

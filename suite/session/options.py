@@ -103,9 +103,8 @@ def add_options(parser: pytest.Parser) -> None:
                          "with torch and triton alone (the exact inputs, the outputs it produced, the float64 "
                          "reference and the bound) and exits 1 while the kernel is wrong, 0 once it is right")
     group.addoption("--numerics", default=None, metavar="PROFILE",
-                    help="interpreter only: compute tl.dot as this hardware profile's GPU does (h100_sxm, mi300x, "
-                         "mi250x_gcd, ...: its matrix instruction's bit-accurate model, its default fp32 precision, "
-                         "its flushes); the verdict says 'modelled as PROFILE'")
+                    help="interpreter only: tl.dot bit for bit as this profile's matrix cores compute it "
+                         "(h100_sxm, mi300x, ...); the verdict says 'modelled as PROFILE'")
     group.addoption("--run-id", default=None, metavar="ID",
                     help="the run this run file belongs to, the same on every shard of it (env SUITE_RUN_ID; default: "
                          "GITHUB_RUN_ID-GITHUB_RUN_ATTEMPT on GitHub Actions, else a fresh one)")

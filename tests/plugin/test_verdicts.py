@@ -82,7 +82,7 @@ DEFAULTS = {"--backend": "auto", "--results-dir": "runs", "--no-results": False,
             "--config": None, "--kernel-module": [], "--kernels": None, "--known-issues": "suite/known_issues.json",
             "--retune": None, "--retune-check": None, "--autotune-dir": None, "--case-timeout": None, "--hypothesis-db": None,
             "--memcheck": False, "--no-memcheck": False, "--compile-targets": None, "--shard": None, "--run-id": None,
-            "--export-failures": None}
+            "--export-failures": None, "--numerics": None}
 
 
 def read_options(monkeypatch, controller=False, **given):

@@ -15,7 +15,7 @@ from hypothesis import seed, settings
 from kernels.spec import Case
 from reports.failure_kinds import FailureKind as K
 from suite import compat
-from suite.checks import autotune, launches, reach, returned, spec_code
+from suite.checks import autotune, launches, ordinary, reach, returned, spec_code
 from suite.checks.caseloop import ABORTING, CaseLoop, Rate, fail, intermittent_text
 from suite.checks.harness import CaseResult, record, run_case
 from suite.checks.strategies import drawn_value_classes
@@ -189,7 +189,7 @@ class ReferenceLoop(CaseLoop):
             self.on_passed(case, result, rec, line)
         # A broken spec is the spec's to fix, never a platform's known bug: no pattern excuses one.
         elif (self.known_issue and result.failure not in (K.FAULT, K.OOM, K.SPEC)
-              and self.known_issue.covers_all(result.problems())):
+              and self.known_issue.covers_all(result.problems(), ordinary.beside)):
             self.known.append((rec, f"{case}\n{result.message()}\nreproduce with: {line}"))  # expected: on to the next
             if self.known_largest is None or result.elements > self.known_largest[1]:
                 self.known_largest = (case, result.elements, list(configs))
@@ -252,7 +252,8 @@ class ReferenceLoop(CaseLoop):
             self.to_export = (case, dict(result.config), result.message(), line, result.failure)
         self.shrink.failed(case, result.config, line)
         if result.failure in (K.FAULT, K.OOM, K.SPEC, K.INTERPRETER):  # shrinking would only repeat these
-            if self.known_issue and self.known_issue.covers_all(result.problems()):  # its reach leaves this dtype out
+            # its reach leaves this dtype out
+            if self.known_issue and self.known_issue.covers_all(result.problems(), ordinary.beside):
                 self.coverage.stopped_by = f"known issue {self.known_issue.id}"
             raise crash.CaseAborted(f"{case}\n{result.message()}\nreproduce with: {line}")
         text = f"{case}\n{result.message()}\nreproduce with: {line}"

@@ -216,6 +216,30 @@ def test_the_values_judged_are_the_last_the_specs_kernel_left(run_suite):
     assert run.returncode == 1, run.output[-3000:]
 
 
+def test_a_test_skipped_as_not_checkable_after_some_cases_still_judges_them(run_suite, tmp_path):
+    """A test not split whose large cases meet a construct the interpreter cannot check: its small cases each launched
+    one program, and the test was skipped with the end-of-test rules never judged. And a split test whose last part
+    is not checkable, with a declared path no case can take: the path was listed only by the search, which ran only
+    where no part failed or was skipped. Both fail now, the skip said beside the first."""
+    import json
+
+    ref = "suite/test_kernels.py::test_matches_reference"
+    costs = tmp_path / "costs.json"
+    costs.write_text(json.dumps({"parts": {f"{ref}[unreachable_path_gap_last_add-fp32]": 2}, "tests": {}}))
+    run = run_suite("suite/test_kernels.py", "--kernel-module=tests/fixtures/thin_specs.py",
+                    "--kernels=one_program_gap_late_add,unreachable_path_gap_last_add", "-n", "0",
+                    env={"SUITE_TEST_COSTS": str(costs), "SUITE_SHRINK_SECONDS": "3"})
+    tests = {t["nodeid"].split("[")[1]: t for t in run.run_data()["tests"]}
+    late = tests["one_program_gap_late_add-fp32]"]
+    assert late["outcome"] == "failed", late
+    assert "ran a grid of one program" in late["message"], late
+    assert "not checkable on the interpreter" in late["message"], late
+    path = tests["unreachable_path_gap_last_add-fp32-part2of2]"]
+    assert path["outcome"] == "failed", path
+    assert "declared path(s) ['beyond'] are taken by no case" in path["message"], path
+    assert run.returncode == 1, run.output[-3000:]
+
+
 def test_a_value_class_is_what_reaches_the_kernel(run_suite):
     """A kernel that flushes subnormals and turns NaN into 0, under specs whose subnormal or special cases hand it
     little or nothing of the class: each passed while the rule was 'some float input of make_inputs holds one such

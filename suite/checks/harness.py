@@ -30,7 +30,7 @@ from suite.checks import (
 )
 from suite.checks import restride as relayout
 from suite.checks.tolerance import _MAGNITUDE_HINT as MAGNITUDE_HINT
-from suite.checks.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output, loose_bound, read_back
+from suite.checks.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output, loose_at_zero, loose_bound, read_back
 from suite.session import options
 from suite.session.results import json_number
 from suite.workers import crash, gpu_share, timing
@@ -450,6 +450,7 @@ class _CaseState:
     loose_rule: tuple[tuple, str | None] | None = None
     loose: str | None = None  # loose_tolerance with the magnitudes, the same for every config: judged once
     loose_judged: bool = False  # whether ``loose`` was judged (None is one of its answers)
+    loose_zero: str | None = None  # loose_where_zero with the magnitudes: a broken spec in any case
     autotuned: dict[str, dict[str, Any]] | None = None  # the config each @triton.autotune kernel ran, last config's
     heuristics: dict[str, dict[str, Any]] = field(default_factory=dict)  # what @triton.heuristics computed
     own_wrote: bool = False  # a launch of the spec's own kernels received an output (under any config so far)
@@ -734,6 +735,9 @@ def _check_spec_rules(spec: KernelSpec, case: Case, backend: Any, config: dict, 
         raise _Stop(result(False, math.inf, error=f"broken spec: {problem}", failure=FailureKind.SPEC))
     if state.mags and not state.loose_judged:  # the same for every config of the case: judged once
         state.loose, state.loose_judged = loose_tolerance(spec, case, backend, outputs, state.ref, state.mags), True
+        state.loose_zero = loose_where_zero(spec, case, backend, outputs, state.ref, state.mags)
+    if state.loose_zero:  # loose where the reference is 0: a broken spec in any case
+        raise _Stop(result(False, math.inf, error=f"broken spec: {state.loose_zero}", failure=FailureKind.SPEC))
 
 
 def _check_outputs(spec: KernelSpec, case: Case, backend: Any, config: dict, inputs: dict, outputs: dict,
@@ -786,6 +790,22 @@ def loose_tolerance(spec: KernelSpec, case: Case, backend: Any, outputs: dict, r
                     f"for output {name!r}: {problem} (docs/checks.md, Tolerances)")
         judged = judged or problem is None
     return None if judged else ""
+
+
+def loose_where_zero(spec: KernelSpec, case: Case, backend: Any, outputs: dict, ref: dict, mags: dict) -> str | None:
+    """Why a magnitude of the spec would pass a result of half the output's scale where its reference is zero, in
+    this case (suite/checks/tolerance.py: loose_at_zero), naming the spec, the field and the output; or None."""
+    for name in spec.outputs:
+        tol = spec.tolerance_for(name)
+        operand_u = operand_roundoff(tol, backend) if case.dtype == "fp32" else 0.0
+        judged_as, _ = returned.judged_dtype(spec, case.dtype, outputs[name], tol)
+        if problem := loose_at_zero(ref[name], mags.get(name), judged_as or outputs[name].dtype, tol.reduction(case),
+                                    safety=tol.safety_for(case.dtype), operand_u=operand_u,
+                                    accumulator=tol.accumulator_for(case.dtype), device=outputs[name].device):
+            field = f"output_tolerances[{name!r}]" if name in spec.output_tolerances else "tolerance"
+            return (f"kernel spec {spec.name!r}: field {field!r} (its magnitude) is too loose for output {name!r} "
+                    f"in this case: {problem} (docs/checks.md, Tolerances)")
+    return None
 
 
 def magnitudes(spec: KernelSpec, inputs: dict, ref: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

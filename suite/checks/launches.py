@@ -367,6 +367,8 @@ def _wrap_run(cls: type) -> None:
         finally:
             if watched:
                 record.watch.after()
+            if record is not None and record.received is not None and not kwargs.get("warmup", False):
+                record.received.after(key, tensors)
 
     cls.run = run
 

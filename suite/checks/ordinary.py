@@ -136,6 +136,20 @@ def messages(spec: Any, dtypes: list[str], backends: list[str], opts: options.Op
                        f"{notes}\nreproduce with: {repro}")
 
 
+def beside(problem: str) -> Iterator[str]:
+    """Ordinary wrong values of ``problem``'s own case: its first line (the case, or a property's line naming it)
+    with each output's error over its bound (``problem``'s output, figures from FIGURES) and a launch that raised. A
+    known issue's pattern found in one of these describes the case (a dim past its smallest, a seed), not the
+    problem: it would excuse any wrong value there (suite/session/known_issues.py: KnownIssue.describes)."""
+    head, _, body = problem.partition("\n")
+    output = body.split(": ", 1)[0] if ": " in body.split("\n", 1)[0] else "out"
+    yield f"{head}\nRuntimeError: the launch failed"
+    for figures in FIGURES:
+        yield f"{head}\n{output}: {over_bound(*figures)}"
+    for hint in (_MAGNITUDE_HINT, _FP64_HINT):
+        yield f"{head}\n{output}: {over_bound(*FIGURES[0])}{hint}"
+
+
 def too_broad(pattern: str, specs: list, kernel: str, dtype: str, backend: str, opts: options.Options | None = None,
               where: dict[str, str] | None = None) -> str | None:
     """Why ``pattern`` would cover any wrong result of a kernel its entry names (``kernel``, ``dtype`` and

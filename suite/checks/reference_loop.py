@@ -15,7 +15,7 @@ from hypothesis import seed, settings
 from kernels.spec import Case
 from reports.failure_kinds import FailureKind as K
 from suite import compat
-from suite.checks import autotune, launches, reach, restride, returned, spec_code
+from suite.checks import autotune, launches, ordinary, reach, restride, returned, spec_code
 from suite.checks.caseloop import ABORTING, CaseLoop, Rate, fail, intermittent_text
 from suite.checks.harness import CaseResult, record, run_case
 from suite.checks.strategies import drawn_value_classes
@@ -190,7 +190,7 @@ class ReferenceLoop(CaseLoop):
             self.on_passed(case, result, rec, line)
         # A broken spec is the spec's to fix, never a platform's known bug: no pattern excuses one.
         elif (self.known_issue and result.failure not in (K.FAULT, K.OOM, K.SPEC)
-              and self.known_issue.covers_all(result.problems())):
+              and self.known_issue.covers_all(result.problems(), ordinary.beside)):
             self.known.append((rec, f"{case}\n{result.message()}\nreproduce with: {line}"))  # expected: on to the next
             if self.known_largest is None or result.elements > self.known_largest[1]:
                 self.known_largest = (case, result.elements, list(configs))
@@ -253,7 +253,8 @@ class ReferenceLoop(CaseLoop):
             self.to_export = (case, dict(result.config), result.message(), line, result.failure)
         self.shrink.failed(case, result.config, line)
         if result.failure in (K.FAULT, K.OOM, K.SPEC, K.INTERPRETER):  # shrinking would only repeat these
-            if self.known_issue and self.known_issue.covers_all(result.problems()):  # its reach leaves this dtype out
+            # its reach leaves this dtype out
+            if self.known_issue and self.known_issue.covers_all(result.problems(), ordinary.beside):
                 self.coverage.stopped_by = f"known issue {self.known_issue.id}"
             raise crash.CaseAborted(f"{case}\n{result.message()}\nreproduce with: {line}")
         text = f"{case}\n{result.message()}\nreproduce with: {line}"
@@ -307,20 +308,26 @@ class ReferenceLoop(CaseLoop):
                                                          self.coverage, failed, self.passed.state())
                 for state in others:
                     self.passed.merge(state)
-                if skipped is not None and self.last:
-                    self.judge_before_skip(skipped)
+            if skipped is not None and self.judges_whole:
+                self.judge_before_skip(skipped, strategy)
         if why is not None:
             self.unreliable(why)
         # A known issue excuses the cases it describes, nothing else: the search runs whether or not cases met it.
-        if self.forced is None and not failed and self.judges_whole:
-            self.search(strategy)
+        if self.forced is None and self.judges_whole:
+            if not failed:
+                self.search(strategy)
+            else:  # a part failed or was skipped: no case is searched for, but a path no case can take is said
+                self.list_unreachable(strategy)
         self.finish(searched=True)
 
-    def judge_before_skip(self, skipped: BaseException) -> None:
-        """The last part of a split test to finish was skipped as not checkable: the end-of-test rules are still
-        judged over what every part ran (the earlier parts' tallies, and this part's cases before the skip), and a
-        rule that fails fails this part, the skip said beside it; else the skip stands. (The search, which would
-        meet the construct again, is not run.)"""
+    def judge_before_skip(self, skipped: BaseException, strategy) -> None:
+        """The test (or the last part of a split test to finish) was skipped as not checkable at a case: the
+        end-of-test rules are still judged over what every part ran (the earlier parts' tallies, and this part's
+        cases before the skip), and a rule that fails fails it, the skip said beside it; else the skip stands. (The
+        search, which would meet the construct again, runs no case; a declared path no allowed case takes is still
+        listed.)"""
+        if self.forced is None:
+            self.list_unreachable(strategy)
         failures = self.end_rules(searched=True)
         if failures:
             fail("\n\n".join(failures) + f"\n\n(besides, this part was skipped at a case: {str(skipped)[:2000]})")
@@ -454,19 +461,30 @@ class ReferenceLoop(CaseLoop):
     def reach_missing_paths(self, strategy) -> None:
         """Run a case for each declared path the drawn cases missed; a path no allowed case reaches is listed (unreachable,
         judged in ``finish``)."""
-        spec, backend, coverage = self.spec, self.backend, self.coverage
+        for path, found in self.missing_paths(strategy):
+            if found is None:
+                self.coverage.unreachable.append(path.name)
+                continue
+            case, config = found
+            self.coverage.searched.append(path.name)
+            self.check(case, [config])
+
+    def list_unreachable(self, strategy) -> None:
+        """List each declared path no allowed case reaches, running nothing: where the search does not run (a part
+        failed or was skipped as not checkable), a spec whose path no case can take was said by no rule."""
+        self.coverage.unreachable.extend(path.name for path, found in self.missing_paths(strategy) if found is None
+                                         and path.name not in self.coverage.unreachable)
+
+    def missing_paths(self, strategy):
+        """(path, the smallest case and config that take it, or None) for each declared path the cases missed."""
+        spec, backend = self.spec, self.backend
         pool = [spec.default_config_for(backend.family), *reach.config_space(spec, backend.family)]
-        for path in coverage.missing():
+        for path in self.coverage.missing():
             try:
                 found = reach.find_case(strategy, path, pool, spec)
             except spec_code.SpecRaised as exc:  # a CodePath's taken raised: the spec's, in one line
                 fail(f"broken spec: {exc}")
-            if found is None:
-                coverage.unreachable.append(path.name)
-                continue
-            case, config = found
-            coverage.searched.append(path.name)
-            self.check(case, [config])
+            yield path, found
 
     # --- the test's end ------------------------------------------------------------------------------------------
     def finish(self, searched: bool) -> None:

@@ -92,15 +92,32 @@ def unbuilt_values(spec: Any, case: Any, built: dict) -> str | None:
 class Received:
     """The float elements the spec's own kernels' launches received, counted at each launch before it runs (so a
     launcher that flushes or replaces the inputs first is seen): per tensor (its memory, shape, strides and dtype),
-    (elements, subnormal, NaN, inf) as first received. ``own``: the spec's kernel keys (launches.kernel_key); empty:
-    every launch counts. ``floor``: the case dtype's smallest normal, where it is a float dtype."""
+    (elements, not zero, subnormal, NaN, inf). A tensor received again is counted again where someone else changed
+    its counts since the last own launch that received it left it (a launcher that hands clones over once with n=0,
+    then flushes them in place and hands them over again): the smaller counts stand. Exact zeros are no value of a
+    class (a zeroed workspace, padding): the shares are of the elements not zero. ``own``: the spec's kernel keys
+    (launches.kernel_key); empty: every launch counts. ``floor``: the case dtype's smallest normal, where it is a
+    float dtype."""
 
     values: str
     own: set[str]
     floor: float = 0.0
     launches: int = 0
-    tensors: dict[tuple, tuple[int, int, int, int, int]] = field(default_factory=dict)  # key -> (storage, counts...)
+    tensors: dict[tuple, tuple[int, ...]] = field(default_factory=dict)  # key -> (storage, counts...)
+    left: dict[tuple, tuple[int, ...]] = field(default_factory=dict)  # key -> counts the last own launch left
     integers: int = 0  # elements of integer tensors received (a float input handed over as its bits)
+
+    @staticmethod
+    def _ident(t: Any) -> tuple:
+        return (t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype)
+
+    def _counts(self, t: Any) -> tuple[int, ...]:
+        x = t.detach().to(torch.float64 if t.dtype == torch.float64 else torch.float32)
+        size = x.abs()
+        floor = max(self.floor, float(torch.finfo(t.dtype).tiny))
+        counts = torch.stack([(x != 0).sum(), ((size > 0) & (size < floor)).sum(), torch.isnan(x).sum(),
+                              torch.isinf(x).sum()])
+        return (t.numel(), *(int(v) for v in counts.tolist()))
 
     def note(self, key: str, tensors: list[Any]) -> None:
         if self.own and key not in self.own:
@@ -109,23 +126,31 @@ class Received:
         for t in tensors:
             if not isinstance(t, torch.Tensor) or not t.numel():
                 continue
-            ident = (t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype)
-            if ident in self.tensors:
-                continue
+            ident = self._ident(t)
             if not t.dtype.is_floating_point:
-                self.integers += t.numel()
-                self.tensors[ident] = (int(t.untyped_storage().data_ptr()), 0, 0, 0, 0)
+                if ident not in self.tensors:
+                    self.integers += t.numel()
+                    self.tensors[ident] = (int(t.untyped_storage().data_ptr()), 0, 0, 0, 0, 0)
                 continue
-            x = t.detach().to(torch.float64 if t.dtype == torch.float64 else torch.float32)
-            size = x.abs()
-            floor = max(self.floor, float(torch.finfo(t.dtype).tiny))
-            counts = torch.stack([((size > 0) & (size < floor)).sum(), torch.isnan(x).sum(), torch.isinf(x).sum()])
-            sub, nan, inf = (int(v) for v in counts.tolist())
-            self.tensors[ident] = (int(t.untyped_storage().data_ptr()), t.numel(), sub, nan, inf)
+            if ident in self.tensors:
+                if ident in self.left and (now := self._counts(t)) != self.left[ident]:  # changed by someone else
+                    storage, *was = self.tensors[ident]
+                    self.tensors[ident] = (storage, *(min(a, b) for a, b in zip(was, now, strict=True)))
+                continue
+            self.tensors[ident] = (int(t.untyped_storage().data_ptr()), *self._counts(t))
 
-    def counted(self, outputs: set[int]) -> tuple[int, int, int, int]:
-        """(elements, subnormal, NaN, inf) over the float tensors received, but those in ``outputs``' storages."""
-        totals = [0, 0, 0, 0]
+    def after(self, key: str, tensors: list[Any]) -> None:
+        """After an own launch: the counts it left in the float tensors it received."""
+        if self.own and key not in self.own:
+            return
+        for t in tensors:
+            if isinstance(t, torch.Tensor) and t.numel() and t.dtype.is_floating_point:
+                self.left[self._ident(t)] = self._counts(t)
+
+    def counted(self, outputs: set[int]) -> tuple[int, int, int, int, int]:
+        """(elements, not zero, subnormal, NaN, inf) over the float tensors received, but those in ``outputs``'
+        storages."""
+        totals = [0, 0, 0, 0, 0]
         for storage, *counts in self.tensors.values():
             if storage not in outputs:
                 totals = [a + b for a, b in zip(totals, counts, strict=True)]
@@ -145,16 +170,16 @@ def received(spec: Any, case: Any, own: set[str]) -> Received | None:
 
 def unreceived_values(spec: Any, case: Any, got: Received | None, outputs: dict) -> str | None:
     """Why the spec's own kernel did not receive the case's value class (see :class:`Received`), or None: a
-    'subnormal' case whose kernel received fewer than 1/SUBNORMAL_SHARE of its float elements subnormal, a 'special'
-    case fewer than max(1, elements // SPECIAL_SHARE) inf or NaN (or, from BOTH_SPECIALS_FROM elements, not both),
-    or no float element at all (inputs handed over as integer bits). ``outputs``' elements are not inputs: their
-    storages are left out, but those the spec starts from an input (initial_outputs). None where the own kernel
+    'subnormal' case whose kernel received fewer than 1/SUBNORMAL_SHARE of its float elements not 0 subnormal, a
+    'special' case fewer than max(1, elements // SPECIAL_SHARE) inf or NaN (or, from BOTH_SPECIALS_FROM elements,
+    not both), or no float element but 0 at all (inputs handed over as integer bits). ``outputs``' elements are not
+    inputs: their storages are left out, but those the spec starts from an input (initial_outputs). None where the own kernel
     never launched (:func:`unbuilt_values` judges make_inputs' dict then)."""
     if got is None or not got.launches:
         return None
     left_out = {int(t.untyped_storage().data_ptr()) for name, t in outputs.items()
                 if isinstance(t, torch.Tensor) and name not in spec.initial_outputs}
-    elements, sub, nan, inf = got.counted(left_out)
+    floats, elements, sub, nan, inf = got.counted(left_out)
     head = f"kernel spec {spec.name!r}: the case's value class is {case.values!r}, yet "
     tail = (f". The class is what reaches the kernel: a launcher that flushes, replaces or leaves out the drawn "
             f"values tests other values, recorded as this class. Draw the inputs the kernel receives with "
@@ -162,20 +187,21 @@ def unreceived_values(spec: Any, case: Any, got: Received | None, outputs: dict)
             f"spec's value_classes (docs/checks.md, Value classes built)")
     if not elements:
         ints = f" ({got.integers} integer element(s): float values handed over as their bits?)" if got.integers else ""
-        return (head + f"the {got.launches} launch(es) of its own kernel(s) received no float input{ints}, so the "
+        what = f"{floats} float input element(s), every one 0" if floats else f"no float input{ints}"
+        return (head + f"the {got.launches} launch(es) of its own kernel(s) received {what}, so the "
                 f"class cannot be seen in what the kernel ran on" + tail)
     if case.values == "subnormal":
         if sub * SUBNORMAL_SHARE >= elements:
             return None
-        return (head + f"{sub} of the {elements} float input element(s) its own kernel's launches received are "
+        return (head + f"{sub} of the {elements} float input element(s) not 0 its own kernel's launches received are "
                 f"subnormal (0 < |x| < the smallest normal of the case dtype or of the tensor's own); at least "
                 f"1/{SUBNORMAL_SHARE} of them must be" + tail)
     need = max(1, elements // SPECIAL_SHARE)
     both = elements < BOTH_SPECIALS_FROM or (nan and inf)
     if nan + inf >= need and both:
         return None
-    return (head + f"{nan} NaN and {inf} inf among the {elements} float input element(s) its own kernel's launches "
-            f"received; a special case must hand it at least max(1, elements // {SPECIAL_SHARE}) = {need} of them"
+    return (head + f"{nan} NaN and {inf} inf among the {elements} float input element(s) not 0 its own kernel's "
+            f"launches received; a special case must hand it at least max(1, elements // {SPECIAL_SHARE}) = {need} of them"
             f", and both NaN and an infinity from {BOTH_SPECIALS_FROM} elements on" + tail)
 
 

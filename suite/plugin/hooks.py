@@ -454,6 +454,7 @@ def _fail_unless_known(item: pytest.Item, call: pytest.CallInfo, report: pytest.
     issue = kernel_dtype[2] if isinstance(kernel_dtype, tuple) and len(kernel_dtype) > 2 else None
     if call.when != "call" or not hasattr(report, "wasxfail") or issue is None or call.excinfo is None:
         return
+    from suite.checks import ordinary
     from suite.session.known_issues import KnownIssueFailure, problems_of
 
     text = str(call.excinfo.value)
@@ -463,7 +464,7 @@ def _fail_unless_known(item: pytest.Item, call: pytest.CallInfo, report: pytest.
         # end-of-test rule) fails, whatever text of the issue's the message also holds.
         if isinstance(call.excinfo.value, KnownIssueFailure):
             return
-    elif issue.covers_all(problems_of(call.excinfo.value)):
+    elif issue.covers_all(problems_of(call.excinfo.value), ordinary.beside):
         # Elsewhere (properties, benchmarks) each failure's problems, each on its own: a pattern found only in a
         # reproduction line or a note, or describing one of two distinct failures, describes neither.
         return

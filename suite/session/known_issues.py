@@ -12,6 +12,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,8 @@ from packaging.version import Version
 from kernels._validation import pattern_matches_anything, pattern_problem, triton_specifier_problem
 from suite.session import reading
 
+# The ordinary wrong values of a problem's own case (suite/checks/ordinary.py: beside).
+Ordinary = Callable[[str], Iterable[str]]
 DEFAULT_PATH = Path(__file__).resolve().parents[1] / "known_issues.json"
 MOST_BYTES = 16 * 2**20  # the shipped file is 3 KiB
 FIELDS = {"id": str, "backend": str, "arch": str, "triton": str, "kernel": str, "dtype": str, "reason": str, "link": str}
@@ -85,10 +88,17 @@ class KnownIssue:
         dtype fails the run."""
         return not self.failure_pattern or re.search(self.failure_pattern, message) is not None
 
-    def covers_all(self, problems: list[str]) -> bool:
+    def covers_all(self, problems: list[str], ordinary: Ordinary | None = None) -> bool:
         """Whether every problem of a failing case (CaseResult.problems: each output's each problem) is one the
-        entry describes: a case with one described problem and one undescribed is not the known issue's."""
-        return bool(problems) and all(self.covers(p) for p in problems)
+        entry describes: a case with one described problem and one undescribed is not the known issue's.
+        ``ordinary``: the ordinary wrong values of a problem's own case (suite/checks/ordinary.py: beside); a
+        pattern found in one of those describes the case, not the problem (a dim, a seed of its line)."""
+        return bool(problems) and all(self.describes(p, ordinary) for p in problems)
+
+    def describes(self, problem: str, ordinary: Ordinary | None = None) -> bool:
+        """Whether the entry describes ``problem``: its pattern found there, and in no ordinary wrong value of the
+        same case (``ordinary``)."""
+        return self.covers(problem) and not (ordinary is not None and any(self.covers(o) for o in ordinary(problem)))
 
     def matches(self, backend: str, arch: str, triton_version: str, kernel: str, dtype: str,
                 test: str = OPTIONAL["test"]) -> bool:
@@ -228,9 +238,9 @@ class KnownIssueGroup:
     def covers(self, message: str) -> bool:
         return any(k.covers(message) for k in self.issues)
 
-    def covers_all(self, problems: list[str]) -> bool:
-        """Every problem described by one of the entries (each by any of them)."""
-        return bool(problems) and all(self.covers(p) for p in problems)
+    def covers_all(self, problems: list[str], ordinary: Ordinary | None = None) -> bool:
+        """Every problem described by one of the entries (each by any of them; ``ordinary`` as for KnownIssue)."""
+        return bool(problems) and all(any(k.describes(p, ordinary) for k in self.issues) for p in problems)
 
     def which(self, message: str) -> KnownIssue | None:
         """The first entry that describes a failure with this message."""

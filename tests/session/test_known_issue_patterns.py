@@ -69,6 +69,20 @@ def test_a_known_issue_excuses_only_the_problem_it_describes(run_suite):
     assert run.returncode == 1, run.output[-3000:]
 
 
+def test_a_pattern_of_where_the_case_is_alone_describes_no_problem(run_suite):
+    """x - y past element 0 under a known issue whose pattern names only the case's dims past 1: held at load to
+    ordinary wrong values of the smallest shape, and matched after each case's line, it excused every wrong case
+    past N=1 (the test an expected failure). A pattern found in an ordinary wrong value of the problem's own case
+    describes no problem now, and the test fails."""
+    run = run_suite("suite/test_kernels.py", KERNELS, "--kernels=known_dims_only_add", "-n", "0",
+                    "-k", "test_matches_reference", env=FAST_SHRINK)
+    [test] = run.run_data()["tests"]
+    assert test["outcome"] == "failed", test
+    assert "elements over" in test["message"], test["message"]
+    assert "does not describe every problem here" in test["message"], test["message"]
+    assert run.returncode == 1, run.output[-3000:]
+
+
 def test_a_known_issue_never_excuses_a_broken_spec(run_suite):
     """A spec that hands its kernel one subnormal among normals (a broken spec) under a known issue whose pattern is
     that message: matched per problem, the broken spec passed as the platform's bug. It fails now."""

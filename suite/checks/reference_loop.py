@@ -15,7 +15,7 @@ from hypothesis import seed, settings
 from kernels.spec import Case
 from reports.failure_kinds import FailureKind as K
 from suite import compat
-from suite.checks import autotune, launches, ordinary, reach, restride, returned, spec_code
+from suite.checks import autotune, drift, launches, ordinary, reach, restride, returned, spec_code
 from suite.checks.caseloop import ABORTING, CaseLoop, Rate, fail, intermittent_text
 from suite.checks.harness import CaseResult, record, run_case
 from suite.checks.strategies import drawn_value_classes
@@ -59,6 +59,8 @@ class Passed:
         self.loose: list[str] = []  # passed cases whose tolerance's magnitude would pass a result off by 50%
         self.widest: dict[str, int] = {}  # each kernel launched, with the most programs one of its launches ran
         self.launched: dict[str, int] = {}  # each @triton.jit function the test's cases launched, with its count
+        # per output, each passed case's [reduction length, elements, signed sum, away sum] (suite/checks/drift.py)
+        self.drift: dict[str, list[list]] = {}
 
     def add(self, case: Case, result: CaseResult) -> None:
         if self.largest is None or result.elements > self.largest[1]:
@@ -74,6 +76,7 @@ class Passed:
             self.judged += 1
             if result.loose:
                 self.loose.append(f"{case}: {result.loose}")
+        drift.points(result.checks, self.drift)
 
     def take_launches(self) -> None:
         """The launches made since the last take (suite/checks/launches.py), added to the test's."""
@@ -85,7 +88,7 @@ class Passed:
     def state(self) -> dict[str, Any]:
         return {"cases": self.cases, "elements": self.elements, "judged": self.judged, "own_wrote": self.own_wrote,
                 "launched": self.launched,
-                "compared": self.compared, "loose": self.loose, "widest": self.widest}
+                "compared": self.compared, "loose": self.loose, "widest": self.widest, "drift": self.drift}
 
     def merge(self, state: dict[str, Any]) -> None:
         """Another part's ``state`` added to this one (the largest and smallest cases stay this part's own)."""
@@ -98,6 +101,8 @@ class Passed:
         self.loose += list(state.get("loose") or [])
         for name, count in (state.get("widest") or {}).items():
             self.widest[name] = max(int(count), self.widest.get(name, 0))
+        for name, cases in (state.get("drift") or {}).items():
+            self.drift.setdefault(name, []).extend(list(c) for c in cases)
 
 
 class ReferenceLoop(CaseLoop):
@@ -508,7 +513,7 @@ class ReferenceLoop(CaseLoop):
         rules = [self.nothing_compared, self.unreachable_paths] if self.judges_whole else []
         if searched and self.judges_whole:
             rules += [self.never_launched, self.never_wrote, self.one_program, self.loose_everywhere,
-                      lambda: self.contract_failure]
+                      self.signed_drift, lambda: self.contract_failure]
         return [message for rule in rules if (message := rule())]
 
     def warn_too_large(self) -> None:
@@ -585,6 +590,10 @@ class ReferenceLoop(CaseLoop):
             return (f"broken spec: in every one of the {p.judged} case(s) the tolerance would pass a result off by "
                     f"50%, so the cases prove nothing; the first: {p.loose[0]}")
         return None
+
+    def signed_drift(self) -> str | None:
+        """A one-signed error that grows with the reduction length across the passed cases (suite/checks/drift.py)."""
+        return drift.judge(self.spec.name, self.dtype, self.passed.drift)
 
     def end_known(self) -> None:
         if self.known:

@@ -50,6 +50,11 @@ class OutputCheck:
     # Each problem of a failing output on its own, named by the output ("out: 1 NaN where the reference is not
     # ..."): a known issue describes problems one by one (suite/session/known_issues.py). Empty: the detail is one.
     problems: tuple[str, ...] = ()
+    # The reduction length the bound was given, and over the finite elements with a bound above 0: the sum of
+    # (out - ref) / bound, the sum of it signed by the reference (positive: away from zero) and how many they were.
+    # The signed-drift rule reads them across a test's cases (suite/checks/drift.py).
+    reduction_length: int = 1
+    drift: tuple[float, float, int] = (0.0, 0.0, 0)
 
 
 def unit_roundoff(dtype: torch.dtype) -> float:
@@ -302,7 +307,8 @@ def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Ten
         ratio = math.inf if ratio <= 1.0 else ratio
         return OutputCheck(name, False, ratio, max_abs, f"{name}: " + "; ".join(problems) + judged_why,
                            tuple(f"{name}: {p}{judged_why}" for p in problems))
-    return OutputCheck(name, True, ratio, max_abs, f"{name}: ok, error ratio {ratio:.3g}")
+    return OutputCheck(name, True, ratio, max_abs, f"{name}: ok, error ratio {ratio:.3g}",
+                       reduction_length=int(reduction_length), drift=(s_.signed, s_.away, s_.counted))
 
 
 def over_bound(err: float, at: tuple[int, ...], ratio: float, bound: float, got: float, ref: float, over: int,
@@ -365,6 +371,8 @@ class _Scan:
         self.any_finite = False
         self.ratio, self.max_abs = 0.0, 0.0
         self.worst_err = self.worst_bound = self.worst_got = self.worst_ref = 0.0
+        self.signed = self.away = 0.0  # sums of (out - ref) / bound, and of it signed by the reference
+        self.counted = 0  # the finite elements with a bound above 0 that those sums are over
         for s, e in _chunks(out.numel()):
             self._chunk(s, e)
 
@@ -391,15 +399,21 @@ class _Scan:
         err = (out64 - expected).abs()
         bnd = bound(expected, mag64.nan_to_num(posinf=0.0, neginf=0.0, nan=0.0), self.dtype, **self.args)
         ratios = torch.where(finite, err / bnd, torch.zeros_like(err))
+        drifting = finite & (bnd > 0)
+        signed = torch.where(drifting, (out64 - expected) / bnd, torch.zeros_like(err))
         inf_first = _first_index(inf_mismatch)
         # Everything a passing chunk needs, read back from the device at once: one wait for the GPU per chunk (with
         # 16 workers on a GPU each wait is its turn), not one per question.
         at = inf_first.reshape(1)
         (n_bad, bad_at, n_missing, missing_at, n_inf, inf_at, inf_got, inf_expected, any_finite, top,
-         max_abs) = read_back([
+         max_abs, signed_sum, away_sum, counted) = read_back([
             bad_nan.sum(), _first_index(bad_nan), missing_nan.sum(), _first_index(missing_nan), inf_mismatch.sum(),
             inf_first, out64.index_select(0, at), expected.index_select(0, at), finite.any(), ratios.max(),
-            torch.where(finite, err, torch.zeros_like(err)).max()])
+            torch.where(finite, err, torch.zeros_like(err)).max(), signed.sum(), (signed * expected.sign()).sum(),
+            drifting.sum()])
+        self.signed += signed_sum
+        self.away += away_sum
+        self.counted += int(counted)
         if n_bad:
             self.bad_nan_at = self.bad_nan_at if self.bad_nan else s + int(bad_at)
             self.bad_nan += int(n_bad)

@@ -18,7 +18,7 @@ import shlex
 import shutil
 import subprocess
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import jsonschema
 import pytest
@@ -358,6 +358,69 @@ def test_nightly_report_reads_every_runner_artifact():
     assert "portability-report" in uploads, f"no portability-report artifact ({sorted(uploads)})"
     assert uploads["portability-report"].rstrip("/") == out.rstrip("/"), \
         f"the report goes to {out} but {uploads['portability-report']} is uploaded"
+
+
+def modelled_jobs() -> dict[str, dict]:
+    """The nightly's jobs that run the suite under --numerics (on a CPU runner's interpreter)."""
+    return {job_id: job for job_id, _, words in all_commands(NIGHTLY) if any(w.startswith("--numerics") for w in words)
+            for job in [jobs(NIGHTLY)[job_id]]}
+
+
+def uploads_file(pattern: str, path: str) -> bool:
+    """Whether an upload path glob takes ``path``, its ``*`` within one directory as actions/upload-artifact reads
+    it (fnmatch's ``*`` crosses ``/``: runs/*.json would take runs/modelled/run-x.json)."""
+    return len(PurePosixPath(pattern).parts) == len(PurePosixPath(path).parts) and PurePosixPath(path).match(pattern)
+
+
+def numerics_runs(job: dict, entry: dict) -> list[list[str]]:
+    return [words for s in run_steps(job) for words in commands(expand(s["run"], entry))
+            if any(w.startswith("--numerics") for w in words)]
+
+
+def test_nightly_models_amd_matrix_cores_on_a_cpu_runner():
+    """The shipped suite under --numerics=mi300x and mi250x_gcd, on the interpreter: valid profiles, each a run of its
+    own (a run id naming the workflow run, its attempt and the profile), its run files uploaded even when tests fail
+    under a name of its own that the report downloads, and the report waits for it."""
+    from suite.session import options
+
+    found = modelled_jobs()
+    assert found, "nightly.yml runs no suite under --numerics"
+    profiles, ids, names = [], [], []
+    report = jobs(NIGHTLY)["report"]
+    needs = report.get("needs", [])
+    needs = [needs] if isinstance(needs, str) else needs
+    (download,) = action_steps(report, "actions/download-artifact")
+    gpu_ids = {shard_args(words)[1] for job_id, _, words in all_commands(NIGHTLY) if job_id in gpu_jobs()}
+    for job_id, job in found.items():
+        assert "self-hosted" not in job.get("runs-on", []), f"job {job_id}: the interpreter needs no GPU runner"
+        assert job_id in needs, f"the report does not wait for job {job_id} ({needs})"
+        assert (job.get("strategy") or {}).get("fail-fast") is False, f"job {job_id}: one profile's failure cancels the other"
+        uploads = action_steps(job, "actions/upload-artifact")
+        assert uploads and all(is_always(u.get("if")) for u in uploads), f"job {job_id}: run files uploaded only on success"
+        for entry in matrix_entries(job):
+            for words in numerics_runs(job, entry):
+                assert "--backend=interpret" in words, f"job {job_id}: `{shlex.join(words)}` is not on the interpreter"
+                value = next(w.split("=", 1)[1] for w in words if w.startswith("--numerics="))
+                profiles.append(options.parse_numerics(value))
+                run_id = shard_args(words)[1]
+                assert run_id and "EXPR" in run_id and value in run_id, \
+                    f"job {job_id}: `{shlex.join(words)}`: a run id naming the workflow run and the profile"
+                ids.append(run_id)
+                dirs = results_dirs(words)
+                paths = [p for u in uploads for p in upload_paths(u, entry)]
+                assert dirs and all(any(uploads_file(p, f"{d}/{SAMPLE_RUN_FILE}") for p in paths) for d in dirs), \
+                    f"job {job_id} ({entry}): run files in {dirs} are not uploaded by {paths}"
+            for u in uploads:
+                name = expand(u["with"]["name"], entry)
+                assert fnmatch.fnmatch(name, download["with"]["pattern"]), f"artifact {name} is not downloaded"
+                names.append(name)
+        raw = " ".join(s["run"] for s in run_steps(job) if "--numerics" in s["run"])
+        assert "github.run_id" in raw and "github.run_attempt" in raw, f"job {job_id}: the run id must name the run"
+    assert {"mi300x", "mi250x_gcd"} <= set(profiles), f"the modelled profiles are {profiles}"
+    assert len(set(ids)) == len(ids) and not set(ids) & gpu_ids, f"run ids shared: {ids} (the GPUs': {gpu_ids})"
+    gpu_names = {expand(u["with"]["name"], e) for job in gpu_jobs().values() for e in matrix_entries(job)
+                 for u in action_steps(job, "actions/upload-artifact")}
+    assert len(set(names)) == len(names) and not set(names) & gpu_names, f"artifact names collide: {names}"
 
 
 def test_nightly_shares_the_hypothesis_database():

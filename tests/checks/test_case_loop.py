@@ -107,7 +107,7 @@ def test_a_part_judges_the_whole_only_as_the_last_part_to_finish():
 def test_a_parts_tallies_add_up_in_the_last_part():
     first, second = Passed(), Passed()
     first.add(Case("k", "fp32", {"N": 4}, "contiguous", "normal", 0),
-              SimpleNamespace(elements=4, compared={"out": 4}, loose=None))
+              SimpleNamespace(elements=4, compared={"out": 4}, loose=None, checks=[]))
     first.launched, first.widest = {}, {"kern": 1}
     second.launched, second.widest = {"kern": 2}, {"kern": 3, "other": 1}
     second.compared["out"] = 6

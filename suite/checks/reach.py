@@ -104,7 +104,9 @@ class Coverage:
         self.restrides: Counter[str] = Counter()  # restride -> how many cases met it (suite/checks/restride.py)
         # Path -> what it ran with: "layout=L", "values=V", "restride=R" (R "none": as make_inputs built them).
         self.crossed: dict[str, set[str]] = {p.name: set() for p in self.declared}
-        self.taker: dict[str, tuple[Case, dict]] = {}  # path -> the first passed case that took it, and its config
+        # Path -> the passed case that took it which the crossings rerun, and its config: the least by _rank, so that
+        # which one does not hang on the order the cases came in (a split test's parts merge theirs: taker_state).
+        self.taker: dict[str, tuple[Case, dict]] = {}
         self.not_met: dict[str, str] = {}  # a default layout or value class no case met -> why
         self.contract: dict[str, str] | None = None  # the undeclared layout tried once, and what the launcher did
         # Why the test stopped before its cases could take the paths (a known issue's first failing case), if it did.
@@ -128,15 +130,31 @@ class Coverage:
                     self.paths[path.name] += 1
                     self.crossed.setdefault(path.name, set()).update(
                         (f"layout={case.layout}", f"values={case.values}", f"restride={met or 'none'}"))
-                    if path.name not in self.taker or _order(case) < _order(self.taker[path.name][0]):
-                        self.taker[path.name] = (case, dict(config))  # the crossings rerun it
+                    self.offer_taker(path.name, case, config)
+
+    def offer_taker(self, path: str, case: Case, config: Mapping[str, Any]) -> None:
+        """``case`` with ``config`` took ``path`` and passed: the path's taker where it ranks before the one held."""
+        if path not in self.taker or _rank(case, config) < _rank(*self.taker[path]):
+            self.taker[path] = (case, dict(config))
+
+    def taker_state(self) -> dict[str, dict[str, Any]]:
+        """The takers as JSON (a split test's part leaves them for the last part: suite/workers/parts.py)."""
+        return {p: {"case": c.as_record(), "config": dict(cfg)} for p, (c, cfg) in self.taker.items()}
+
+    def merge_takers(self, state: Mapping[str, Any]) -> None:
+        """Another part's takers (``taker_state``): each path keeps the one of least rank, as the whole test would."""
+        for path, held in state.items():
+            rec = held["case"]
+            case = Case(kernel=rec["kernel"], dtype=rec["dtype"], shape=dict(rec["shape"]), layout=rec["layout"],
+                        values=rec["values"], seed=int(rec["seed"]), restride=rec.get("restride", ""))
+            self.offer_taker(path, case, held["config"])
 
     def uncrossed(self, wanted: Sequence[str]) -> dict[str, list[str]]:
         """Declared path -> each of ``wanted`` ("layout=L", "values=V", "restride=R") no passed case ran it with."""
         out = {}
         for path in self.declared:
             missing = [w for w in wanted if w not in self.crossed.get(path.name, set())]
-            if missing and path.name in self.taker:  # a split test's last part: the paths its own cases took
+            if missing and path.name in self.taker:  # a path no passed case took has nothing to rerun
                 out[path.name] = missing
         return out
 
@@ -158,6 +176,12 @@ def _order(case: Case) -> tuple[bool, int]:
     """Which case of a path the crossings rerun: the smallest whose every dim is at least 2 (a dim of 1 leaves a
     row stride unread: one row), else the smallest."""
     return (min(case.shape.values(), default=2) < 2, sum(case.shape.values()))
+
+
+def _rank(case: Case, config: Mapping[str, Any]) -> tuple[bool, int, str, str]:
+    """Which taker of a path the crossings rerun: by ``_order``, then by the case and config themselves (never by
+    when they ran), so that a split test's last part picks from every part's takers the one the whole test picks."""
+    return (*_order(case), case.spec_string(), key(config))
 
 
 def find_classes_never_drawn(strategy: Any, coverage: Coverage, value_classes: Sequence[str],
@@ -209,11 +233,11 @@ def find_case(strategy: Any, path: CodePath, configs: Sequence[Mapping[str, Any]
 
 def crossing_cases(strategy: Any, coverage: Coverage, wanted: Sequence[str]) -> list[tuple[str, Case, dict]]:
     """Cases that run each declared path with each of ``wanted`` ("layout=L", "values=V", "restride=R") it has not
-    run with, labelled ``PATH:what``: the first passed case that took the path, with one missing layout, one missing
-    value class and one missing restride at once in its place; where the path's ``taken`` then no longer holds (a path
-    of some layouts only), the layout is left out (the path's ``taken`` says it is not taken in that layout) and the
-    rest still runs. A path whose case has a dim of 1 (one row: no row stride read) is searched for in ``strategy``
-    with every dim at least 2, and its restrides run there."""
+    run with, labelled ``PATH:what``: the path's taker (the least passed case that took it, ``_rank``), with one
+    missing layout, one missing value class and one missing restride at once in its place; where the path's ``taken``
+    then no longer holds (a path of some layouts only), the layout is left out (the path's ``taken`` says it is not
+    taken in that layout) and the rest still runs. A path whose case has a dim of 1 (one row: no row stride read) is
+    searched for in ``strategy`` with every dim at least 2, and its restrides run there."""
     import dataclasses
     from itertools import zip_longest
 

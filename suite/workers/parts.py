@@ -18,7 +18,10 @@ are dealt out by position.
 **One coverage.** Which declared code paths the cases took is known only when every part has run. Each part
 leaves its coverage in a directory shared by the run's workers; the part that finishes last (the one that finds
 the others' files present) adds them up, searches for the paths no case took exactly as the whole test would, and
-is the one that records the test's coverage. A part whose siblings are not selected (``-k``) is its own last part.
+is the one that records the test's coverage. Each part leaves its paths' takers too (the case each path's crossings
+rerun: suite/checks/reach.py), and the last part keeps, of every part's, the one the whole test keeps: every path any
+part took is crossed, from the same case as in the whole test. A part whose siblings are not selected (``-k``) is its
+own last part.
 
 A test with a known issue on the backend is not split (its strict xfail needs every case in one test).
 """
@@ -143,7 +146,8 @@ def coverage_state(coverage: Any, part: int, failed: bool, tallies: dict[str, An
     return {"part": part, "configs": dict(coverage.configs), "paths": dict(coverage.paths),
             "not_fitting": dict(coverage.not_fitting), "values": dict(coverage.values),
             "layouts": dict(coverage.layouts), "restrides": dict(coverage.restrides),
-            "crossed": {p: sorted(c) for p, c in coverage.crossed.items()}, "failed": failed, "tallies": tallies or {}}
+            "crossed": {p: sorted(c) for p, c in coverage.crossed.items()}, "taker": coverage.taker_state(),
+            "failed": failed, "tallies": tallies or {}}
 
 
 def finish(config: Any, nodeid: str, part: int, coverage: Any, failed: bool,
@@ -175,6 +179,7 @@ def merge_into(coverage: Any, states: list[dict[str, Any]], part: int) -> bool:
         coverage.restrides.update(Counter(state.get("restrides") or {}))
         for path, crossed in (state.get("crossed") or {}).items():
             coverage.crossed.setdefault(path, set()).update(crossed)
+        coverage.merge_takers(state.get("taker") or {})  # each path crossed from the whole test's taker
     return failed
 
 

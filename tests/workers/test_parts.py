@@ -49,7 +49,9 @@ def test_parts_run_the_whole_tests_cases_and_search_its_paths_once(run_suite, tm
     # Every part ran some, on both workers' share of them; one coverage record, the whole test's.
     per_part = {t["nodeid"]: sum(1 for c in s["cases"] if c["nodeid"] == t["nodeid"]) for t in s["tests"]}
     assert all(n > 0 for n in per_part.values()), per_part
-    assert w["coverage"][0]["covered_by_search"] == ["tail_of_one"], w["coverage"]  # the search had work to do
+    searched = w["coverage"][0]["covered_by_search"]  # the search had work to do: the missed path, then crossings
+    assert searched[0] == "tail_of_one" and "tail_of_one" not in searched[1:], searched
+    assert all(":" in label for label in searched[1:] if not label.startswith(("values=", "layout=", "restride=")))
     assert s["coverage"] == w["coverage"]
     # The timeline: each test says which worker ran it and when.
     assert {t["worker"] for t in s["tests"]} <= {"gw0", "gw1"}
@@ -66,13 +68,48 @@ def test_a_part_that_ran_other_parts_cases_is_caught(run_suite, tmp_path, whole)
                         results_dir=tmp_path / "planted")
     assert whole.returncode == 0 and planted.returncode == 0, planted.output[-3000:]
     assert _cases(planted.run_data()) != _cases(whole.run_data())
-    # Each drawn case three times; once each, the searched one and, where some config of the family no drawn case
-    # ran, the largest case run again under those (only the last part searches and completes the configs:
-    # suite/checks/reach.py). So planted = 3 * drawn + once and whole = drawn + once.
+    # Each drawn case three times; once each, what the search ran (the missed path, its crossings: each a label of
+    # covered_by_search) and, where some config of the family no drawn case ran, the largest case run again under
+    # those (only the last part searches and completes the configs: suite/checks/reach.py; the contract probe is no
+    # case of the run). So planted = 3 * drawn + extra and whole = drawn + extra, extra = searched + 0 or 1.
     searched = len(whole.run_data()["coverage"][0]["covered_by_search"])
     whole_n, planted_n = len(_cases(whole.run_data())), len(_cases(planted.run_data()))
     drawn = (planted_n - whole_n) // 2
-    assert searched == 1 and (planted_n - whole_n) % 2 == 0 and whole_n - drawn in (1, 2), (whole_n, planted_n)
+    assert (planted_n - whole_n) % 2 == 0 and whole_n - drawn - searched in (0, 1), (whole_n, planted_n, searched)
+    assert planted.run_data()["coverage"] == [{**whole.run_data()["coverage"][0], **{
+        k: v for k, v in planted.run_data()["coverage"][0].items() if k in ("configs", "paths", "value_classes",
+                                                                           "layouts", "restrides")}}]  # searched once
+
+
+def test_a_path_taken_only_outside_the_last_part_is_crossed():
+    """The crossings (suite/checks/reach.py crossing_cases) run in the last part only: a path only another part's
+    case took is crossed there, from the case the whole test would cross it from, whatever order the parts came in."""
+    from kernels.spec import Case
+    from suite.checks import reach
+    from tests.fixtures import split_kernels
+
+    spec = split_kernels.SPLIT_ADD
+    wanted = ["layout=contiguous", "values=normal", "values=negative", "values=special"]
+    far = Case("split_add", "fp32", {"N": 225}, values="special", seed=5)  # takes tail_of_one under 32
+    farther = Case("split_add", "fp32", {"N": 225}, values="large", seed=9)  # the same, of the same order
+    near = Case("split_add", "fp32", {"N": 300}, values="normal", seed=1)  # takes the other paths only
+    cfg = {"BLOCK_SIZE": 32}
+    wide = {"BLOCK_SIZE": 128, "num_warps": 4}
+
+    def coverage(*cases):
+        c = reach.Coverage(spec, "fp32", "interpret")
+        for case in cases:
+            c.add(case, [cfg, wide])
+        return c
+
+    whole = reach.crossing_cases(None, coverage(near, far, farther), wanted)
+    assert any(label.startswith("tail_of_one:") for label, _, _ in whole), whole
+    for order in ((0, 1, 2), (2, 1, 0), (1, 0, 2)):  # the last part's own case first, then the others' states
+        by_part = [coverage(near), coverage(far), coverage(farther)]
+        last = by_part[order[0]]
+        states = [parts.coverage_state(by_part[i], i, False) for i in order]
+        assert parts.merge_into(last, json.loads(json.dumps(states)), order[0]) is False
+        assert reach.crossing_cases(None, last, wanted) == whole, order  # the same cases, from the same bases
 
 
 def test_a_bug_fails_the_parts_whose_cases_hit_it(run_suite, tmp_path):

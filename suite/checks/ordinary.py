@@ -142,6 +142,9 @@ def beside(problem: str) -> Iterator[str]:
     known issue's pattern found in one of these describes the case (a dim past its smallest, a seed), not the
     problem: it would excuse any wrong value there (suite/session/known_issues.py: KnownIssue.describes)."""
     head, _, body = problem.partition("\n")
+    # A property's first line names the property, then the case: what the property says is the problem, not the case
+    # (a pattern naming the property describes it), so the ordinary messages beside it carry the case alone.
+    head = re.sub(r"^property '[^']*' does not hold for ", "", head)
     output = body.split(": ", 1)[0] if ": " in body.split("\n", 1)[0] else "out"
     yield f"{head}\nRuntimeError: the launch failed"
     for figures in FIGURES:

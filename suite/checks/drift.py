@@ -20,6 +20,9 @@ where, for an output and a direction, all of these hold (the thresholds below, d
   chance below UNLIKELY, and one rising so much below UNLIKELY_RISE (Student's t over the line's residuals);
 - it is one-signed: at least ONE_SIGNED of the cases at the longer half of the lengths have a mean of that sign.
 
+Where the line over every case does not fail, it is judged again without the one case farthest from it, and as a step
+(``_step``: the longer half, or the longest quarter, against the shorter cases).
+
 A right kernel's per-element error is mostly its output's rounding, at most a quarter of the bound (u_out against
 the bound's safety 4 * u_out): a mean of a quarter of the bound takes every element rounded the same way at full
 size, and then the line must also rise and hold its sign over the longer cases. A bias that does not grow with the
@@ -43,6 +46,7 @@ CASE_WEIGHT = 16
 # and the t distribution's tails are wide, so few cases need a clearer line.
 UNLIKELY = 1e-6
 UNLIKELY_RISE = 1e-3
+STEP_SIDE = 4  # the fewest cases on each side of a step (_step)
 
 DIRECTIONS = (("signed", "toward -inf", "toward +inf"), ("away", "toward zero", "away from zero"))
 
@@ -137,6 +141,49 @@ def judge_output(name: str, cases: list[list]) -> str | None:
             if len({x for x, _, _ in rest}) >= FEWEST_LENGTHS and (found := _one_way(rest, key, low, high)):
                 x, y, _ = points[far]
                 return f"output {name!r}: {found}, leaving out the case farthest from the line ({y:+.3f} at length {x:g})"
+        if found := _step(points, key, low, high):
+            return f"output {name!r}: {found}"
+    return None
+
+
+def _mean(points: list[tuple[float, float, float]]) -> tuple[float, float, int]:
+    """The weighted mean of the points' means, its variance (from their scatter), and how many they were."""
+    total = sum(w for _, _, w in points)
+    mean = sum(w * y for _, y, w in points) / total
+    n = len(points)
+    spread = sum(w * w * (y - mean) ** 2 for _, y, w in points) / total**2 * n / max(n - 1, 1)
+    return mean, spread, n
+
+
+def _step(points: list[tuple[float, float, float]], key: str, low: str, high: str) -> str | None:
+    """A bias that starts at some length rather than growing along a line (a path taken only on long reductions): the
+    cases at the longer half, or the longest quarter, of the lengths against the shorter ones, held to the same
+    thresholds (a two-sample t, each side at least STEP_SIDE cases, the chances doubled for the two splits)."""
+    xs = sorted(x for x, _, _ in points)
+    for at in (xs[len(xs) // 2], xs[(3 * len(xs)) // 4]):
+        longer = [p for p in points if p[0] >= at]
+        shorter = [p for p in points if p[0] < at]
+        if len(longer) < STEP_SIDE or len(shorter) < STEP_SIDE or at < LENGTH_SPREAD * xs[0]:
+            continue
+        (up, up_var, n_up), (down, down_var, n_down) = _mean(longer), _mean(shorter)
+        sign = 1.0 if up > 0 else -1.0
+        if sign * up < DRIFT or sign * (up - down) < DRIFT / 2 or sign * down < -DRIFT / 2:
+            continue
+        same = sum(1 for _, y, _ in longer if sign * y > 0)
+        if same < ONE_SIGNED * len(longer):
+            continue
+        # Welch's t and its degrees of freedom (at least 1, rounded down)
+        joint = max(up_var + down_var, 1e-300)
+        dof = joint**2 / max(up_var**2 / max(n_up - 1, 1) + down_var**2 / max(n_down - 1, 1), 1e-300)
+        chance = 2 * t_tail(sign * up / max(math.sqrt(up_var), 1e-300), n_up - 1)
+        chance_rise = 2 * t_tail(sign * (up - down) / math.sqrt(joint), max(1, int(dof)))
+        if chance > UNLIKELY or chance_rise > UNLIKELY_RISE:
+            continue
+        way = high if sign > 0 else low
+        return (f"its error drifts {way} from length {at:g} on ({key} mean error over the bound: {up:+.3f} over the "
+                f"{n_up} passed cases at lengths >= {at:g}, {down:+.3f} over the {n_down} shorter ones, whose chance "
+                f"were the means scattered around 0 is {max(chance, 1e-16):.0e}{' or less' if chance < 1e-16 else ''}"
+                f"; {same} of the {n_up} {way})")
     return None
 
 

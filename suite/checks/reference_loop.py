@@ -76,7 +76,7 @@ class Passed:
             self.judged += 1
             if result.loose:
                 self.loose.append(f"{case}: {result.loose}")
-        drift.points(result.checks, self.drift)
+        drift.points(getattr(result, "checks", ()), self.drift)
 
     def take_launches(self) -> None:
         """The launches made since the last take (suite/checks/launches.py), added to the test's."""

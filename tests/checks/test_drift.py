@@ -130,3 +130,10 @@ def test_one_large_unbiased_case_does_not_outvote_the_others():
     cases = _cases(lambda k: -0.5 * k / 100)
     cases.append([100, 10**7, 0.0, 0.0])
     assert "leaving out the case farthest from the line (+0.000 at length 100)" in drift.judge_output("c", cases)
+
+
+def test_a_bias_that_starts_at_some_length_fails():
+    # A path taken only on long reductions, biased there: no line fits it, the halves' means differ.
+    found = drift.judge_output("c", _cases(lambda k: -0.5 if k > 50 else 0.0, count=24, seed=5))
+    assert "its error drifts toward -inf from length 50 on" in found, found
+    assert drift._step([(float(k), 0.0, 16.0) for k in range(2, 40)], "signed", "down", "up") is None

@@ -23,7 +23,10 @@ def test_a_bug_planted_in_a_copy_of_liger_rms_norm_fails_and_liger_passes(run_su
     assert run.returncode == 1, run.output[-3000:]
     data = run.run_data()
     outcomes = {t["nodeid"].split("[")[1].rstrip("]"): t["outcome"] for t in data["tests"]}
-    assert outcomes == {"liger_rms_norm-fp16": "passed", "planted_liger_rms_norm-fp16": "failed"}, outcomes
+    # Liger's own RMSNorm passes; its known issue (the weight read as contiguous) is declared for every dtype and met
+    # where the contract probe passes a broadcast weight, so an fp16 run that never drew one ends xpassed: not failed.
+    assert outcomes["planted_liger_rms_norm-fp16"] == "failed", outcomes
+    assert outcomes["liger_rms_norm-fp16"] in ("passed", "xpassed"), outcomes
     [case] = [c for c in data["cases"] if c["outcome"] == "failed"]
     assert case["message"].startswith("rstd: error ") and "x the bound" in case["message"], case["message"]
     argv = shlex.split(case["repro"])

@@ -145,6 +145,7 @@ def beside(problem: str) -> Iterator[str]:
     # A property's first line names the property, then the case: what the property says is the problem, not the case
     # (a pattern naming the property describes it), so the ordinary messages beside it carry the case alone.
     head = re.sub(r"^property '[^']*' does not hold for ", "", head)
+    head = re.sub(r" \(checking '[^']*'\): .*$", "", head)  # a property's run that failed: the case, then the problem
     output = body.split(": ", 1)[0] if ": " in body.split("\n", 1)[0] else "out"
     yield f"{head}\nRuntimeError: the launch failed"
     for figures in FIGURES:

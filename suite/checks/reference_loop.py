@@ -457,7 +457,8 @@ class ReferenceLoop(CaseLoop):
             line = self.config_line(case, result.config)
             text = restride.undeclared_text(self.spec, name, result)
             rec = {**record(result, self.request.node.nodeid, line), "message": text[:2000]}
-            if self.known_issue and result.failure not in (K.FAULT, K.OOM) and self.known_issue.covers(text):
+            if (self.known_issue and result.failure not in (K.FAULT, K.OOM)
+                    and self.known_issue.covers_all([f"{case}\n{text}"], ordinary.beside)):  # as every case's
                 self.known.append((rec, f"{case}\n{text}\nreproduce with: {line}"))  # a library's bug, declared
                 return
             self.last_failure = rec

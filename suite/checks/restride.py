@@ -83,14 +83,30 @@ def _fill(dtype: torch.dtype) -> float | int | bool:
     return 0x5A if dtype == torch.uint8 else -94
 
 
+def row_stride(width: int, element_size: int) -> int:
+    """The aligned slice's row stride, in elements: above ``width``, a multiple of 16 bytes, and of the width's own
+    class for Triton's specialization of an int argument (divisible by 16 or not) where the dtype allows it, so that
+    the stride a launcher passes compiles no kernel variant the contiguous case did not: ``width + 16`` where the
+    width's rows are 16-byte aligned already (a multiple of 4 fp32 elements, 8 fp16: the stride then keeps the
+    width's class, and so does every multiple of it, a batch stride M * stride); else the least multiple of 16
+    bytes above the width that is not one of 16 elements. A 1-byte dtype's 16 bytes are 16 elements: there the
+    stride is a multiple of 16 whatever the width."""
+    unit = max(1, 16 // element_size)
+    if width % unit == 0:  # rows 16-byte aligned already: 16 elements more keeps every multiple's class too
+        return width + 16
+    stride = -(-(width + 1) // unit) * unit
+    while stride % 16 == 0 and unit < 16:
+        stride += unit
+    return stride
+
+
 def _slice(t: torch.Tensor, aligned: bool, fill: Callable[[torch.Tensor], None] | None = None) -> torch.Tensor | None:
     """``t`` as a view of a wider tensor: row stride a multiple of 16 bytes above the width (``aligned``), else
     width + 1 element. None where ``t`` has under 2 dims or no elements."""
     if t.dim() < 2 or t.numel() == 0 or t.dtype.is_complex:
         return None
     width = t.shape[-1]
-    unit = max(1, 16 // t.element_size()) if aligned else 1
-    stride = -(-(width + 1) // unit) * unit
+    stride = row_stride(width, t.element_size()) if aligned else width + 1
     buf = torch.full((*t.shape[:-1], stride), _fill(t.dtype), dtype=t.dtype, device=t.device)
     if fill is not None:
         fill(buf)

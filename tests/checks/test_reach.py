@@ -118,3 +118,15 @@ def test_a_restride_travels_in_the_reproduction_line():
     assert Case.parse("k", "fp32", case.spec_string()) == case
     assert Case.parse("k", "fp32", "M=3;seed=1").restride == ""
     assert "+permuted" in str(case)
+
+
+def test_the_aligned_slice_keeps_the_widths_class_for_tritons_specialization():
+    from suite.checks.restride import row_stride
+
+    for size in (2, 4, 8):
+        for width in range(1, 200):
+            stride = row_stride(width, size)
+            assert stride > width and stride * size % 16 == 0, (width, size, stride)
+            if width > 1:
+                assert (stride % 16 == 0) == (width % 16 == 0), (width, size, stride)
+    assert all(row_stride(w, 1) % 16 == 0 and row_stride(w, 1) > w for w in range(1, 100))

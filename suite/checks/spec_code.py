@@ -93,10 +93,10 @@ class Received:
     """The float elements the spec's own kernels' launches loaded, counted at each launch from the values it started
     with (so a launcher that flushes or replaces the inputs first is seen): per tensor (its memory, shape, strides and
     dtype), (elements, not zero, subnormal, NaN, inf). On the interpreter, where a hook sees every ``tl.load``
-    (memcheck.Seen), an element counts only where an own launch loaded it (a drawn tensor handed over as an argument
-    the kernel never loads, with n=0, or past the elements it reaches, shows no class to it), and an element loaded
-    by several launches counts by the class it held at each (where someone changed it between them, the lesser
-    stands). Where nothing sees the loads (a GPU), every element a launch received counts, once, as first received,
+    (memcheck.Seen), a tensor counts only where an own launch loaded some element of it (a drawn tensor handed over
+    as an argument the kernel never loads, or with n=0, shows no class to it; a gather's table, whose few rows the
+    kernel loads, counts whole), each element by the class it held when received and at each launch that loaded it
+    (the lesser stands). Where nothing sees the loads (a GPU), every element a launch received counts, once, as first received,
     counted again where someone else changed its counts since the last own launch that received it left them (the
     smaller counts stand). Exact zeros are no value of a class (a zeroed workspace, padding): the shares are of the
     elements not zero. ``own``: the spec's kernel keys (launches.kernel_key); empty: every launch counts. ``floor``:
@@ -174,7 +174,7 @@ class Received:
             storage = int(t.untyped_storage().data_ptr())
             if flags is None:
                 flags = torch.ones((1, t.numel()), dtype=torch.bool)
-            _, was, before = self.loaded.get(ident, (storage, torch.ones_like(flags), torch.zeros_like(hit)))
+            _, was, before = self.loaded.get(ident, (storage, flags.clone(), torch.zeros_like(hit)))
             was[:, hit] &= flags[:, hit]
             self.loaded[ident] = (storage, was, before | hit)
 
@@ -184,8 +184,8 @@ class Received:
         totals = [0, 0, 0, 0, 0]
         if hooked:
             for ident, (storage, flags, hit) in self.loaded.items():
-                if storage not in outputs and ident[3].is_floating_point:
-                    totals = [a + b for a, b in zip(totals, flags[:, hit].sum(1).tolist(), strict=True)]
+                if storage not in outputs and ident[3].is_floating_point and bool(hit.any()):
+                    totals = [a + b for a, b in zip(totals, flags.sum(1).tolist(), strict=True)]
             return tuple(totals)
         for storage, *counts in self.tensors.values():
             if storage not in outputs:
@@ -194,7 +194,8 @@ class Received:
 
     def loaded_integers(self) -> int:
         """Integer elements an own launch loaded (where the loads are seen)."""
-        return sum(int(hit.sum()) for ident, (_, _, hit) in self.loaded.items() if not ident[3].is_floating_point)
+        return sum(hit.numel() for ident, (_, _, hit) in self.loaded.items()
+                   if not ident[3].is_floating_point and bool(hit.any()))
 
 
 def element_addresses(t: torch.Tensor) -> Any:

@@ -92,7 +92,7 @@ class Watch:
             out.snap.copy_(_bits(out.tensor))
         return True
 
-    def after(self) -> None:
+    def after(self, seen: object = None) -> None:  # noqa: ARG002 - ReturnedWatch's
         """After an own kernel's launch: what changed is its."""
         self._depth -= 1
         self.own_launches += 1
@@ -181,6 +181,7 @@ class _Storage:
     snap: torch.Tensor  # its bytes after the last launch of an own kernel that received it
     last: torch.Tensor  # NOBODY / OWN / OTHER per byte, from the first own launch that received it on
     reached: torch.Tensor  # the bytes some own launch's tensor arguments spanned
+    stored: torch.Tensor  # the bytes an own launch stored to (where the interpreter's hooks saw its stores)
 
 
 @dataclass
@@ -200,6 +201,7 @@ class ReturnedWatch:
     own: set[str]
     host_epilogue: set[str] = field(default_factory=set)
     own_launches: int = 0
+    blind: int = 0  # own launches whose stores nothing saw (a GPU): the never-stored rule is not applied
     _storages: dict[int, _Storage] = field(default_factory=dict)
     _current: list[tuple[int, int, int]] = field(default_factory=list)
     _depth: int = 0
@@ -221,6 +223,7 @@ class ReturnedWatch:
             if got is None or got.data.numel() != data.numel():
                 snap = _copy(data)
                 got = self._storages[ptr] = _Storage(data, snap, torch.zeros_like(snap),
+                                                     torch.zeros_like(snap, dtype=torch.bool),
                                                      torch.zeros_like(snap, dtype=torch.bool))
             else:
                 changed = data.to(got.snap.device) != got.snap
@@ -230,14 +233,23 @@ class ReturnedWatch:
             self._current.append((ptr, max(low, 0), high))
         return True
 
-    def after(self) -> None:
+    def after(self, seen: object = None) -> None:
+        """After an own launch: what changed is its; with ``seen`` (memcheck.Seen), the bytes it stored."""
         self._depth -= 1
         self.own_launches += 1
+        self.blind += seen is None
         for ptr in {p for p, _, _ in self._current}:
             got = self._storages[ptr]
             changed = got.data.to(got.snap.device) != got.snap
             got.last[changed] = OWN
             got.snap.copy_(got.data)
+            if seen is not None and got.data.device.type == "cpu":
+                addrs = seen.bytes("store")
+                base = int(got.data.data_ptr())
+                inside = addrs[(addrs >= base) & (addrs < base + got.data.numel())] - base
+                got.stored[torch.from_numpy(inside.astype("int64")).to(got.stored.device)] = True
+            elif seen is not None:
+                self.blind += 1  # the interpreter ran on a host copy: its addresses are not this memory's
         for ptr, low, high in self._current:
             self._storages[ptr].reached[low:high] = True
 
@@ -272,6 +284,10 @@ class ReturnedWatch:
                 found.append(f"output {name!r}: {others} of {n} element(s) were written by torch or another "
                              f"kernel between the launches of {kernels}, and never by it after: the values judged "
                              f"there are not the kernel's")
+            elif not self.blind and (unstored := int((~got.stored[at]).view(n, size).any(1).sum())):
+                found.append(f"output {name!r}: {unstored} of {n} element(s) no launch of {kernels} stored to: "
+                             f"they hold what the memory held before its first launch that received it (torch's "
+                             f"writes, or what the allocator left), which the kernel only read or left alone")
         return found
 
 

@@ -22,6 +22,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from suite.checks import memcheck
 from suite.session import stash
 
 
@@ -362,13 +363,20 @@ def _wrap_run(cls: type) -> None:
             if keys := getattr(stash.session().launches, "heuristic_keys", None):  # what a @triton.heuristics computed
                 record.heuristics[name] = {k: _plain(kwargs[k]) for k in keys if k in kwargs}
             watched = record.watch is not None and record.watch.before(key, tensors)
-        try:
-            return original(self, *args, **kwargs)
-        finally:
-            if watched:
-                record.watch.after()
-            if record is not None and record.received is not None and not kwargs.get("warmup", False):
-                record.received.after(key, tensors)
+        own = record is not None and not kwargs.get("warmup", False) and (
+            watched or (record.received is not None and record.received.is_own(key)))
+        with contextlib.ExitStack() as observe:
+            # What an own launch loads and stores, where the interpreter's hooks see it (None on a GPU, and inside
+            # an outer launch, which sees it all).
+            seen = observe.enter_context(memcheck.observing()) if own else None
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                observe.close()
+                if watched:
+                    record.watch.after(seen)
+                if record is not None and record.received is not None and not kwargs.get("warmup", False):
+                    record.received.after(key, tensors, seen)
 
     cls.run = run
 

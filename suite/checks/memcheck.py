@@ -482,6 +482,32 @@ def _grouped(regions: list[Region]) -> list[Region]:
     return regions
 
 
+class Seen:
+    """The bytes the loads and the stores (atomics included) of one launch touched, as the interpreter's hooks saw
+    them (addresses of the host memory the interpreter runs on: on the CPU, the tensors' own). Filled while it is
+    the checker's ``seen`` (:func:`observing`)."""
+
+    def __init__(self) -> None:
+        self._parts: dict[str, list[np.ndarray]] = {"load": [], "store": []}
+        self._done: dict[str, np.ndarray] = {}
+
+    def add(self, op: str, starts: np.ndarray, size: int) -> None:
+        kind = "load" if op == "load" else "store"
+        self._parts[kind].append((starts[:, None] + np.arange(size, dtype=np.uint64)[None, :]).reshape(-1))
+        self._done.pop(kind, None)
+
+    def bytes(self, op: str) -> np.ndarray:
+        """The sorted, distinct byte addresses ``op`` ('load' or 'store') touched."""
+        if op not in self._done:
+            parts = self._parts[op]
+            self._done[op] = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
+        return self._done[op]
+
+    def touched(self, op: str, addrs: np.ndarray) -> np.ndarray:
+        """Whether each address (uint64) was touched by ``op``."""
+        return np.isin(addrs, self.bytes(op), assume_unique=False)
+
+
 class Checker:
     """The interpreter's memory checker; one per process, installed by :func:`install`."""
 
@@ -492,6 +518,7 @@ class Checker:
         self.memory_ops: Counter[str] = Counter()
         self.grid_idx = lambda: None
         self.races = Races() if races else None
+        self.seen: Seen | None = None  # where a caller watches what a launch touches (:func:`observing`)
 
     def begin(self, kernel: str, arg_names: list[str], args: list[Any], kwargs: dict[str, Any]) -> None:
         self.launch = Launch(kernel, _grouped(_regions(arg_names, args, kwargs)))
@@ -537,6 +564,8 @@ class Checker:
             return
         element = ptrs.get_element_ty()
         size = max(1, element.primitive_bitwidth // 8)
+        if self.seen is not None:
+            self.seen.add(op, enabled, size)
         best, best_ok, best_count = None, None, -1
         for i, region in enumerate(launch.regions):
             ok = region.contains(enabled, size)
@@ -662,6 +691,21 @@ def install() -> Checker:
     executor._init_args_hst, executor.__call__ = _init_args_hst, __call__
     stash.session().checker = checker
     return checker
+
+
+@contextlib.contextmanager
+def observing() -> Iterator[Seen | None]:
+    """What the launches inside load and store (a :class:`Seen`), where the interpreter's hooks are installed; None
+    elsewhere (a GPU: nothing sees a kernel's accesses). The outermost call observes; one inside it yields None."""
+    checker = active()
+    if checker is None or checker.seen is not None:
+        yield None
+        return
+    checker.seen = seen = Seen()
+    try:
+        yield seen
+    finally:
+        checker.seen = None
 
 
 @contextlib.contextmanager

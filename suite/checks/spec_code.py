@@ -90,14 +90,17 @@ def unbuilt_values(spec: Any, case: Any, built: dict) -> str | None:
 
 @dataclass
 class Received:
-    """The float elements the spec's own kernels' launches received, counted at each launch before it runs (so a
-    launcher that flushes or replaces the inputs first is seen): per tensor (its memory, shape, strides and dtype),
-    (elements, not zero, subnormal, NaN, inf). A tensor received again is counted again where someone else changed
-    its counts since the last own launch that received it left it (a launcher that hands clones over once with n=0,
-    then flushes them in place and hands them over again): the smaller counts stand. Exact zeros are no value of a
-    class (a zeroed workspace, padding): the shares are of the elements not zero. ``own``: the spec's kernel keys
-    (launches.kernel_key); empty: every launch counts. ``floor``: the case dtype's smallest normal, where it is a
-    float dtype."""
+    """The float elements the spec's own kernels' launches loaded, counted at each launch from the values it started
+    with (so a launcher that flushes or replaces the inputs first is seen): per tensor (its memory, shape, strides and
+    dtype), (elements, not zero, subnormal, NaN, inf). On the interpreter, where a hook sees every ``tl.load``
+    (memcheck.Seen), a tensor counts only where an own launch loaded some element of it (a drawn tensor handed over
+    as an argument the kernel never loads, or with n=0, shows no class to it; a gather's table, whose few rows the
+    kernel loads, counts whole), each element by the class it held when received and at each launch that loaded it
+    (the lesser stands). Where nothing sees the loads (a GPU), every element a launch received counts, once, as first received,
+    counted again where someone else changed its counts since the last own launch that received it left them (the
+    smaller counts stand). Exact zeros are no value of a class (a zeroed workspace, padding): the shares are of the
+    elements not zero. ``own``: the spec's kernel keys (launches.kernel_key); empty: every launch counts. ``floor``:
+    the case dtype's smallest normal, where it is a float dtype."""
 
     values: str
     own: set[str]
@@ -106,27 +109,39 @@ class Received:
     tensors: dict[tuple, tuple[int, ...]] = field(default_factory=dict)  # key -> (storage, counts...)
     left: dict[tuple, tuple[int, ...]] = field(default_factory=dict)  # key -> counts the last own launch left
     integers: int = 0  # elements of integer tensors received (a float input handed over as its bits)
+    hooked: bool = False  # an own launch's loads were seen: the class is counted over what was loaded
+    # Where the loads are seen: key -> (storage, per-element flags (5, n) as loaded, which elements were loaded).
+    loaded: dict[tuple, tuple[int, torch.Tensor, torch.Tensor]] = field(default_factory=dict)
+    _pending: list[list[tuple[tuple, Any, torch.Tensor]]] = field(default_factory=list)
 
     @staticmethod
     def _ident(t: Any) -> tuple:
         return (t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype)
 
-    def _counts(self, t: Any) -> tuple[int, ...]:
-        x = t.detach().to(torch.float64 if t.dtype == torch.float64 else torch.float32)
+    def is_own(self, key: str) -> bool:
+        return not self.own or key in self.own
+
+    def _flags(self, t: Any) -> torch.Tensor:
+        """(elements, not zero, subnormal, NaN, inf) per element of ``t``, flattened, as bools."""
+        x = t.detach().to(torch.float64 if t.dtype == torch.float64 else torch.float32).reshape(-1)
         size = x.abs()
         floor = max(self.floor, float(torch.finfo(t.dtype).tiny))
-        counts = torch.stack([(x != 0).sum(), ((size > 0) & (size < floor)).sum(), torch.isnan(x).sum(),
-                              torch.isinf(x).sum()])
-        return (t.numel(), *(int(v) for v in counts.tolist()))
+        return torch.stack([torch.ones_like(x, dtype=torch.bool), x != 0, (size > 0) & (size < floor),
+                            torch.isnan(x), torch.isinf(x)]).cpu()
+
+    def _counts(self, t: Any) -> tuple[int, ...]:
+        return tuple(int(v) for v in self._flags(t).sum(1).tolist())
 
     def note(self, key: str, tensors: list[Any]) -> None:
-        if self.own and key not in self.own:
+        if not self.is_own(key):
             return
         self.launches += 1
+        pending = []
         for t in tensors:
             if not isinstance(t, torch.Tensor) or not t.numel():
                 continue
             ident = self._ident(t)
+            pending.append((ident, t, self._flags(t) if t.dtype.is_floating_point else None))
             if not t.dtype.is_floating_point:
                 if ident not in self.tensors:
                     self.integers += t.numel()
@@ -138,23 +153,62 @@ class Received:
                     self.tensors[ident] = (storage, *(min(a, b) for a, b in zip(was, now, strict=True)))
                 continue
             self.tensors[ident] = (int(t.untyped_storage().data_ptr()), *self._counts(t))
+        self._pending.append(pending)
 
-    def after(self, key: str, tensors: list[Any]) -> None:
-        """After an own launch: the counts it left in the float tensors it received."""
-        if self.own and key not in self.own:
+    def after(self, key: str, tensors: list[Any], seen: Any = None) -> None:
+        """After an own launch: the counts it left in the float tensors it received; with ``seen`` (memcheck.Seen,
+        the outermost own launch's loads), the elements it loaded, by the class they held when it began."""
+        if not self.is_own(key):
             return
+        pending = self._pending.pop() if self._pending else []
         for t in tensors:
             if isinstance(t, torch.Tensor) and t.numel() and t.dtype.is_floating_point:
                 self.left[self._ident(t)] = self._counts(t)
+        if seen is None:
+            return
+        self.hooked = True
+        for ident, t, flags in pending:
+            if t.device.type != "cpu":
+                continue  # the interpreter loaded from a host copy: its addresses are not this memory's
+            hit = torch.from_numpy(seen.touched("load", element_addresses(t)))
+            storage = int(t.untyped_storage().data_ptr())
+            if flags is None:
+                flags = torch.ones((1, t.numel()), dtype=torch.bool)
+            _, was, before = self.loaded.get(ident, (storage, flags.clone(), torch.zeros_like(hit)))
+            was[:, hit] &= flags[:, hit]
+            self.loaded[ident] = (storage, was, before | hit)
 
-    def counted(self, outputs: set[int]) -> tuple[int, int, int, int, int]:
-        """(elements, not zero, subnormal, NaN, inf) over the float tensors received, but those in ``outputs``'
-        storages."""
+    def counted(self, outputs: set[int], hooked: bool = False) -> tuple[int, int, int, int, int]:
+        """(elements, not zero, subnormal, NaN, inf) over the float tensors received (``hooked``: loaded), but those
+        in ``outputs``' storages."""
         totals = [0, 0, 0, 0, 0]
+        if hooked:
+            for ident, (storage, flags, hit) in self.loaded.items():
+                if storage not in outputs and ident[3].is_floating_point and bool(hit.any()):
+                    totals = [a + b for a, b in zip(totals, flags.sum(1).tolist(), strict=True)]
+            return tuple(totals)
         for storage, *counts in self.tensors.values():
             if storage not in outputs:
                 totals = [a + b for a, b in zip(totals, counts, strict=True)]
         return tuple(totals)
+
+    def loaded_integers(self) -> int:
+        """Integer elements an own launch loaded (where the loads are seen)."""
+        return sum(hit.numel() for ident, (_, _, hit) in self.loaded.items()
+                   if not ident[3].is_floating_point and bool(hit.any()))
+
+
+def element_addresses(t: torch.Tensor) -> Any:
+    """The address of each element of ``t`` (flattened, as uint64 numpy): where a load of it starts."""
+    import numpy as np
+
+    offsets = torch.zeros((), dtype=torch.int64)
+    for d, (n, step) in enumerate(zip(t.shape, t.stride(), strict=True)):
+        shape = [1] * t.dim()
+        shape[d] = n
+        offsets = offsets + torch.arange(n, dtype=torch.int64).view(shape) * step
+    start = int(t.data_ptr())
+    return (offsets.reshape(-1).numpy() * t.element_size() + start).astype(np.uint64)
 
 
 def received(spec: Any, case: Any, own: set[str]) -> Received | None:
@@ -179,24 +233,26 @@ def unreceived_values(spec: Any, case: Any, got: Received | None, outputs: dict)
         return None
     left_out = {int(t.untyped_storage().data_ptr()) for name, t in outputs.items()
                 if isinstance(t, torch.Tensor) and name not in spec.initial_outputs}
-    floats, elements, sub, nan, inf = got.counted(left_out)
+    floats, elements, sub, nan, inf = got.counted(left_out, got.hooked)
+    integers = got.loaded_integers() if got.hooked else got.integers
+    got_ = "loaded" if got.hooked else "received"  # the interpreter sees the loads; a GPU run, what was handed over
     head = f"kernel spec {spec.name!r}: the case's value class is {case.values!r}, yet "
     tail = (f". The class is what reaches the kernel: a launcher that flushes, replaces or leaves out the drawn "
             f"values tests other values, recorded as this class. Draw the inputs the kernel receives with "
             f"kernels.inputs.values (or inputs.rows), which build the class, or leave {case.values!r} out of the "
             f"spec's value_classes (docs/checks.md, Value classes built)")
-    if not elements and not floats and not got.integers and all(
+    if not elements and not floats and not integers and all(
             t.numel() == 0 for t in outputs.values() if isinstance(t, torch.Tensor)):
         return None  # an empty case (no element in, none out) has no class to build; "nothing compared" judges it
     if not elements:
-        ints = f" ({got.integers} integer element(s): float values handed over as their bits?)" if got.integers else ""
+        ints = f" ({integers} integer element(s): float values handed over as their bits?)" if integers else ""
         what = f"{floats} float input element(s), every one 0" if floats else f"no float input{ints}"
-        return (head + f"the {got.launches} launch(es) of its own kernel(s) received {what}, so the "
+        return (head + f"the {got.launches} launch(es) of its own kernel(s) {got_} {what}, so the "
                 f"class cannot be seen in what the kernel ran on" + tail)
     if case.values == "subnormal":
         if sub * SUBNORMAL_SHARE >= elements:
             return None
-        return (head + f"{sub} of the {elements} float input element(s) not 0 its own kernel's launches received are "
+        return (head + f"{sub} of the {elements} float input element(s) not 0 its own kernel's launches {got_} are "
                 f"subnormal (0 < |x| < the smallest normal of the case dtype or of the tensor's own); at least "
                 f"1/{SUBNORMAL_SHARE} of them must be" + tail)
     need = max(1, elements // SPECIAL_SHARE)
@@ -204,7 +260,7 @@ def unreceived_values(spec: Any, case: Any, got: Received | None, outputs: dict)
     if nan + inf >= need and both:
         return None
     return (head + f"{nan} NaN and {inf} inf among the {elements} float input element(s) not 0 its own kernel's "
-            f"launches received; a special case must hand it at least max(1, elements // {SPECIAL_SHARE}) = {need} of them"
+            f"launches {got_}; a special case must hand it at least max(1, elements // {SPECIAL_SHARE}) = {need} of them"
             f", and both NaN and an infinity from {BOTH_SPECIALS_FROM} elements on" + tail)
 
 

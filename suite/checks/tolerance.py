@@ -295,18 +295,24 @@ def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Ten
     if s_.any_finite:
         ratio, max_abs = s_.ratio, s_.max_abs
         if ratio > 1.0:
+            hints = ((_MAGNITUDE_HINT if mag is None and s_.within_at_output_scale() else "")
+                     + (_FP64_HINT if accumulator == "fp64" and s_.within_with(accumulator="fp32") else "")
+                     + (f" ({s_.flushed} of them subnormal results stored as 0, flushed to zero"
+                        f"{': ' + flush_note if flush_note else ''})" if s_.flushed else ""))
             problems.append(over_bound(s_.worst_err, _unravel(s_.worst_at, out.shape), ratio, s_.worst_bound,
-                                       s_.worst_got, s_.worst_ref, s_.over, out.numel())
-                            + (_MAGNITUDE_HINT if mag is None and s_.within_at_output_scale() else "")
-                            + (_FP64_HINT if accumulator == "fp64" and s_.within_with(accumulator="fp32") else "")
-                            + (f" ({s_.flushed} of them subnormal results stored as 0, flushed to zero"
-                               f"{': ' + flush_note if flush_note else ''})" if s_.flushed else ""))
+                                       s_.worst_got, s_.worst_ref, s_.over, out.numel()) + hints)
+            # The other elements over the bound, each a problem of its own for a known issue to describe (not in
+            # the message): a second bug under the worst one's size is not excused by a pattern of the worst.
+            others = [over_bound(e, _unravel(at, out.shape), r, b, g, f, s_.over, out.numel()) + hints
+                      for r, at, e, b, g, f in s_.sampled if at != s_.worst_at]
+        else:
+            others = []
     else:
-        ratio, max_abs = 0.0, 0.0
+        ratio, max_abs, others = 0.0, 0.0, []
     if problems:
         ratio = math.inf if ratio <= 1.0 else ratio
         return OutputCheck(name, False, ratio, max_abs, f"{name}: " + "; ".join(problems) + judged_why,
-                           tuple(f"{name}: {p}{judged_why}" for p in problems))
+                           tuple(f"{name}: {p}{judged_why}" for p in [*problems, *others]))
     return OutputCheck(name, True, ratio, max_abs, f"{name}: ok, error ratio {ratio:.3g}",
                        reduction_length=int(reduction_length), drift=(s_.signed, s_.away, s_.counted))
 
@@ -323,6 +329,9 @@ def over_bound(err: float, at: tuple[int, ...], ratio: float, bound: float, got:
 # output of 2**30 elements that was over 60 GiB beside the case's own tensors (the nightly's largest shapes ran out of
 # memory on an 80 GB GPU in the suite's own check). In chunks its extra memory stays near 2 GiB whatever the output.
 CHUNK_ELEMENTS = 1 << 24
+# Elements over the bound kept per output beside the worst, each a problem a known issue must describe: all of them
+# up to this many, else this many spread evenly over their ranks by error ratio (the mildest and the worst kept).
+OVER_SAMPLE = 256
 
 
 def _chunks(n: int) -> list[tuple[int, int]]:
@@ -373,6 +382,7 @@ class _Scan:
         self.worst_err = self.worst_bound = self.worst_got = self.worst_ref = 0.0
         self.signed = self.away = 0.0  # sums of (out - ref) / bound, and of it signed by the reference
         self.counted = 0  # the finite elements with a bound above 0 that those sums are over
+        self.sampled: list[tuple] = []  # (ratio, at, err, bound, got, ref) of elements over the bound (OVER_SAMPLE)
         for s, e in _chunks(out.numel()):
             self._chunk(s, e)
 
@@ -434,6 +444,7 @@ class _Scan:
         self.max_abs = max(self.max_abs, max_abs)
         if top > 1.0:  # where and how far over: read back from the device only for a chunk that fails
             self.over += int((ratios > 1).sum())
+            self._sample(s, ratios, err, bnd, out64, expected)
             self.flushed += int(((ratios > 1) & (out64 == 0) & (expected.abs() < torch.finfo(self.dtype).tiny)).sum())
             if top > self.ratio:  # the first element at the largest ratio, as the message names it
                 at = int((ratios == top).nonzero()[0, 0])
@@ -441,6 +452,19 @@ class _Scan:
                 self.worst_err, self.worst_bound = err[at].item(), bnd[at].item()
                 self.worst_got, self.worst_ref = out64[at].item(), expected[at].item()
         self.ratio = max(self.ratio, top)
+
+    def _sample(self, s: int, ratios, err, bnd, out64, expected) -> None:
+        """Keep up to OVER_SAMPLE elements over the bound, spread evenly over their ranks by ratio."""
+        at = (ratios > 1).nonzero().reshape(-1)
+        if at.numel() > OVER_SAMPLE:
+            order = torch.argsort(ratios[at])
+            at = at[order[torch.linspace(0, at.numel() - 1, OVER_SAMPLE, device=at.device).round().long()]]
+        picked = zip(*(t.tolist() for t in (ratios[at], at + s, err[at], bnd[at], out64[at], expected[at])),
+                     strict=True)
+        self.sampled = sorted([*self.sampled, *picked], key=lambda p: p[0])
+        if len(self.sampled) > OVER_SAMPLE:
+            n = len(self.sampled)
+            self.sampled = [self.sampled[round(i * (n - 1) / (OVER_SAMPLE - 1))] for i in range(OVER_SAMPLE)]
 
     def within_with(self, **args) -> bool:
         """Whether every finite error would pass the bound with ``args`` in place of the rule's own (an fp32

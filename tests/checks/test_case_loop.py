@@ -254,8 +254,8 @@ def test_a_value_class_is_what_reaches_the_kernel(run_suite):
                     env={"SUITE_SHRINK_SECONDS": "3"})
     tests = {t["nodeid"].split("[")[1].split("-")[0]: t for t in run.run_data()["tests"]}
     assert sorted(tests) == sorted(names), tests
-    why = {"one_subnormal_add": r"yet 1 of the \d+ float input element\(s\) not 0 its own kernel's launches received "
-                                r"are subnormal",
+    why = {"one_subnormal_add": r"yet 1 of the \d+ float input element\(s\) not 0 its own kernel's launches "
+                                r"(?:loaded|received) are subnormal",
            "unreceived_subnormal_add": r"yet 0 of the \d+ float input element\(s\)",
            "bits_subnormal_add": r"yet 0 of the \d+ float input element\(s\)",
            "inf_only_special_add": r"yet 0 NaN and \d+ inf among",
@@ -306,6 +306,42 @@ def test_a_returned_output_is_memory_the_specs_kernel_wrote_as_it_left_it(run_su
         assert tests[name]["outcome"] == "failed", tests[name]
         assert why[name] in tests[name]["message"], (name, tests[name]["message"])
         assert "broken spec: " in tests[name]["message"]
+    assert run.returncode == 1, run.output[-3000:]
+
+
+def test_a_returned_output_torch_wrote_before_the_kernel_must_be_stored_by_it(run_suite):
+    """make_outputs=None: torch's answer in the launcher's tensor before the first launch of the (wrong) kernel that
+    receives it; the kernel then writes only the first half, or only reads it. Both passed while a returned output was
+    judged by the bits the launches changed; on the interpreter every store is seen, and both fail now naming the
+    elements no launch of the kernel stored to, while the right kernel's own tensor still passes."""
+    names = ["ret_before_half_add", "ret_before_read_add"]
+    run = run_suite("suite/test_kernels.py", "--kernel-module=tests/fixtures/own_kernel.py",
+                    f"--kernels={','.join(names)},ret_own_add", "-n", "0", "-k", "test_matches_reference",
+                    env={"SUITE_SHRINK_SECONDS": "3"})
+    tests = {t["nodeid"].split("[")[1].split("-")[0]: t for t in run.run_data()["tests"]}
+    assert tests["ret_own_add"]["outcome"] == "passed", tests["ret_own_add"]
+    for name in names:
+        assert tests[name]["outcome"] == "failed", tests[name]
+        assert re.search(r"element\(s\) no launch of wrong_add_kernel stored to", tests[name]["message"]), (
+            name, tests[name]["message"])
+    assert run.returncode == 1, run.output[-3000:]
+
+
+def test_a_value_class_counts_only_what_the_kernel_loads(run_suite):
+    """A kernel that flushes subnormals runs on copies scaled out of their range while the drawn inputs are handed
+    over too, never loaded: as an argument it ignores, or in a launch with n=0 (a tail past the n elements of a buffer
+    the kernel loads counts: a tensor is counted whole where any element of it is loaded, as a gather's table is).
+    Each passed while the class was counted on what the kernel received; on the interpreter each fails now, counted
+    on what it loaded (tests/fixtures/value_class_kernels.py)."""
+    names = ["unloaded_arg_subnormal_add", "unloaded_n0_subnormal_add"]
+    run = run_suite("suite/test_kernels.py", "--kernel-module=tests/fixtures/value_class_kernels.py",
+                    f"--kernels={','.join(names)}", "-n", "0", "-k", "test_matches_reference",
+                    env={"SUITE_SHRINK_SECONDS": "3"})
+    tests = {t["nodeid"].split("[")[1].split("-")[0]: t for t in run.run_data()["tests"]}
+    for name in names:
+        assert tests[name]["outcome"] == "failed", tests[name]
+        assert re.search(r"yet 0 of the \d+ float input element\(s\) not 0 its own kernel's launches loaded",
+                         tests[name]["message"]), (name, tests[name]["message"])
     assert run.returncode == 1, run.output[-3000:]
 
 

@@ -69,6 +69,19 @@ def test_a_known_issue_excuses_only_the_problem_it_describes(run_suite):
     assert run.returncode == 1, run.output[-3000:]
 
 
+def test_a_known_issue_of_the_worst_element_does_not_excuse_a_second_bug_under_it(run_suite):
+    """Element 0 stored as 1e6 (the issue, described by its got) and every other element 1.0001x its answer, always
+    far under the first error: an output's over-the-bound problem was its worst element alone, so the second bug
+    passed as known (xfail). Each element over the bound is a problem of its own now, and the test fails."""
+    run = run_suite("suite/test_kernels.py", KERNELS, "--kernels=known_worst_and_scaled_add", "-n", "0",
+                    "-k", "test_matches_reference", env=FAST_SHRINK)
+    [test] = run.run_data()["tests"]
+    assert test["outcome"] == "failed", test
+    assert "elements over" in test["message"], test["message"]
+    assert "does not describe every problem here" in test["message"], test["message"]
+    assert run.returncode == 1, run.output[-3000:]
+
+
 def test_a_pattern_of_where_the_case_is_alone_describes_no_problem(run_suite):
     """x - y past element 0 under a known issue whose pattern names only the case's dims past 1: held at load to
     ordinary wrong values of the smallest shape, and matched after each case's line, it excused every wrong case

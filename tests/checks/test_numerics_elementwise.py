@@ -186,6 +186,7 @@ def test_ordered_sum_keeps_the_interpreters_shapes(keep):
 
 
 # Layouts and shuffle sequences Triton 3.6.0 compiles for a row sum (shape, dtype, num_warps), read on the CPU.
+TARGETS = ("sm_80", "sm_90", "gfx90a", "gfx942")  # every arch --numerics models
 SHAPES = [((1, 1024), "fp32", 4), ((16, 64), "fp32", 4), ((4, 256), "fp16", 4), ((2, 128), "fp32", 1),
           ((1, 1024), "fp16", 8)]
 _STEP = {"16": 16, "8": 8, "4": 4, "2": 2, "1": 1, "SWAP,16": 16, "row_shr:8": 8, "row_shr:4": 4, "row_shr:2": 2,
@@ -205,7 +206,7 @@ def _compiled(shape: tuple[int, int], dtype: str, num_warps: int, target: str) -
         r = tl.arange(0, BM)
         tl.store(o + r, tl.sum(tl.load(x + r[:, None] * N + tl.arange(0, BN)[None, :]), axis=1))
 
-    gpu = GPUTarget("cuda", 90, 32) if target == "sm_90" else GPUTarget("hip", target, 64)
+    gpu = GPUTarget("cuda", int(target[3:]), 32) if target.startswith("sm_") else GPUTarget("hip", target, 64)
     source = ASTSource(row_sums, {"x": f"*{dtype}", "o": f"*{dtype}", "N": "constexpr", "BM": "constexpr",
                                   "BN": "constexpr"}, constexprs={"N": shape[1], "BM": shape[0], "BN": shape[1]},
                        attrs={(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]})
@@ -225,7 +226,7 @@ def _key(shape, dtype, num_warps, target) -> str:
 
 
 def _compile_all() -> None:
-    print(json.dumps({_key(*c, t): _compiled(*c, t) for c in SHAPES for t in ("sm_90", "gfx942")}))
+    print(json.dumps({_key(*c, t): _compiled(*c, t) for c in SHAPES for t in TARGETS}))
 
 
 @pytest.fixture(scope="module")
@@ -237,12 +238,12 @@ def compiled() -> dict[str, dict[str, list[int]]]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("target", ["sm_90", "gfx942"])
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("shape, dtype, num_warps", SHAPES)
 def test_the_layout_and_lane_order_are_what_triton_compiles(compiled, shape, dtype, num_warps, target):
     seen = compiled[_key(shape, dtype, num_warps, target)]
     spt, tpw, wpc, steps = seen["spt"], seen["tpw"], seen["wpc"], seen["steps"]
-    warp, vendor = (32, "nvidia") if target == "sm_90" else (64, "amd")
+    warp, vendor = (32, "nvidia") if target.startswith("sm_") else (64, "amd")
     itemsize = 4 if dtype == "fp32" else 2
     assert numerics_reduce.Layout.blocked(shape, itemsize, warp, num_warps) == (spt, tpw, wpc)
     layout = numerics_reduce.Layout.of(shape, 1, itemsize, warp, num_warps)

@@ -477,6 +477,7 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
     current, default = configs[0], spec.default_config_for(backend.family)
     interpreter.take_fp8_casts()
     numerics.take_flushes()
+    numerics.take_ran()
 
     def result(passed: bool, ratio: float, checks=(), error=None, failure=None) -> CaseResult:
         if error is not None and current != default:
@@ -486,7 +487,7 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
             note += fp8  # the interpreter's rounding, which no tolerance (magnitude) would fix: no hint at one
             checks = [dataclasses.replace(c, detail=c.detail.replace(MAGNITUDE_HINT, "")) for c in checks]
         if not passed and failure != FailureKind.SPEC:
-            note += numerics.flush_note(numerics.take_flushes())  # the modelled GPU's flush, said with its wrong value
+            note += numerics.flush_note(numerics.take_flushes(), numerics.take_ran())  # the modelled GPU's arithmetic
         heuristics = dict(state.heuristics)
         if not passed:
             note += launches.heuristics_line(heuristics)

@@ -36,9 +36,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from suite.checks import interpreter_bf16, numerics_fast
+from suite.checks import interpreter_bf16, numerics_fast, numerics_reduce
 from suite.session import stash
-from suite.session.numerics_table import Model
+from suite.session.numerics_table import FMA, PARTS, Model
 
 TORCH_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32,
                 "fp8e4nv": torch.float8_e4m3fn, "fp8e5": torch.float8_e5m2, "fp8e4b8": torch.float8_e4m3fnuz,
@@ -70,21 +70,46 @@ def _mmasim() -> types.ModuleType:
     return sys.modules["mmasim"]
 
 
-def fma_fp32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """fp32 ``a * b + c`` rounded once to nearest even, elementwise: the product is exact in fp64, the sum is
-    computed exactly as fp64 sum and error (TwoSum) and rounded to odd, which a second rounding to fp32 (29 bits
-    shorter) rounds as one rounding of the exact value would."""
+def fma_to_odd(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``a * b + c`` in fp64 rounded to odd, elementwise, for operands of at most 26 significant bits (fp32, fp16,
+    bf16): the product is exact in fp64, the sum is computed exactly as fp64 sum and error (TwoSum) and rounded to
+    odd, which a second rounding to any format at least 2 bits shorter rounds as one rounding of the exact value
+    would."""
     with np.errstate(all="ignore"):
-        p = a.astype(np.float64) * b.astype(np.float64)
-        c64 = c.astype(np.float64)
+        p = np.asarray(a, dtype=np.float64) * np.asarray(b, dtype=np.float64)
+        c64 = np.asarray(c, dtype=np.float64)
         s = p + c64
         virtual = s - c64
         err = (p - virtual) + (c64 - (s - virtual))
         odd = (s.view(np.int64) & 1).astype(bool)
         bump = np.isfinite(s) & (err != 0) & ~odd
         toward = np.where(err > 0, np.inf, -np.inf)
-        s = np.where(bump, np.nextafter(s, toward), s)
-        return s.astype(np.float32)
+        return np.where(bump, np.nextafter(s, toward), s)
+
+
+def fma_fp32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """fp32 ``a * b + c`` rounded once to nearest even, elementwise (``fma.rn.f32``, ``v_fma_f32``)."""
+    with np.errstate(all="ignore"):
+        return fma_to_odd(a, b, c).astype(np.float32)
+
+
+def fma_fused(x: np.ndarray, y: np.ndarray, z: np.ndarray, dtype: str, vendor: str) -> np.ndarray | None:
+    """``tl.fma(x, y, z)`` as the vendor's compiled code computes it (Triton 3.6.0's output for sm_80, sm_90, gfx90a
+    and gfx942, numerics_table.FMA): fp32 and fp16 rounded once to their own type (``fma.rn.f32``/``.f16``,
+    ``v_fmac_f32``/``v_fma_f16``); bf16 rounded once to bf16 on NVIDIA (``fma.rn.bf16``), and on AMD widened to fp32,
+    fused there (``v_fmac_f32``) and rounded to bf16, twice. Values as the interpreter holds them (bf16 as bits);
+    None for a type not modelled here (fp64: the interpreter's two roundings stay)."""
+    with np.errstate(all="ignore"):
+        if dtype == "fp32":
+            return fma_fp32(x, y, z)
+        if dtype == "fp16":
+            return fma_to_odd(x, y, z).astype(np.float16)  # numpy rounds fp64 to fp16 once, to nearest even
+        if dtype == "bf16":
+            a, b, c = (interpreter_bf16.widen(v) for v in (x, y, z))
+            if vendor == "nvidia":
+                return interpreter_bf16.narrow(fma_to_odd(a, b, c))
+            return interpreter_bf16.round_fp32(fma_fp32(a, b, c))
+    return None
 
 
 def fma_chain(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -103,9 +128,26 @@ class Numerics:
     profile: str
     model: Model
 
+    num_warps: int = 4  # the running launch's (Triton's default where it names none): the reduction's layout
+
     def record(self) -> dict[str, Any]:
         return {"profile": self.profile, "arch": self.model.arch, "vendor": self.model.vendor,
-                "model": f"mmasim 2.1.1 {self.model.mmasim_arch}", "modelled": self.model.modelled()}
+                "model": f"mmasim 2.1.1 {self.model.mmasim_arch}", "parts": list(PARTS),
+                "modelled": self.model.modelled()}
+
+    def fma(self, x: np.ndarray, y: np.ndarray, z: np.ndarray, dtype: str) -> np.ndarray | None:
+        out = fma_fused(x, y, z, dtype, self.model.vendor)
+        if out is not None:
+            stash.session().numerics_ran[f"tl.fma {dtype} fused ({FMA[self.model.vendor][dtype]})"] += 1
+        return out
+
+    def sum(self, data: np.ndarray, axis: int | None, dtype: str, keep_dims: bool) -> np.ndarray | None:
+        out = numerics_reduce.ordered_sum(data, axis, dtype, self.model.vendor, self.model.warp_size, self.num_warps,
+                                          keep_dims)
+        if out is not None:
+            stash.session().numerics_ran[f"tl.sum {dtype} in {self.model.arch}'s order ({self.model.warp_size} lanes "
+                                         f"a warp, {self.num_warps} warp{'s' if self.num_warps != 1 else ''})"] += 1
+        return out
 
     @functools.cached_property
     def _ops(self) -> dict[str, Any]:
@@ -204,15 +246,31 @@ def take_flushes() -> dict[str, int]:
     return seen
 
 
-def flush_note(seen: dict[str, int]) -> str:
-    """The failure message's note on what the modelled GPU's matrix cores flushed in the case ("" for nothing)."""
+def take_ran() -> dict[str, int]:
+    """The modelled operations other than tl.dot the case ran since the last call (what -> times), and forget them."""
+    seen = dict(stash.session().numerics_ran)
+    stash.session().numerics_ran.clear()
+    return seen
+
+
+def flush_note(seen: dict[str, int], ran: dict[str, int] | None = None) -> str:
+    """The failure message's note on what the modelled GPU's matrix cores flushed in the case, and on the modelled
+    fma and reduction order it ran ("" for nothing)."""
     active = stash.session().numerics
-    if not seen or active is None:
+    if active is None:
         return ""
-    what = "; ".join(f"{why} ({n} operand element{'s' if n != 1 else ''})" for why, n in seen.items())
-    return (f"\nnote: modelled as {active.profile} ({active.model.arch}): {what}. This is the modelled GPU's "
-            f"arithmetic (--numerics), not the kernel's bug alone: the kernel's result depends on subnormal tl.dot "
-            f"operands that GPU flushes to zero (docs/hazards.md)")
+    note = ""
+    if seen:
+        what = "; ".join(f"{why} ({n} operand element{'s' if n != 1 else ''})" for why, n in seen.items())
+        note += (f"\nnote: modelled as {active.profile} ({active.model.arch}): {what}. This is the modelled GPU's "
+                 f"arithmetic (--numerics), not the kernel's bug alone: the kernel's result depends on subnormal "
+                 f"tl.dot operands that GPU flushes to zero (docs/hazards.md)")
+    if ran:
+        what = "; ".join(f"{why} x{n}" for why, n in ran.items())
+        note += (f"\nnote: modelled as {active.profile} ({active.model.arch}), the case ran {what}: its result is "
+                 f"that GPU's rounding and order (--numerics), which the plain interpreter's (two roundings, numpy's "
+                 f"pairwise sum) need not match (docs/hazards.md)")
+    return note
 
 
 def install(active: Numerics, setter: Any = setattr) -> None:
@@ -245,3 +303,38 @@ def install(active: Numerics, setter: Any = setattr) -> None:
         return interpreter.TensorHandle(out, d.dtype.scalar)
 
     setter(interpreter.InterpreterBuilder, "create_dot", modelled_dot)
+    _install_elementwise(active, setter)
+
+
+def _install_elementwise(active: Numerics, setter: Any) -> None:
+    """Route tl.fma and tl.sum through ``active``, and keep the running launch's num_warps for the sum's layout."""
+    from triton.runtime import interpreter
+
+    create_fma, reduce_sum = interpreter.InterpreterBuilder.create_fma, interpreter.ReduceOps.sum
+    run = interpreter.InterpretedFunction.run
+
+    @functools.wraps(create_fma)
+    def modelled_fma(self, x, y, z):
+        dtype = z.dtype.scalar.name
+        if x.dtype.scalar.name == y.dtype.scalar.name == dtype:
+            out = active.fma(x.data, y.data, z.data, dtype)
+            if out is not None:
+                return interpreter.TensorHandle(out, z.dtype.scalar)
+        return create_fma(self, x, y, z)
+
+    @functools.wraps(reduce_sum)
+    def modelled_sum(self, input):  # noqa: A002 - Triton's parameter name
+        out = active.sum(input.handle.data, self.axis, input.dtype.scalar.name, self.keep_dims)
+        return reduce_sum(self, input) if out is None else self.to_tensor(out, input.dtype)
+
+    @functools.wraps(run)
+    def launched(self, *args, **kwargs):
+        before, active.num_warps = active.num_warps, int(kwargs.get("num_warps") or 4)
+        try:
+            return run(self, *args, **kwargs)
+        finally:
+            active.num_warps = before
+
+    setter(interpreter.InterpreterBuilder, "create_fma", modelled_fma)
+    setter(interpreter.ReduceOps, "sum", modelled_sum)
+    setter(interpreter.InterpretedFunction, "run", launched)

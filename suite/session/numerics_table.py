@@ -23,6 +23,13 @@ over K in order, each ``tl.dot`` onto the accumulator it was given. On sm_90 an 
 fp32 every ``max_num_imprecise_acc`` elements of K (Triton's WGMMA.cpp, ``needsPartialAccumulator``); the default is
 2**30 on sm_90 (never), 0 elsewhere.
 
+``tl.fma`` (read from the same compiled output, a 128-element ``tl.fma`` per dtype, Triton 3.6.0): sm_80 and sm_90
+``fma.rn.f32``, ``fma.rn.f16``, ``fma.rn.bf16``; gfx90a and gfx942 ``v_fmac_f32`` (fp32, and bf16 widened to fp32),
+``v_fma_f16``: every one fused, rounded once to its type; AMD's bf16 once to fp32, then to bf16 (``FMA``).
+
+``tl.sum``: the order of Triton's reduction lowering on each vendor (suite/checks/numerics_reduce.py, with the
+instruction sequences read): lanes per warp 32 on NVIDIA, 64 on AMD (``Model.warp_size``).
+
 Flushes (what the modelled instruction does to subnormals; mmasim's model, arXiv 2511.10909 section on CDNA2):
 
 - gfx90a: fp16 and bf16 subnormal operands, products and partial sums of ``v_mfma`` flushed to +0 (mmasim's
@@ -51,6 +58,10 @@ class Model:
     imprecise_acc_default: int  # Triton's max_num_imprecise_acc for an fp8 dot that names none
     flushes: dict[str, str] = field(default_factory=dict)  # operand type -> what the instruction flushes
 
+    @property
+    def warp_size(self) -> int:
+        return 32 if self.vendor == "nvidia" else 64
+
     def modelled(self) -> list[str]:
         """What the model covers, for the run file and the header."""
         parts = [f"tl.dot {t}: {self.family} {i} (mmasim {self.mmasim_arch})" for t, i in self.instructions.items()]
@@ -58,8 +69,19 @@ class Model:
         parts.append("tl.dot fp32 ieee: fp32 fma chain in K order")
         parts.append(f"fp32 tl.dot default input precision: {self.default_fp32}")
         parts += [f"flush: {what}" for what in self.flushes.values()]
+        parts += [f"tl.fma {t}: {how}" for t, how in FMA[self.vendor].items()]
+        parts.append(f"tl.sum fp16/bf16/fp32/fp64: {self.vendor}'s reduction order, {self.warp_size} lanes a warp, "
+                     f"over Triton's coalesced layout of the block (an approximation: suite/checks/numerics_reduce.py)")
         return parts
 
+
+FMA: dict[str, dict[str, str]] = {  # tl.fma per dtype as Triton 3.6.0 compiles it (module docstring)
+    "nvidia": {"fp32": "fma.rn.f32, one rounding", "fp16": "fma.rn.f16, one rounding",
+               "bf16": "fma.rn.bf16, one rounding"},
+    "amd": {"fp32": "v_fmac_f32, one rounding", "fp16": "v_fma_f16, one rounding",
+            "bf16": "v_fmac_f32 on widened operands, rounded to fp32 then to bf16"},
+}
+PARTS = ("dot", "fma", "reduce order")  # what --numerics models, as the run file's environment.numerics.parts says
 
 _CDNA2_FLUSH = "fp16 subnormal operands flushed by CDNA2's matrix cores (gfx90a)"
 _CDNA2_FLUSH_BF16 = "bf16 subnormal operands flushed by CDNA2's matrix cores (gfx90a)"

@@ -576,7 +576,8 @@ def test_a_modelled_run_is_its_own_column_never_the_hardware(tmp_path, capsys):
     modelled = make_run(interp, run_id="20261121T010000Z-interpret-interpreter-bbbbbb",
                         started="2026-11-21T01:00:00+00:00")
     modelled["environment"]["numerics"] = {"profile": "mi300x", "arch": "gfx942", "vendor": "amd",
-                                           "model": "mmasim 2.1.1 CDNA3", "modelled": ["tl.dot fp16: mfma"]}
+                                           "model": "mmasim 2.1.1 CDNA3", "parts": ["dot", "fma", "reduce order"],
+                                           "modelled": ["tl.dot fp16: mfma"]}
     hardware = make_run(("AMD Instinct MI300X", "gfx942"), run_id="20261121T020000Z-hip-gfx942-cccccc",
                         started="2026-11-21T02:00:00+00:00")
     paths = [write(tmp_path / f"{n}.json", r) for n, r in (("plain", plain), ("modelled", modelled),

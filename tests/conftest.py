@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import forkserver
+from tests import durations, forkserver
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -62,6 +62,14 @@ def pytest_configure(config: pytest.Config) -> None:
     if _deselects_slow(config):
         config.option.markexpr = f"not perf and not {SLOW}"
         config.stash[SLOW_OFF] = True
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Longest module first (tests/durations.py), so that the last tests a worker takes are short ones; every xdist
+    worker sorts its collection the same way, as xdist requires."""
+    keys = [(item.nodeid.split("::")[0], item.get_closest_marker(SLOW) is not None) for item in items]
+    items[:] = [items[i] for i in durations.order(keys, durations.load())]
 
 
 def _pycache_dirs() -> set[Path]:

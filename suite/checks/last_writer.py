@@ -244,10 +244,7 @@ class ReturnedWatch:
             got.last[changed] = OWN
             got.snap.copy_(got.data)
             if seen is not None and got.data.device.type == "cpu":
-                addrs = seen.bytes("store")
-                base = int(got.data.data_ptr())
-                inside = addrs[(addrs >= base) & (addrs < base + got.data.numel())] - base
-                got.stored[torch.from_numpy(inside.astype("int64")).to(got.stored.device)] = True
+                seen.mark("store", int(got.data.data_ptr()), got.stored)
             elif seen is not None:
                 self.blind += 1  # the interpreter ran on a host copy: its addresses are not this memory's
         for ptr, low, high in self._current:

@@ -483,29 +483,46 @@ def _grouped(regions: list[Region]) -> list[Region]:
 
 
 class Seen:
-    """The bytes the loads and the stores (atomics included) of one launch touched, as the interpreter's hooks saw
-    them (addresses of the host memory the interpreter runs on: on the CPU, the tensors' own). Filled while it is
-    the checker's ``seen`` (:func:`observing`)."""
+    """What the loads and the stores (atomics included) of one launch touched, as the interpreter's hooks saw them
+    (addresses of the host memory the interpreter runs on: on the CPU, the tensors' own). Filled while it is the
+    checker's ``seen`` (:func:`observing`). Kept as each access's start address and size, not byte by byte: a
+    matmul's loads expanded to every byte and made distinct took half again its run's time on the interpreter."""
 
     def __init__(self) -> None:
-        self._parts: dict[str, list[np.ndarray]] = {"load": [], "store": []}
-        self._done: dict[str, np.ndarray] = {}
+        self._parts: dict[str, list[tuple[np.ndarray, int]]] = {"load": [], "store": []}
+        self._sorted: dict[tuple[str, int], np.ndarray] = {}
 
     def add(self, op: str, starts: np.ndarray, size: int) -> None:
         kind = "load" if op == "load" else "store"
-        self._parts[kind].append((starts[:, None] + np.arange(size, dtype=np.uint64)[None, :]).reshape(-1))
-        self._done.pop(kind, None)
+        self._parts[kind].append((starts, size))
+        self._sorted = {k: v for k, v in self._sorted.items() if k[0] != kind}
 
-    def bytes(self, op: str) -> np.ndarray:
-        """The sorted, distinct byte addresses ``op`` ('load' or 'store') touched."""
-        if op not in self._done:
-            parts = self._parts[op]
-            self._done[op] = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
-        return self._done[op]
+    def mark(self, op: str, base: int, flags: Any) -> None:
+        """Set ``flags[i]`` (a bool tensor over the bytes from address ``base``) for each byte ``op`` touched."""
+        import torch
+
+        n = int(flags.numel())
+        for starts, size in self._parts[op]:
+            offsets = starts.astype(np.int64) - base  # host addresses are far below 2**63
+            for k in range(size):
+                at = offsets[(offsets >= -k) & (offsets < n - k)] + k
+                if at.size:
+                    flags[torch.from_numpy(at).to(flags.device)] = True
 
     def touched(self, op: str, addrs: np.ndarray) -> np.ndarray:
-        """Whether each address (uint64) was touched by ``op``."""
-        return np.isin(addrs, self.bytes(op), assume_unique=False)
+        """Whether each address (uint64) lies in some access of ``op``: the last access starting at or below it,
+        of each size, covers it or none does (sizes are one per group: an access covering the address starts no
+        earlier than size - 1 bytes below it)."""
+        hit = np.zeros(addrs.shape, dtype=bool)
+        for size in {z for _, z in self._parts[op]}:
+            key = (op, size)
+            if key not in self._sorted:
+                self._sorted[key] = np.sort(np.concatenate([s for s, z in self._parts[op] if z == size]))
+            starts = self._sorted[key]
+            i = np.searchsorted(starts, addrs, side="right") - 1
+            ok = i >= 0
+            hit[ok] |= (addrs[ok] - starts[i[ok]]) < size
+        return hit
 
 
 class Checker:

@@ -117,3 +117,28 @@ def test_sanitizer_reports_are_read_once_per_process(tmp_path, monkeypatch):
     report = memcheck.sanitizer_report(offsets)
     assert report.startswith("compute-sanitizer: Invalid __global__ read of size 4 bytes; at vector_add_kernel")
     assert memcheck.sanitizer_report(offsets) is None  # read once
+
+
+def test_what_a_launch_touched_is_every_byte_of_its_accesses_and_no_other():
+    """memcheck.Seen keeps each access's start and size; marking bytes and asking for addresses give what expanding
+    every access to its bytes gives (accesses of two sizes, overlapping, at the buffer's edges and outside it)."""
+    import numpy as np
+    import torch
+
+    from suite.checks import memcheck
+
+    rng = np.random.default_rng(7)
+    base = 1 << 20
+    seen = memcheck.Seen()
+    expanded = {"load": set(), "store": set()}
+    for op, size in [("load", 4), ("store", 2), ("load", 2), ("atomic_add", 4), ("store", 4)]:
+        starts = (base - 8 + rng.integers(0, 80, 30)).astype(np.uint64)
+        seen.add(op, starts, size)
+        kind = "load" if op == "load" else "store"
+        expanded[kind] |= {int(s) + k for s in starts for k in range(size)}
+    for kind in ("load", "store"):
+        flags = torch.zeros(64, dtype=torch.bool)
+        seen.mark(kind, base, flags)
+        assert set(torch.nonzero(flags).flatten().tolist()) == {a - base for a in expanded[kind] if 0 <= a - base < 64}
+        addrs = np.arange(base - 16, base + 96, dtype=np.uint64)
+        assert seen.touched(kind, addrs).tolist() == [int(a) in expanded[kind] for a in addrs]

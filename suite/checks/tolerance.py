@@ -246,9 +246,11 @@ def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Ten
     if out.shape != ref.shape:
         return OutputCheck(name, False, math.inf, math.inf, f"{name}: shape {tuple(out.shape)} != reference {tuple(ref.shape)}")
     if unwritten is not None and bool(unwritten.any()):
-        return OutputCheck(name, False, math.inf, math.inf,
-                           f"{name}: {int(unwritten.sum())} of {out.numel()} elements never written (they still hold "
-                           f"the poison; first at {_first(unwritten)}. {_UNWRITTEN_HINT})")
+        head = f"{int(unwritten.sum())} of {out.numel()} elements never written (they still hold the poison; "
+        message = f"{name}: {head}first at {_first(unwritten)}. {_UNWRITTEN_HINT})"
+        return OutputCheck(name, False, math.inf, math.inf, message,
+                           (message, *(f"{name}: {head}at {_unravel(i, out.shape)})"
+                                       for i in _each(unwritten.reshape(-1))[1:])))
     # Compared where the output lives: a benchmark's outputs have hundreds of millions of elements.
     device = out.device
     if not out.dtype.is_floating_point and not ref.dtype.is_floating_point and not ref.dtype.is_complex:
@@ -258,9 +260,13 @@ def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Ten
         wrong = got != want
         if wrong.any():
             idx = _first(wrong)
+            head = f"{name}: {int(wrong.sum())} of {out.numel()} integers differ ("
+            flat_got, flat_want = got.reshape(-1), want.reshape(-1)
             return OutputCheck(name, False, math.inf, float((got - want).abs().max()),
-                               f"{name}: {int(wrong.sum())} of {out.numel()} integers differ (first at {idx}: got "
-                               f"{int(got[idx])}, expected {int(want[idx])})")
+                               f"{head}first at {idx}: got {int(got[idx])}, expected {int(want[idx])})",
+                               (f"{head}first at {idx}: got {int(got[idx])}, expected {int(want[idx])})",
+                                *(f"{head}at {_unravel(i, out.shape)}: got {int(flat_got[i])}, expected "
+                                  f"{int(flat_want[i])})" for i in _each(wrong.reshape(-1))[1:])))
         return OutputCheck(name, True, 0.0, 0.0, f"{name}: ok, exact")
     if not out.dtype.is_floating_point:
         # Integer outputs (indices, masks) against a float reference have no rounding: they match exactly or fail.
@@ -282,37 +288,51 @@ def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Ten
     s_ = _Scan(out, ref, mag, reduction_length, safety, operand_u, accumulator, device, judged_as or out.dtype,
                keep_subnormals)
     problems = []
+    # Each element a problem names only its first of is a problem of its own for a known issue to describe (not in
+    # the message), worded as the first but "at": a pattern of the first element describes no other.
+    each: list[str] = []
+    over_said = False
     if s_.bad_nan:
         problems.append(f"{s_.bad_nan} NaN where the reference is not (first at {_unravel(s_.bad_nan_at, out.shape)})")
+        each += [f"{s_.bad_nan} NaN where the reference is not (at {_unravel(i, out.shape)})"
+                 for i, _, _ in s_.each["bad_nan"] if i != s_.bad_nan_at]
     if s_.missing_nan:
         problems.append(f"{s_.missing_nan} non-NaN where the reference is NaN (first at "
                         f"{_unravel(s_.missing_nan_at, out.shape)})")
+        each += [f"{s_.missing_nan} non-NaN where the reference is NaN (at {_unravel(i, out.shape)})"
+                 for i, _, _ in s_.each["missing_nan"] if i != s_.missing_nan_at]
     if s_.inf_mismatch:
         problems.append(f"{s_.inf_mismatch} infinities differ (first at {_unravel(s_.inf_at, out.shape)}: got "
                         f"{s_.inf_got}, expected {s_.inf_expected})")
+        each += [f"{s_.inf_mismatch} infinities differ (at {_unravel(i, out.shape)}: got {g}, expected {f})"
+                 for i, g, f in s_.each["inf"] if i != s_.inf_at]
         if s_.overflowed:
             problems.append(overflow.note(s_.overflowed, s_.overflowed_reference, (*held_in, out.dtype, s_.dtype)))
     if s_.any_finite:
         ratio, max_abs = s_.ratio, s_.max_abs
         if ratio > 1.0:
+            flushed = (f" ({s_.flushed} of them subnormal results stored as 0, flushed to zero"
+                       f"{': ' + flush_note if flush_note else ''})" if s_.flushed else "")
             hints = ((_MAGNITUDE_HINT if mag is None and s_.within_at_output_scale() else "")
-                     + (_FP64_HINT if accumulator == "fp64" and s_.within_with(accumulator="fp32") else "")
-                     + (f" ({s_.flushed} of them subnormal results stored as 0, flushed to zero"
-                        f"{': ' + flush_note if flush_note else ''})" if s_.flushed else ""))
+                     + (_FP64_HINT if accumulator == "fp64" and s_.within_with(accumulator="fp32") else ""))
             problems.append(over_bound(s_.worst_err, _unravel(s_.worst_at, out.shape), ratio, s_.worst_bound,
-                                       s_.worst_got, s_.worst_ref, s_.over, out.numel()) + hints)
-            # The other elements over the bound, each a problem of its own for a known issue to describe (not in
-            # the message): a second bug under the worst one's size is not excused by a pattern of the worst.
-            others = [over_bound(e, _unravel(at, out.shape), r, b, g, f, s_.over, out.numel()) + hints
-                      for r, at, e, b, g, f in s_.sampled if at != s_.worst_at]
-        else:
-            others = []
+                                       s_.worst_got, s_.worst_ref, s_.over, out.numel()) + hints + flushed)
+            # Every element over the bound (the worst too), each a problem of its own for a known issue to describe
+            # (not in the message): a second bug under the worst one's size is not excused by a pattern of the
+            # worst. Each says what is true of it alone: the flush words only where it is a flushed subnormal.
+            tiny = torch.finfo(s_.dtype).tiny
+            each += [over_bound(e, _unravel(at, out.shape), r, b, g, f, s_.over, out.numel()) + hints
+                     + (flushed if g == 0 and 0 < abs(f) < tiny else "")
+                     for r, at, e, b, g, f in s_.sampled]
+            over_said = True
     else:
-        ratio, max_abs, others = 0.0, 0.0, []
+        ratio, max_abs = 0.0, 0.0
     if problems:
         ratio = math.inf if ratio <= 1.0 else ratio
+        worst = problems[-1] if over_said else None  # said per element in ``each``
         return OutputCheck(name, False, ratio, max_abs, f"{name}: " + "; ".join(problems) + judged_why,
-                           tuple(f"{name}: {p}{judged_why}" for p in [*problems, *others]))
+                           tuple(f"{name}: {p}{judged_why}" for p in [*(p for p in problems if p is not worst),
+                                                                      *each]))
     return OutputCheck(name, True, ratio, max_abs, f"{name}: ok, error ratio {ratio:.3g}",
                        reduction_length=int(reduction_length), drift=(s_.signed, s_.away, s_.counted))
 
@@ -383,6 +403,9 @@ class _Scan:
         self.signed = self.away = 0.0  # sums of (out - ref) / bound, and of it signed by the reference
         self.counted = 0  # the finite elements with a bound above 0 that those sums are over
         self.sampled: list[tuple] = []  # (ratio, at, err, bound, got, ref) of elements over the bound (OVER_SAMPLE)
+        # (at, got, reference) of elements with a NaN where the reference has none, the converse, infinities that
+        # differ: up to OVER_SAMPLE of each, spread evenly over their positions
+        self.each: dict[str, list[tuple]] = {"bad_nan": [], "missing_nan": [], "inf": []}
         for s, e in _chunks(out.numel()):
             self._chunk(s, e)
 
@@ -424,6 +447,12 @@ class _Scan:
         self.signed += signed_sum
         self.away += away_sum
         self.counted += int(counted)
+        for key, mask, count in (("bad_nan", bad_nan, n_bad), ("missing_nan", missing_nan, n_missing),
+                                 ("inf", inf_mismatch, n_inf)):
+            if count:
+                at_ = torch.tensor(_each(mask), dtype=torch.int64, device=mask.device)
+                picked = zip((at_ + s).tolist(), out64[at_].tolist(), expected[at_].tolist(), strict=True)
+                self.each[key] = _spread([*self.each[key], *picked])
         if n_bad:
             self.bad_nan_at = self.bad_nan_at if self.bad_nan else s + int(bad_at)
             self.bad_nan += int(n_bad)
@@ -531,6 +560,23 @@ def _first_index(mask: torch.Tensor) -> torch.Tensor:
     """The flat index of ``mask``'s first True element (0 where none), left on the device: argmax gives the first of
     equal maxima."""
     return mask.reshape(-1).to(torch.uint8).argmax()
+
+
+def _each(mask: torch.Tensor) -> list[int]:
+    """The flat indices of ``mask``'s True elements: all up to OVER_SAMPLE, else OVER_SAMPLE spread evenly over
+    them (the first and the last kept)."""
+    at = mask.reshape(-1).nonzero().reshape(-1)
+    if at.numel() > OVER_SAMPLE:
+        at = at[torch.linspace(0, at.numel() - 1, OVER_SAMPLE, device=at.device).round().long()]
+    return at.tolist()
+
+
+def _spread(items: list) -> list:
+    """At most OVER_SAMPLE of ``items``, spread evenly (the first and the last kept)."""
+    if len(items) <= OVER_SAMPLE:
+        return items
+    n = len(items)
+    return [items[round(i * (n - 1) / (OVER_SAMPLE - 1))] for i in range(OVER_SAMPLE)]
 
 
 def _first(mask: torch.Tensor) -> tuple[int, ...]:

@@ -82,6 +82,20 @@ def test_a_known_issue_of_the_worst_element_does_not_excuse_a_second_bug_under_i
     assert run.returncode == 1, run.output[-3000:]
 
 
+@pytest.mark.parametrize("kernel", ["known_nan_first_and_odd_add", "known_flush_and_scaled_add"])
+def test_a_pattern_of_the_first_element_or_of_the_output_excuses_no_other_element(run_suite, kernel):
+    """A known issue describing the first NaN (NaN at odd elements too), or the flush words a failure adds (1e-30 at
+    about 1% of the elements too): a NaN problem named its first element alone, and the flush words were added to
+    every element's problem, so the second bug passed as known (xfail). Each NaN is a problem of its own now, and the
+    flush words are said of a flushed element alone: the test fails."""
+    run = run_suite("suite/test_kernels.py", KERNELS, f"--kernels={kernel}", "-n", "0",
+                    "-k", "test_matches_reference", env=FAST_SHRINK)
+    [test] = run.run_data()["tests"]
+    assert test["outcome"] == "failed", test
+    assert "does not describe every problem here" in test["message"], test["message"]
+    assert run.returncode == 1, run.output[-3000:]
+
+
 def test_a_pattern_of_where_the_case_is_alone_describes_no_problem(run_suite):
     """x - y past element 0 under a known issue whose pattern names only the case's dims past 1: held at load to
     ordinary wrong values of the smallest shape, and matched after each case's line, it excused every wrong case

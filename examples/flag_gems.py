@@ -471,10 +471,11 @@ register(KernelSpec(
                    "returns the -inf entries (docs/third-party.md has a reproduction without the suite).",
             # the fills' indices: a masked lane's past the row, stage 2's INT32_MIN, or a taken entry's again; and
             # the fills' values where torch returns -inf: the dtype's lowest finite value, or NaN in a case of
-            # masked rows (each output's problem is matched on its own, after the case's line)
+            # masked rows (each output's problem is matched on its own, after the case's line; each element of it
+            # too, worded "at" where the message says "first at")
             failure_pattern=r"indices out of range \[0, \d+\) along dim 1 of 'x' \(first at \(\d+, \d+\): "
                             r"(-2147483648|\d+)\)|an index repeats along dim 1|values: \d+ infinities differ "
-                            r"\(first at \(\d+, \d+\): got (-3\.4028234663852886e\+38|-65504\.0|"
+                            r"\((first )?at \(\d+, \d+\): got (-3\.4028234663852886e\+38|-65504\.0|"
                             r"-3\.3895313892515355e\+38), expected -inf\)|"
                             r" masked seed=\d+\nvalues: \d+ NaN where the reference is not \(",
             link="docs/third-party.md#flaggems-topk-and--inf")

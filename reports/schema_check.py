@@ -13,7 +13,7 @@ from typing import Any
 
 ANNOTATIONS = frozenset({"$schema", "$id", "$defs", "title", "description"})
 CHECKED = frozenset({"type", "enum", "const", "required", "properties", "additionalProperties", "items", "oneOf",
-                     "$ref", "minimum"})
+                     "$ref", "minimum", "uniqueItems"})
 _TYPES = {"object": dict, "array": list, "string": str, "null": type(None), "boolean": bool}
 
 
@@ -116,6 +116,9 @@ def problems(instance: Any, schema: dict, root: dict | None = None, path: tuple 
             for name in unexpected:
                 for p in problems(instance[name], extra, root, (*path, name)):
                     yield Problem(p.path, p.message, p.depth + 1)
+    if schema.get("uniqueItems") and isinstance(instance, list) and any(
+            _equal(a, b) for i, a in enumerate(instance) for b in instance[i + 1:]):
+        yield Problem(path, f"{_repr(instance)} has non-unique elements")
     if isinstance(instance, list) and isinstance(schema.get("items"), dict):
         for i, value in enumerate(instance):
             for p in problems(value, schema["items"], root, (*path, i)):

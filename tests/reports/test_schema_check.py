@@ -100,6 +100,9 @@ def _mutations() -> dict[str, tuple[dict, tuple]]:
                                  ("shard", "count")),
         "kernel module's library": (mutate(lambda r: r.update(kernel_modules=[{**KERNEL_MODULE, "libraries": [
             {**KERNEL_MODULE["libraries"][0], "version": 18}]}])), ("kernel_modules", 0, "libraries", 0, "version")),
+        "numerics part twice": (mutate(lambda r: r["environment"].update(numerics={
+            "profile": "mi300x", "arch": "gfx942", "vendor": "amd", "model": "mmasim", "modelled": [],
+            "parts": ["dot", "dot"]})), ("environment", "numerics", "parts")),
         "kernel module without hash": (mutate(lambda r: r.update(kernel_modules=[
             {k: v for k, v in KERNEL_MODULE.items() if k != "sha256"}])), ("kernel_modules", 0)),
     }

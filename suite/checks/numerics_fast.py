@@ -62,26 +62,47 @@ class Tile:
             b = (b.view(torch.int32) >> 13 << 13).view(torch.float32)
         self.a = a.double().numpy()
         self.b = b.double().numpy().T.copy()  # N x K
-        self.ea = _exponent(self.a, e_sub[a.dtype])
-        self.eb = _exponent(self.b, e_sub[b.dtype])
+        # int16 holds every exponent here (fp32's -149..127, their sums, the zero markers -999, -132, -133)
+        self.ea = _exponent(self.a, e_sub[a.dtype]).astype(np.int16)
+        self.eb = _exponent(self.b, e_sub[b.dtype]).astype(np.int16)
+        # What needs a pass over the products only where it can happen: a zero product (a zero operand: the product
+        # of two nonzero values of at most fp32's range is never 0 in float64) and one beyond fp32's range.
+        with np.errstate(all="ignore"):
+            top = [float(np.abs(x).max(initial=0.0)) for x in (self.a, self.b)]
+        self.zeros = not (bool((self.a != 0).all()) and bool((self.b != 0).all()))
+        self.huge = not (np.isfinite(top[0] * top[1]) and top[0] * top[1] < 2.0**128)
+        self._p: np.ndarray | None = None
+        self._e: np.ndarray | None = None
 
-    def products(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-        """Exact products (M x N x L) and mmasim's exponents of them for K in [lo, hi)."""
-        p = self.a[:, None, lo:hi] * self.b[None, :, lo:hi]
-        e = self.ea[:, None, lo:hi] + self.eb[None, :, lo:hi]
+    def products(self, lo: int, hi: int, zero_e: int) -> tuple[np.ndarray, np.ndarray]:
+        """Exact products (M x N x L) and mmasim's exponents of them for K in [lo, hi), a zero product's exponent
+        ``zero_e``: in the tile's buffers, overwritten by the next call (a chunk is used up before the next)."""
+        shape = (self.a.shape[0], self.b.shape[0], hi - lo)
+        if self._p is None or self._p.shape[-1] < hi - lo:  # one buffer for every chunk: no allocation per chunk
+            self._p, self._e = np.empty(shape, dtype=np.float64), np.empty(shape, dtype=np.int16)
+        p, e = self._p[..., :hi - lo], self._e[..., :hi - lo]
+        np.multiply(self.a[:, None, lo:hi], self.b[None, :, lo:hi], out=p)
+        np.add(self.ea[:, None, lo:hi], self.eb[None, :, lo:hi], out=e)
+        if self.zeros:
+            e[p == 0] = zero_e
         return p, e
 
 
 def t_fdpa(tile: Tile, c: np.ndarray, lo: int, hi: int, F: int, rho: str, e_zero: int) -> np.ndarray:
     """One chunk of mmasim's ``t_fdpa`` (NVIDIA mma/wgmma): products and the accumulator aligned to the largest
     exponent, truncated F bits below it, summed exactly, the sum truncated to fp32 (RZ-FP32) or 14 bits (RZ-E8M13)."""
-    p, e = tile.products(lo, hi)
-    e = np.where(p == 0, e_zero, e).max(axis=-1)
+    p, e = tile.products(lo, hi, e_zero)
+    return _t_fdpa_step(p, e.max(axis=-1), c, F, rho, e_zero)
+
+
+def _t_fdpa_step(p: np.ndarray, e: np.ndarray, c: np.ndarray, F: int, rho: str, e_zero: int) -> np.ndarray:
+    """``t_fdpa`` of one chunk's products ``p`` (M x N x L) whose largest exponent is ``e`` (M x N)."""
     c64 = c.astype(np.float64)
     e_c = np.where(c64 == 0, e_zero, _exponent(c64, -126))
     e_max = np.maximum(e, e_c)
     scale = _pow2(F - e_max)
-    total = np.trunc(p * scale[..., None]).sum(axis=-1) + np.trunc(c64 * scale)
+    np.multiply(p, scale[..., None], out=p)  # p is the tile's buffer, used up here
+    total = np.trunc(p, out=p).sum(axis=-1) + np.trunc(c64 * scale)
     value = total * _pow2(e_max - F)
     kept = _keep_bits(value, 24 if rho == "RZ-FP32" else 14, -126, floor=False)
     return kept.astype(np.float32) + np.float32(0.0)
@@ -101,23 +122,26 @@ def _cdna3_finish(d: np.ndarray, e_dot: np.ndarray, c: np.ndarray, F: int, F2: i
 
 
 def _truncated_sum(p: np.ndarray, e: np.ndarray, F: int) -> tuple[np.ndarray, np.ndarray]:
-    """mmasim's ``truncated_fused_sum`` in absolute terms: the sum and the largest exponent (-999: all zero)."""
-    e = np.where(p == 0, ZERO_PRODUCT_TR, e).max(axis=-1)
+    """mmasim's ``truncated_fused_sum`` in absolute terms: the sum and the largest exponent (-999: all zero); ``e``
+    already -999 where a product is zero (Tile.products)."""
+    e = e.max(axis=-1).astype(np.int64)
     safe = np.where(e == ZERO_PRODUCT_TR, 0, e)
-    return np.trunc(p * _pow2(F - safe)[..., None]).sum(axis=-1) * _pow2(safe - F), e
+    np.multiply(p, _pow2(F - safe)[..., None], out=p)  # p is the tile's buffer (or a copy of it), used up here
+    return np.trunc(p, out=p).sum(axis=-1) * _pow2(safe - F), e
 
 
 def tr_fdpa(tile: Tile, c: np.ndarray, lo: int, hi: int, F: int, F2: int) -> np.ndarray:
     """One chunk of mmasim's ``tr_fdpa`` (CDNA3 fp16/bf16/xf32 MFMA)."""
-    p, e = tile.products(lo, hi)
-    p = np.where(np.abs(p) >= 2.0**128, p * np.inf, p)  # mmasim: a product beyond fp32's range is inf
+    p, e = tile.products(lo, hi, ZERO_PRODUCT_TR)
+    if tile.huge:
+        p = np.where(np.abs(p) >= 2.0**128, p * np.inf, p)  # mmasim: a product beyond fp32's range is inf
     d, e_dot = _truncated_sum(p, e, F)
     return _cdna3_finish(d, e_dot, c, F, F2, drop_far_c=False)
 
 
 def gtr_fdpa(tile: Tile, c: np.ndarray, lo: int, hi: int, F: int, F2: int) -> np.ndarray:
     """One chunk of mmasim's ``gtr_fdpa`` (CDNA3 fp8 MFMA): even and odd products summed apart, then together."""
-    p, e = tile.products(lo, hi)
+    p, e = tile.products(lo, hi, ZERO_PRODUCT_TR)
     d_even, e_even = _truncated_sum(p[..., ::2], e[..., ::2], F)
     d_odd, e_odd = _truncated_sum(p[..., 1::2], e[..., 1::2], F)
     e_dot = np.maximum(e_even, e_odd)

@@ -550,7 +550,8 @@ def _envelope(spec: KernelSpec, case: Case, backend: Any, config: dict, state: _
     """Under --numerics, a case that ran an approximate fp32 instruction and is judged on its values within a factor
     of four of its bound (a pass above a quarter of it, a failure below four times it) runs again at its
     envelope's ends (suite/checks/numerics_envelope.py): "vendor-sensitive: ..." where one gives the other verdict,
-    naming the operations that do it alone where one does; "" where none does. What the case counted (flushes, the
+    naming the operations that do it alone where any does ("each flip it"), else all of them ("together"); "" where
+    none does. What the case counted (flushes, the
     modelled operations, fp8 casts) is left as the nominal run left it."""
     used, active = numerics_envelope.take_used(), stash.session().numerics
     low, high = ENVELOPE_WINDOW
@@ -574,10 +575,11 @@ def _envelope(spec: KernelSpec, case: Case, backend: Any, config: dict, state: _
             counter.clear()
             counter.update(before)
         numerics_envelope.take_used()
+    verb = "flips" if len(culprits) == 1 else "each flip" if alone else "together flip"
     how = {"down": "every result moved down", "up": "every result moved up",
            "mixed": "each result moved a way of its own"}[way]
     return (f"vendor-sensitive: {numerics_envelope.describe(active.model.vendor, active.profile, culprits)} "
-            f"{'flips' if len(culprits) == 1 else 'together flip'} it (at the interpreter's results it "
+            f"{verb} it (at the interpreter's results it "
             f"{'passes' if outcome.passed else 'fails'}, worst error/bound {outcome.error_ratio:.3g}; with {how} "
             f"it {'fails' if outcome.passed else 'passes'}, {ratio:.3g}): its verdict on that GPU is the "
             f"instruction's, not the kernel's alone (docs/checks.md)")

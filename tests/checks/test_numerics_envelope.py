@@ -8,7 +8,11 @@ failed) and ``plain_softmax`` (the suite's default tolerance: not vendor-sensiti
 from __future__ import annotations
 
 import collections
+import copy
+import json
+from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pytest
 
@@ -48,6 +52,12 @@ def test_a_verdict_inside_the_envelope_is_named_never_failed(tmp_path_factory, p
     for c in data["cases"]:  # only cases judged near their bound run at the ends
         if c.get("vendor_sensitive"):
             assert 0.25 <= c["error_ratio"] <= 4
+    schema = json.loads(Path("reports/schema/run.schema.json").read_text())
+    jsonschema.validate(data, schema, cls=jsonschema.Draft202012Validator)
+    bad = copy.deepcopy(data)
+    next(c for c in bad["cases"] if c.get("vendor_sensitive"))["vendor_sensitive"] = "tl.exp flips it"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema, cls=jsonschema.Draft202012Validator)
 
 
 def _moved(way: str, x: np.ndarray, name: str = "create_exp2", vendor: str = "nvidia") -> np.ndarray:

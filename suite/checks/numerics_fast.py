@@ -29,6 +29,9 @@ import numpy as np
 import torch
 
 ZERO_PRODUCT_TR = -999  # mmasim's exponent of a zero product in CDNA3's sums
+# A tile of at most this many products (M x N x K) is computed for every chunk at once (its arrays stay in cache; a
+# larger one goes chunk by chunk, in one buffer: Tile.products)
+WHOLE_TILE_MAX = 2**17
 CANONICAL_NAN = np.array(0x7FFFFFFF, dtype=np.uint32).view(np.float32)  # the NaN every fused sum returns
 
 
@@ -106,6 +109,43 @@ def _t_fdpa_step(p: np.ndarray, e: np.ndarray, c: np.ndarray, F: int, rho: str, 
     value = total * _pow2(e_max - F)
     kept = _keep_bits(value, 24 if rho == "RZ-FP32" else 14, -126, floor=False)
     return kept.astype(np.float32) + np.float32(0.0)
+
+
+def _whole(tile: Tile, step: int, zero_e: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every product of the tile and mmasim's exponent of it (``zero_e`` for a zero product), as M x N x chunks x
+    step, for K a multiple of ``step``."""
+    m, k, n = tile.a.shape[0], tile.a.shape[1], tile.b.shape[0]
+    shape = (m, n, k // step, step)
+    p = (tile.a[:, None, :] * tile.b[None, :, :]).reshape(shape)
+    e = (tile.ea[:, None, :] + tile.eb[None, :, :]).reshape(shape)
+    if tile.zeros:
+        e[p == 0] = zero_e
+    return p, e
+
+
+def t_fdpa_chunks(tile: Tile, c: np.ndarray, step: int, F: int, rho: str, e_zero: int) -> np.ndarray:
+    """Every chunk of ``t_fdpa`` in order, the products and each chunk's largest exponent computed for all chunks at
+    once (a small tile: one call per chunk costs more than its arithmetic); the alignment to the accumulator, which
+    depends on it, chunk by chunk."""
+    p, e = _whole(tile, step, e_zero)
+    e = e.max(axis=-1)
+    for g in range(p.shape[2]):
+        c = _t_fdpa_step(p[:, :, g], e[:, :, g], c, F, rho, e_zero)
+        c = np.where(np.isnan(c), CANONICAL_NAN, c)
+    return c
+
+
+def tr_fdpa_chunks(tile: Tile, c: np.ndarray, step: int, F: int, F2: int) -> np.ndarray:
+    """Every chunk of ``tr_fdpa`` in order: each chunk's truncated fused sum does not depend on the accumulator, so
+    all of them are computed at once and only the add to the accumulator (``_cdna3_finish``) runs chunk by chunk."""
+    p, e = _whole(tile, step, ZERO_PRODUCT_TR)
+    if tile.huge:
+        p = np.where(np.abs(p) >= 2.0**128, p * np.inf, p)
+    d, e_dot = _truncated_sum(p, e, F)
+    for g in range(p.shape[2]):
+        c = _cdna3_finish(d[..., g], e_dot[..., g], c, F, F2, drop_far_c=False)
+        c = np.where(np.isnan(c), CANONICAL_NAN, c)
+    return c
 
 
 def _cdna3_finish(d: np.ndarray, e_dot: np.ndarray, c: np.ndarray, F: int, F2: int, drop_far_c: bool) -> np.ndarray:
@@ -191,7 +231,13 @@ def run(op: Any, a: torch.Tensor, b: torch.Tensor, acc: np.ndarray) -> np.ndarra
     if (arith.rho in known.get(kind, ()) and getattr(arith, "e_subnormal_a", None) is None
             and a.dtype in dtype_subnormal_exponent and b.dtype in dtype_subnormal_exponent):
         tile = Tile(a, b, dtype_subnormal_exponent)
+        k, step = a.shape[1], min(a.shape[1], arith.L_max)
+        whole = k % step == 0 and k > step and a.shape[0] * b.shape[1] * k <= WHOLE_TILE_MAX
         with np.errstate(all="ignore"):
+            if whole and kind is fdpa.MMA_TR_FDPA:
+                return tr_fdpa_chunks(tile, c, step, arith.F, arith.F2)
+            if whole and kind is fdpa.MMA_T_FDPA:
+                return t_fdpa_chunks(tile, c, step, arith.F, arith.rho, arith.e_zero)
             for lo, hi in _chunks(a.shape[1], arith.L_max):
                 if kind is fdpa.MMA_T_FDPA:
                     c = t_fdpa(tile, c, lo, hi, arith.F, arith.rho, arith.e_zero)

@@ -210,12 +210,16 @@ PATCHES: tuple[Patch, ...] = (
           "--numerics=PROFILE: tl.dot of floating operands computed through mmasim's model of the profile's matrix "
           "instruction, and the interpreter's dot options (default fp32 input precision, allowed precisions, fp8 "
           "max_num_imprecise_acc) the target's; tl.fma fused as the target's instruction; tl.sum of floats in the "
-          "target's reduction order (the launch's num_warps read for its layout)",
+          "target's reduction order (the launch's num_warps read for its layout); the approximate fp32 instructions' "
+          "results counted, and moved to their error envelope's ends where a case is judged close to its bound",
           (Target(INTERP, f"{BUILDER}.create_dot", ("self", "a", "b", "d", "input_precision", "max_num_imprecise_acc")),
            Target(INTERP, "interpreter_builder"), Target(INTERP, "InterpreterOptions"),
            Target("triton.language.semantic", "TritonSemantic.dot"),
            Target(INTERP, f"{BUILDER}.create_fma", ("self", "x", "y", "z")),
-           Target(INTERP, "ReduceOps.sum", ("self", "input")), Target(INTERP, "InterpretedFunction.run", ("self",))),
+           Target(INTERP, "ReduceOps.sum", ("self", "input")), Target(INTERP, "InterpretedFunction.run", ("self",)),
+           *(Target(INTERP, f"{BUILDER}.{name}", ("self", "arg")) for name in
+             ("create_exp", "create_exp2", "create_sqrt", "create_rsqrt", "create_log", "create_log2")),
+           Target(INTERP, f"{BUILDER}.create_fdiv", ("self", "lhs", "rhs"))),
           backends=("interpret",)),
     Patch("interpreter-fp8-notes", "suite/checks/interpreter.py",
           "notes the float -> fp8 conversions a case ran, where the interpreter's own conversion is wrong",

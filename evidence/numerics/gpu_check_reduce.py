@@ -4,8 +4,10 @@ Run from the repository root: `python evidence/numerics/gpu_check_reduce.py [OUT
 model is suite/checks/numerics_reduce.py (the reduction order over the assumed layout) and numerics.fma_fused; the
 vendor is the GPU's (torch.version.hip: AMD, 64-lane wavefronts; else NVIDIA, 32 lanes). Row sums of several shapes,
 dtypes and num_warps on values that make the order visible (wide magnitudes, cancelling pairs), and elementwise fmas
-on operands next to rounding ties. Writes gpu_check_reduce.json (per case: what, dtype, shape, num_warps, seed,
-differing elements, sha256 of the GPU's and the model's output) and prints one summary line. A case that differs says
+on operands next to rounding ties. Writes gpu_check_reduce.json (format 2; per case: what, dtype, shape, num_warps,
+seed, the elements where the model differs from the GPU, those where the plain interpreter does (numpy's pairwise sum,
+bf16 folded in halves; a * b + c rounded twice), sha256 of the GPU's and the model's output) and prints one summary
+line: a case the plain interpreter gets right already shows nothing of the model. A case that differs says
 the layout or order assumed is not the one this GPU's Triton compiled: the model's order is then an approximation for
 that case, which docs/checks.md says it may be.
 """
@@ -63,39 +65,75 @@ def _interp(t: torch.Tensor) -> np.ndarray:
     return _bits(t).view(np.uint16) if t.dtype == torch.bfloat16 else t.cpu().numpy()
 
 
-def _record(what: str, dtype: str, shape, warps: int, seed: int, gpu: torch.Tensor, model: np.ndarray) -> dict:
+def plain_sum(x: np.ndarray, dtype: str) -> np.ndarray:
+    """The plain interpreter's row sum (Triton's np.sum; bf16 folded in fp32 rounded each step, interpreter_bf16)."""
+    if dtype == "bf16":
+        return interpreter_bf16.fold(x, 1, np.add)
+    return np.sum(x, axis=1).astype(x.dtype)
+
+
+def plain_fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dtype: str) -> np.ndarray:
+    """The plain interpreter's tl.fma: a * b, then + c, each rounded (bf16 in fp32, then to bf16)."""
+    with np.errstate(all="ignore"):
+        if dtype == "bf16":
+            w = interpreter_bf16.widen
+            return interpreter_bf16.round_fp32(w(a) * w(b) + w(c))
+        return a * b + c
+
+
+def sum_case(seed: int, bm: int, bn: int, dtype: str, vendor: str, warps: int):
+    """A row-sum case's input and the model's and the plain interpreter's outputs, on the CPU."""
+    x = _values(seed, (bm, bn), dtype)
+    held = _interp(x)
+    warp = 64 if vendor == "amd" else 32
+    return x, numerics_reduce.ordered_sum(held, 1, dtype, vendor, warp, warps, False), plain_sum(held, dtype)
+
+
+def fma_case(dtype: str, vendor: str):
+    """The fma case's operands and the model's and the plain interpreter's outputs, on the CPU."""
+    gen = torch.Generator().manual_seed(1000)
+    a, b = (torch.randn(4096, generator=gen).to(DTYPES[dtype]) for _ in range(2))
+    c = (-(a.double() * b.double()) * (1 + torch.randn(4096, generator=gen, dtype=torch.float64) * 1e-3))
+    c = c.to(DTYPES[dtype])
+    held = [_interp(t) for t in (a, b, c)]
+    return (a, b, c), numerics.fma_fused(*held, dtype, vendor), plain_fma(*held, dtype)
+
+
+def _flat_bits(values: np.ndarray, like: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(values).reshape(-1).view(like.dtype)
+
+
+def _record(what: str, dtype: str, shape, warps: int, seed: int, gpu: torch.Tensor, model: np.ndarray,
+            plain: np.ndarray) -> dict:
     got = _bits(gpu).reshape(-1)
-    want = np.ascontiguousarray(model).reshape(-1).view(got.dtype)
+    want, interp = _flat_bits(model, got), _flat_bits(plain, got)
     return {"what": what, "dtype": dtype, "shape": list(shape), "num_warps": warps, "seed": seed,
-            "differing": int((got != want).sum()), "gpu_sha256": hashlib.sha256(got.tobytes()).hexdigest(),
+            "differing": int((got != want).sum()), "interpreter_differing": int((got != interp).sum()),
+            "gpu_sha256": hashlib.sha256(got.tobytes()).hexdigest(),
             "model_sha256": hashlib.sha256(want.tobytes()).hexdigest()}
 
 
 def main(out: Path) -> int:
     vendor = "amd" if torch.version.hip else "nvidia"
-    warp = 64 if vendor == "amd" else 32
     cases = []
     for dtype in DTYPES:
         for seed, (bm, bn, w) in enumerate(SUMS):
-            x = _values(seed, (bm, bn), dtype)
+            x, model, plain = sum_case(seed, bm, bn, dtype, vendor, w)
             o = torch.empty(bm, dtype=x.dtype, device=DEVICE)
             row_sums[(1,)](x.to(DEVICE), o, BM=bm, BN=bn, num_warps=w)
-            model = numerics_reduce.ordered_sum(_interp(x), 1, dtype, vendor, warp, w, False)
-            cases.append(_record("tl.sum", dtype, (bm, bn), w, seed, o, model))
-        gen = torch.Generator().manual_seed(1000)
-        a, b = (torch.randn(4096, generator=gen).to(DTYPES[dtype]) for _ in range(2))
-        c = (-(a.double() * b.double()) * (1 + torch.randn(4096, generator=gen, dtype=torch.float64) * 1e-3))
-        c = c.to(DTYPES[dtype])
+            cases.append(_record("tl.sum", dtype, (bm, bn), w, seed, o, model, plain))
+        (a, b, c), model, plain = fma_case(dtype, vendor)
         o = torch.empty_like(a, device=DEVICE)
         fmas[(4096 // 256,)](a.to(DEVICE), b.to(DEVICE), c.to(DEVICE), o, BLOCK=256)
-        model = numerics.fma_fused(_interp(a), _interp(b), _interp(c), dtype, vendor)
-        cases.append(_record("tl.fma", dtype, (4096,), 4, 1000, o, model))
+        cases.append(_record("tl.fma", dtype, (4096,), 4, 1000, o, model, plain))
     same = sum(c["differing"] == 0 for c in cases)
+    told = sum(c["interpreter_differing"] > 0 for c in cases)
     where = torch.cuda.get_device_name() if DEVICE == "cuda" else "the CPU interpreter (a smoke test, no evidence)"
-    summary = (f"{same} of {len(cases)} cases bit-identical on {where} ({vendor}), "
-               f"triton {triton.__version__}")
+    summary = (f"{same} of {len(cases)} cases bit-identical on {where} ({vendor}), triton {triton.__version__}; "
+               f"the plain interpreter differs from the GPU in {told} of {len(cases)}")
     out.mkdir(parents=True, exist_ok=True)
-    (out / "gpu_check_reduce.json").write_text(json.dumps({"format": 1, "summary": summary, "cases": cases}, indent=1))
+    (out / "gpu_check_reduce.json").write_text(json.dumps({"format": 2, "vendor": vendor, "summary": summary,
+                                                           "cases": cases}, indent=1))
     print(summary)
     for c in cases:
         if c["differing"]:

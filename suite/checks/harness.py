@@ -25,13 +25,14 @@ from suite.checks import (
     launches,
     memcheck,
     numerics,
+    numerics_envelope,
     returned,
     spec_code,
 )
 from suite.checks import restride as relayout
 from suite.checks.tolerance import _MAGNITUDE_HINT as MAGNITUDE_HINT
 from suite.checks.tolerance import DOT_OPERAND_ROUNDOFF, OutputCheck, check_output, loose_at_zero, loose_bound, read_back
-from suite.session import options
+from suite.session import options, stash
 from suite.session.results import json_number
 from suite.workers import crash, gpu_share, timing
 
@@ -220,6 +221,8 @@ class CaseResult:
     cause: str = ""
     restrided: list[str] = field(default_factory=list)  # the tensors the case's restride re-laid (restride.py)
     raised: bool = False  # the launcher raised an error of its own before launching any kernel: it refused the case
+    # --numerics: the approximate instructions whose error envelope flips the verdict (never a failure by itself)
+    vendor_sensitive: str = ""
 
     def message(self) -> str:
         if self.error:
@@ -478,6 +481,7 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
     interpreter.take_fp8_casts()
     numerics.take_flushes()
     numerics.take_ran()
+    numerics_envelope.take_used()
 
     def result(passed: bool, ratio: float, checks=(), error=None, failure=None) -> CaseResult:
         if error is not None and current != default:
@@ -497,6 +501,7 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
                           autotuned=state.autotuned, cause=fp8, restrided=list(state.restrided))
 
     worst: CaseResult | None = None
+    sensitive = ""
     skipped: list[str] = []
     ran: list[dict] = []
     try:
@@ -511,7 +516,11 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
             ran.append(current)
             ratio = max((c.error_ratio for c in checks), default=0.0)
             outcome = result(all(c.passed for c in checks), ratio, checks)
+            outcome.vendor_sensitive = _envelope(spec, case, backend, current, state, result, outcome)
+            sensitive = sensitive or outcome.vendor_sensitive
             if not outcome.passed:
+                if outcome.vendor_sensitive:
+                    outcome.note += f"\n{outcome.vendor_sensitive}"
                 outcome.ran, outcome.skipped_configs = ran, skipped
                 outcome.compared = dict(state.compared)
                 outcome.elements = sum(outcome.compared.values())
@@ -529,7 +538,69 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
     worst.elements = sum(worst.compared.values())
     worst.skipped_configs, worst.ran = skipped, ran
     worst.loose = state.loose
+    worst.vendor_sensitive = worst.vendor_sensitive or sensitive
     return worst
+
+
+ENVELOPE_WINDOW = (0.25, 4.0)  # worst error/bound of the cases run again at the envelope's ends (numerics_envelope)
+
+
+def _envelope(spec: KernelSpec, case: Case, backend: Any, config: dict, state: _CaseState, result,
+              outcome: CaseResult) -> str:
+    """Under --numerics, a case that ran an approximate fp32 instruction and is judged on its values within a factor
+    of four of its bound (a pass above a quarter of it, a failure below four times it) runs again at its
+    envelope's ends (suite/checks/numerics_envelope.py): "vendor-sensitive: ..." where one gives the other verdict,
+    naming the operations that do it alone where any does ("each flip it"), else all of them ("together"); "" where
+    none does. What the case counted (flushes, the
+    modelled operations, fp8 casts) is left as the nominal run left it."""
+    used, active = numerics_envelope.take_used(), stash.session().numerics
+    low, high = ENVELOPE_WINDOW
+    if (active is None or not used or outcome.failure is not None or outcome.error
+            or not low <= outcome.error_ratio <= high):
+        return ""
+    session = stash.session()
+    counters = (session.numerics_flushes, session.numerics_ran, session.fp8_casts)
+    kept = [dict(c) for c in counters]
+    try:
+        names = sorted(used)
+        flipped = _flips(spec, case, backend, config, state, result, outcome.passed, None, numerics_envelope.ENDS)
+        if flipped is None:
+            return ""
+        way, ratio = flipped
+        alone = [n for n in names if len(names) > 1 and _flips(spec, case, backend, config, state, result,
+                                                                outcome.passed, frozenset({n}), (way,))]
+        culprits = alone or names
+    finally:
+        for counter, before in zip(counters, kept, strict=True):
+            counter.clear()
+            counter.update(before)
+        numerics_envelope.take_used()
+    verb = "flips" if len(culprits) == 1 else "each flip" if alone else "together flip"
+    how = {"down": "every result moved down", "up": "every result moved up",
+           "mixed": "each result moved a way of its own"}[way]
+    return (f"vendor-sensitive: {numerics_envelope.describe(active.model.vendor, active.profile, culprits)} "
+            f"{verb} it (at the interpreter's results it "
+            f"{'passes' if outcome.passed else 'fails'}, worst error/bound {outcome.error_ratio:.3g}; with {how} "
+            f"it {'fails' if outcome.passed else 'passes'}, {ratio:.3g}): its verdict on that GPU is the "
+            f"instruction's, not the kernel's alone (docs/checks.md)")
+
+
+def _flips(spec: KernelSpec, case: Case, backend: Any, config: dict, state: _CaseState, result, passed: bool,
+           only: frozenset[str] | None, ways: Sequence[str]) -> tuple[str, float] | None:
+    """The first of ``ways`` (envelope ends) at which the case's verdict is not ``passed``, and its worst
+    error/bound there; None where none flips it."""
+    for way in ways:
+        with numerics_envelope.at(numerics_envelope.End(way, only)):
+            try:
+                checks = _launch_and_check(spec, case, backend, config, state, result, extra=True)
+                verdict, ratio = all(c.passed for c in checks), max((c.error_ratio for c in checks), default=0.0)
+            except _Stop as stop:
+                verdict, ratio = False, stop.result.error_ratio
+            except _DoesNotFit:
+                continue
+        if verdict != passed:
+            return way, ratio
+    return None
 
 
 def _run_config(spec: KernelSpec, case: Case, backend: Any, config: dict, state: _CaseState, result,
@@ -878,6 +949,7 @@ def record(result: CaseResult, nodeid: str, repro: str) -> dict[str, Any]:
         **({"heuristics": result.heuristics} if result.heuristics else {}),
         **({"autotuned": result.autotuned} if result.autotuned is not None else {}),
         **({"restrided": result.restrided} if result.restrided else {}),
+        **({"vendor_sensitive": result.vendor_sensitive} if result.vendor_sensitive else {}),
         "config": result.config,
         "configs_run": result.configs_run,
         "duration_s": round(result.duration_s, 4),

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from suite.checks import interpreter_bf16, numerics_fast, numerics_reduce
+from suite.checks import interpreter_bf16, numerics_envelope, numerics_fast, numerics_reduce
 from suite.session import stash
 from suite.session.numerics_table import FMA, PARTS, Model
 
@@ -304,6 +304,7 @@ def install(active: Numerics, setter: Any = setattr) -> None:
 
     setter(interpreter.InterpreterBuilder, "create_dot", modelled_dot)
     _install_elementwise(active, setter)
+    numerics_envelope.install(model.vendor, setter)
 
 
 def _install_elementwise(active: Numerics, setter: Any) -> None:

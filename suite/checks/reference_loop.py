@@ -118,6 +118,7 @@ class ReferenceLoop(CaseLoop):
         self.to_export: tuple | None = None  # the last failing case of the kernel's own, for --export-failures
         self.every_config = ctx.large_shapes and self.backend.name != "interpret"  # nightly on a GPU: every config
         self.too_large: list[str] = []
+        self.vendor_sensitive: list[str] = []  # passing cases whose verdict an approximate instruction's bound flips
         self.last = bool(ctx.options.repro)  # a part that adds up every part's coverage (a --repro case is its own)
         self.passed = Passed()
         self.contract_failure: str | None = None  # an undeclared layout accepted and wrong (try_contract)
@@ -243,6 +244,8 @@ class ReferenceLoop(CaseLoop):
         if self.last_failure is not None:  # passes seen while shrinking a failure are not cases of the run
             return
         self.passed.add(case, result)
+        if result.vendor_sensitive:
+            self.vendor_sensitive.append(f"{case}: {result.vendor_sensitive}\nreproduce with: {line}")
         try:
             self.coverage.add(case, result.ran, result.skipped_configs, result.restrided)
         except spec_code.SpecRaised as exc:  # a CodePath's taken raised: the spec's, in one line
@@ -501,6 +504,9 @@ class ReferenceLoop(CaseLoop):
         (``searched`` False) proves nothing about launches or a magnitude's looseness."""
         self.passed.take_launches()
         self.warn_too_large()
+        if self.vendor_sensitive:  # never a failure: the verdict on the GPU is its instruction's (docs/checks.md)
+            warnings.warn(f"{len(self.vendor_sensitive)} passing case(s) vendor-sensitive; the first: "
+                          f"{self.vendor_sensitive[0][:900]}", UserWarning, stacklevel=1)
         failures = self.end_rules(searched)
         if failures:
             known = (f"\n\n(besides, {len(self.known)} case(s) failed as known issue {self.known_issue.id} "

@@ -72,6 +72,7 @@ class Model:
         parts += [f"tl.fma {t}: {how}" for t, how in FMA[self.vendor].items()]
         parts.append(f"tl.sum fp16/bf16/fp32/fp64: {self.vendor}'s reduction order, {self.warp_size} lanes a warp, "
                      f"over Triton's coalesced layout of the block (an approximation: suite/checks/numerics_reduce.py)")
+        parts += [f"envelope {APPROX_NAMES[n]} fp32: {a.instruction}, {a.ulps} ulp" for n, a in APPROX[self.vendor].items()]
         return parts
 
 
@@ -81,7 +82,7 @@ FMA: dict[str, dict[str, str]] = {  # tl.fma per dtype as Triton 3.6.0 compiles 
     "amd": {"fp32": "v_fmac_f32, one rounding", "fp16": "v_fma_f16, one rounding",
             "bf16": "v_fmac_f32 on widened operands, rounded to fp32 then to bf16"},
 }
-PARTS = ("dot", "fma", "reduce order")  # what --numerics models, as the run file's environment.numerics.parts says
+PARTS = ("dot", "fma", "reduce order", "envelopes")  # what --numerics models, as the run file's environment.numerics.parts says
 
 _CDNA2_FLUSH = "fp16 subnormal operands flushed by CDNA2's matrix cores (gfx90a)"
 _CDNA2_FLUSH_BF16 = "bf16 subnormal operands flushed by CDNA2's matrix cores (gfx90a)"
@@ -117,3 +118,47 @@ UNMODELLED: dict[str, str] = {
 
 def model_for(arch: str) -> Model | None:
     return MODELS.get(arch)
+
+
+@dataclass(frozen=True)
+class Approx:
+    """One operation Triton 3.6.0 lowers to an approximate fp32 instruction on a vendor, and its error bound."""
+
+    instruction: str
+    ulps: int  # the envelope: results moved this many fp32 ulps either way
+    source: str  # where the bound comes from, and whether it was read here
+
+
+# The operations (interpreter builder's name -> the kernel's spelling) whose fp32 results --numerics moves to the ends
+# of their instruction's error envelope (docs/hazards.md's table; the instructions read from Triton 3.6.0's PTX and
+# AMDGCN). A bound not read here in the vendor's document is one ulp above the recalled figure (conservative: a wider
+# envelope names more cases vendor-sensitive, never fewer).
+APPROX_NAMES = {"create_exp2": "tl.exp2", "create_exp": "tl.exp", "create_sqrt": "tl.sqrt",
+                "create_rsqrt": "tl.math.rsqrt", "create_fdiv": "`/`", "create_log2": "tl.log2", "create_log": "tl.log"}
+APPROX: dict[str, dict[str, Approx]] = {
+    "nvidia": {
+        "create_exp2": Approx("ex2.approx.ftz.f32", 2, "PTX ISA, ex2: 'the maximum ulp error is 2 ulp from correctly "
+                              "rounded result across the full range of inputs' (read in a stored copy of the ISA)"),
+        "create_exp": Approx("ex2.approx.f32 of x * log2(e)", 2, "ex2.approx's 2 ulp (PTX ISA) around 2^fl(x * log2 e): "
+                             "the fp32 product Triton emits before it, rounded as the GPU rounds it"),
+        "create_sqrt": Approx("sqrt.approx.ftz.f32", 3, "recalled as a relative error of 2^-23 (up to 2 ulp), not "
+                              "read here: 3 ulp"),
+        "create_rsqrt": Approx("rsqrt.approx.ftz.f32", 3, "PTX ISA: 'the maximum relative error for rsqrt.f32 over the "
+                               "entire positive finite floating-point range is 2^-22.9' (quoted in a PTX test, not "
+                               "read in the ISA here): up to 2.14 ulp, 3"),
+        "create_fdiv": Approx("div.full.f32", 2, "PTX ISA, div: 'the maximum ulp error is 2 across the full range of "
+                              "inputs' (read in a stored copy of the ISA)"),
+    },
+    "amd": {
+        "create_exp2": Approx("v_exp_f32", 2, "recalled as 1 ulp (AMD CDNA3 ISA), not read here: 2 ulp"),
+        "create_exp": Approx("v_exp_f32 of x * log2(e), scaled by v_ldexp_f32", 2,
+                             "v_exp_f32's recalled 1 ulp, not read here: 2 ulp, around both 2^fl(x * log2 e) and "
+                             "exp(x) correctly rounded"),
+        "create_sqrt": Approx("v_sqrt_f32", 2, "recalled as 1 ulp, not read here: 2 ulp"),
+        "create_rsqrt": Approx("v_rsq_f32", 2, "recalled as 1 ulp, not read here: 2 ulp"),
+        "create_log2": Approx("v_log_f32", 2, "recalled as 1 ulp, not read here (nor what Triton emits for it): 2 ulp "
+                              "of the result (near x = 1 the instruction's error may be absolute: not modelled)"),
+        "create_log": Approx("v_log_f32 times ln 2", 2, "as v_log_f32, and the product's rounding, not read here: "
+                             "2 ulp around log(x) correctly rounded"),
+    },
+}

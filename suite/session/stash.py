@@ -35,6 +35,8 @@ class Session:
         self.numerics: Any = None  # checks.numerics.Numerics: the GPU arithmetic --numerics models, if any
         self.numerics_flushes: Counter[str] = Counter()  # checks.numerics: what the model flushed in the running case
         self.numerics_ran: Counter[str] = Counter()  # checks.numerics: the modelled fma and sums the running case ran
+        self.numerics_approx: Counter[str] = Counter()  # checks.numerics_envelope: approximate ops the case ran
+        self.numerics_end: Any = None  # checks.numerics_envelope.End: the envelope's end the case runs at, if any
         self.untuned: dict[str, int] = {}  # checks.launches: autotuned kernels that ran their first config only
         self.timer: Any = None  # tools.bench.Timer: the benchmarks' timer (its L2-flush buffer allocated once)
         self.cycles_per_ms: float | None = None  # tools.bench: the GPU's spin rate, measured once for planted delays

@@ -67,3 +67,52 @@ def test_the_replay_tells_the_model_from_the_interpreters_own_dot():
     assert _replay(gpu_check, case, "sm_90") != plain
     assert _replay(gpu_check, case, "sm_90") == _replay(gpu_check, case, "sm_90")
     assert _replay(gpu_check, case, "sm_90") != _replay(gpu_check, {**case, "seed": 8}, "sm_90")
+
+
+REDUCE_RECORDS = sorted(EVIDENCE.glob("*/gpu_check_reduce.json"))
+
+
+def _gpu_check_reduce():
+    spec = importlib.util.spec_from_file_location("gpu_check_reduce", EVIDENCE / "gpu_check_reduce.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _reduce_replay(script, case: dict, vendor: str):
+    """The case's model output and the plain interpreter's, recomputed on the CPU, as the record's bits."""
+    import hashlib
+
+    if case["what"] == "tl.sum":
+        bm, bn = case["shape"]
+        x, model, plain = script.sum_case(case["seed"], bm, bn, case["dtype"], vendor, case["num_warps"])
+        like = script._bits(x)
+    else:
+        (a, _, _), model, plain = script.fma_case(case["dtype"], vendor)
+        like = script._bits(a)
+    want, interp = script._flat_bits(model, like), script._flat_bits(plain, like)
+    return hashlib.sha256(want.tobytes()).hexdigest(), int((want != interp).sum())
+
+
+@pytest.mark.parametrize("record", REDUCE_RECORDS, ids=[p.parent.name for p in REDUCE_RECORDS])
+def test_a_reduce_records_model_outputs_replay(record):
+    data = json.loads(record.read_text())
+    same, total = map(int, re.match(r"(\d+) of (\d+) cases bit-identical", data["summary"]).groups())
+    assert total == len(data["cases"]) and same == sum(c["differing"] == 0 for c in data["cases"])
+    vendor = data.get("vendor") or re.search(r"\((nvidia|amd)\)", data["summary"]).group(1)
+    script = _gpu_check_reduce()
+    for case in data["cases"]:
+        digest, interpreter_differing = _reduce_replay(script, case, vendor)
+        assert digest == case["model_sha256"], case
+        if data.get("format", 1) >= 2 and case["differing"] == 0:  # the GPU's output is the model's: counted here
+            assert interpreter_differing == case["interpreter_differing"], case
+
+
+@pytest.mark.parametrize("vendor", ["nvidia", "amd"])
+def test_the_reduce_checks_cases_tell_the_model_from_the_plain_interpreter(vendor):
+    script = _gpu_check_reduce()
+    cases = [{"what": "tl.sum", "dtype": d, "shape": [bm, bn], "num_warps": w, "seed": seed}
+             for d in script.DTYPES for seed, (bm, bn, w) in enumerate(script.SUMS)]
+    cases += [{"what": "tl.fma", "dtype": d} for d in script.DTYPES]
+    told = [c for c in cases if _reduce_replay(script, c, vendor)[1]]
+    assert len(told) >= len(cases) - 3, [c for c in cases if c not in told]

@@ -8,12 +8,13 @@ refused (UnsupportedSchema) rather than checked partly. Messages follow jsonsche
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
 ANNOTATIONS = frozenset({"$schema", "$id", "$defs", "title", "description"})
 CHECKED = frozenset({"type", "enum", "const", "required", "properties", "additionalProperties", "items", "oneOf",
-                     "$ref", "minimum", "uniqueItems"})
+                     "$ref", "minimum", "uniqueItems", "pattern"})
 _TYPES = {"object": dict, "array": list, "string": str, "null": type(None), "boolean": bool}
 
 
@@ -116,6 +117,8 @@ def problems(instance: Any, schema: dict, root: dict | None = None, path: tuple 
             for name in unexpected:
                 for p in problems(instance[name], extra, root, (*path, name)):
                     yield Problem(p.path, p.message, p.depth + 1)
+    if "pattern" in schema and isinstance(instance, str) and not re.search(schema["pattern"], instance):
+        yield Problem(path, f"{_repr(instance)} does not match {_repr(schema['pattern'])}")
     if schema.get("uniqueItems") and isinstance(instance, list) and any(
             _equal(a, b) for i, a in enumerate(instance) for b in instance[i + 1:]):
         yield Problem(path, f"{_repr(instance)} has non-unique elements")

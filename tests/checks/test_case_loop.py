@@ -36,6 +36,7 @@ def _loop(fire: set[str], known: bool = False, too_large: bool = False, split: i
     loop.backend = SimpleNamespace(name="interpret", family="interpret")
     loop.coverage = SimpleNamespace(unreachable=["tail"] if "unreachable" in fire else [], stopped_by=None)
     loop.records, loop.too_large = [], ["k[fp32] N=9: too large"] if too_large else []
+    loop.vendor_sensitive = []
     p = Passed(cases=3, elements=30, judged=3)
     p.launched.update({} if "never_launched" in fire else {"kern": 3})
     p.compared.update(out=30, other=0 if "nothing_compared" in fire else 30)

@@ -44,7 +44,7 @@ def contract_run(tmp_path_factory):
 @pytest.fixture(scope="module")
 def width16_run(tmp_path_factory):
     return start_suite_run("suite/test_kernels.py", "--kernel-module=tests/fixtures/reach_wide.py",
-                           "--kernels=width16_double", "-n", "0", results_dir=tmp_path_factory.mktemp("width16"),
+                           "--kernels=wide16_double", "-n", "0", results_dir=tmp_path_factory.mktemp("width16"),
                            env=FAST_SHRINK)
 
 
@@ -176,10 +176,11 @@ def test_a_restride_that_would_change_nothing_is_not_drawn(wide_run):
 
 def test_an_aligned_slice_meets_rows_of_a_width_divisible_by_16_where_a_passed_case_has_them(width16_run):
     """The launcher takes a 16-divisible width for dense rows: only an aligned slice of such a width (its row stride
-    width + 16) shows it. Its one drawn case of such a width (rows to stride over) is as built; the search runs it
-    as an aligned slice, a kernel variant compiled already."""
+    width + 16) shows it. Its one drawn case of such a width with rows to stride over, which its hash's pick left as
+    built (the test passed), is the test's aligned slice (reach.Steer); where no drawn case is, the search after the
+    draws runs a passed one sliced."""
     assert width16_run.returncode == 1, width16_run.output[-3000:]
-    [failed] = _failed(width16_run, "width16_double")
+    [failed] = _failed(width16_run, "wide16_double")
     assert failed["restride"] == "aligned_slice" and failed["shape"]["N"] % 16 == 0 and failed["shape"]["M"] >= 2
 
 
@@ -279,6 +280,6 @@ def test_a_drawn_case_carries_the_subnormal_values_and_the_16_divisible_slice_on
     steer = _steer(WIDTH16, ("normal",), subnormal=lambda case: built.append(case) or True,
                    rows16=lambda case: case.shape["N"] % 16 == 0, meet=("aligned_slice",))
     shapes = [(1, 5), (3, 5), (3, 7), (4, 32), (4, 16), (4, 48)]
-    got = [steer(Case("width16_double", "fp32", {"M": m, "N": n}, seed=i)) for i, (m, n) in enumerate(shapes)]
+    got = [steer(Case("wide16_double", "fp32", {"M": m, "N": n}, seed=i)) for i, (m, n) in enumerate(shapes)]
     assert [c.values for c in got] == ["normal", "subnormal", "normal", "normal", "normal", "normal"], got
     assert [c.restride for c in got[3:5]] == ["aligned_slice", ""] and len(built) == 1, got

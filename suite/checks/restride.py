@@ -13,8 +13,8 @@ with other strides, so that the kernel sees the same values laid out as users la
 
 A restride is not drawn where it would change nothing (a permuted 2-D tensor) or cost a kernel variant of its own
 each time (an aligned slice of rows of width 1, whose stride leaves Triton's class of 1: reach.Steer draws one per
-test): ``Meet``. The other two are never drawn; the contract probe (suite/checks/reference_loop.py) tries one of them, or a layout the
-spec refuses, once per test: ``unaligned_slice`` (row stride width + 1 element, aligned to nothing),
+test): ``Meet``. The other two are never drawn; the contract probe (suite/checks/reference_loop.py) tries one of
+them, or a layout the spec refuses, once per test: ``unaligned_slice`` (row stride width + 1 element, aligned to nothing),
 ``strided_outputs`` (outputs as ``aligned_slice``, for a spec whose launcher says it takes contiguous outputs only),
 and ``broadcast`` of every input where the spec names none.
 

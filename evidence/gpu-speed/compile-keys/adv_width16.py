@@ -3,6 +3,7 @@ name its own ci draws: how often a test's draws meet it (not shipped; --kernel-m
 import torch
 import triton
 import triton.language as tl
+
 from kernels import inputs
 from kernels.registry import register
 from kernels.spec import Dim, KernelSpec
@@ -23,7 +24,8 @@ def _run(inp, out, cfg):
     _k[(m,)](x, y, n, n if n % 16 == 0 else x.stride(0), y.stride(0), BLOCK=16)
 
 
-NAMES = [f"w16_{i}" for i in range(16)] + ["width16_rows", "width16_dense", "dense16_double", "wide16_double", "width16_taken_dense", "rows16_double", "stride16_double"]
+NAMES = [f"w16_{i}" for i in range(16)] + ["width16_rows", "width16_dense", "dense16_double", "wide16_double",
+                                           "width16_taken_dense", "rows16_double", "stride16_double"]
 for i in NAMES:  # each name its own ci draws
     register(KernelSpec(
         name=i, description="width16", dims=(Dim("M", interpret_max=8, gpu_max=8),

@@ -220,6 +220,7 @@ class CaseResult:
     # value of it wrong): part of ``note``, and carried by each of :meth:`problems`.
     cause: str = ""
     restrided: list[str] = field(default_factory=list)  # the tensors the case's restride re-laid (restride.py)
+    rows16: bool = False  # a tensor an aligned slice re-lays has rows of a width divisible by 16 (restride.rows16)
     raised: bool = False  # the launcher raised an error of its own before launching any kernel: it refused the case
     # --numerics: the approximate instructions whose error envelope flips the verdict (never a failure by itself)
     vendor_sensitive: str = ""
@@ -458,6 +459,7 @@ class _CaseState:
     heuristics: dict[str, dict[str, Any]] = field(default_factory=dict)  # what @triton.heuristics computed
     own_wrote: bool = False  # a launch of the spec's own kernels received an output (under any config so far)
     restrided: list[str] = field(default_factory=list)  # the tensors the case's restride re-laid (restride.py)
+    rows16: bool = False  # restride.rows16 of the inputs as built
     launched: bool = False  # the last launch attempt reached a @triton.jit function (before it raised, if it did)
     undeclared: bool = False  # the contract probe's case: a launcher's own path (no kernel, own copies) is judged
 
@@ -498,7 +500,8 @@ def run_case(spec: KernelSpec, case: Case, backend: Any, config: dict | None = N
         return CaseResult(case, passed, ratio, list(checks), error, time.perf_counter() - start, failure,
                           dict(current), configs_run=configs.index(current) + 1, note=note,
                           unchecked=returned.unchecked(spec), heuristics=heuristics,
-                          autotuned=state.autotuned, cause=fp8, restrided=list(state.restrided))
+                          autotuned=state.autotuned, cause=fp8, restrided=list(state.restrided),
+                          rows16=state.rows16)
 
     worst: CaseResult | None = None
     sensitive = ""
@@ -653,6 +656,7 @@ def _launch(spec: KernelSpec, case: Case, backend: Any, config: dict, state: _Ca
                 if problem := (spec_code.unbuilt_layout(spec, case, state.inputs)
                                or spec_code.unbuilt_values(spec, case, state.inputs) or relayout.unknown(case.restride)):
                     raise BrokenSpec(problem)
+                state.rows16 = relayout.rows16(spec, state.inputs)
                 state.inputs, state.restrided = relayout.inputs(spec, case, state.inputs)
                 state.undeclared = relayout.undeclared(spec, case)
             if state.snapshot is None:

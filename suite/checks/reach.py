@@ -24,6 +24,7 @@ fails the test: the spec promises a path the suite cannot reach.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import zlib
 from collections import Counter
@@ -46,11 +47,13 @@ def extra_configs(spec: KernelSpec, case: Case, family: str, primary: Mapping[st
     """The other configs ``case`` runs under: all of the family's (``every``); else, for every other case (chosen by
     the case itself, so a rerun runs the same), one config. On the interpreter the case picks it (launches are what
     cost there); on a GPU the kernel and dtype pick one for the whole test, which is compiled once (compiles are
-    what cost there)."""
+    what cost there). The case picks as Hypothesis drew it (``ReferenceLoop.configs_for`` passes that), its restride
+    left out: what the suite's own choices add on top of a case (Steer) changes no config it runs, and so no kernel
+    variant a GPU compiles for it where a layout keeps Triton's classes."""
     pool = [c for c in config_space(spec, family) if c != dict(primary)]
     if every or not pool:
         return pool
-    pick = zlib.crc32(f"{case.dtype};{case.spec_string()}".encode())
+    pick = zlib.crc32(f"{case.dtype};{dataclasses.replace(case, restride='').spec_string()}".encode())
     if pick % 2:
         return []
     if family != "interpret":
@@ -102,6 +105,10 @@ class Coverage:
         self.values: Counter[str] = Counter()  # value class -> how many cases drew it
         self.layouts: Counter[str] = Counter()  # layout -> how many cases drew it
         self.restrides: Counter[str] = Counter()  # restride -> how many cases met it (suite/checks/restride.py)
+        # Passed aligned slices whose re-laid rows had a width divisible by 16 (restride.rows16): the stride's class
+        # no other slice of the test may have met.
+        self.sliced16 = 0
+        self.plain16 = 0  # and passed cases as built with such rows (a launcher's dense path of such widths)
         # Path -> what it ran with: "layout=L", "values=V", "restride=R" (R "none": as make_inputs built them).
         self.crossed: dict[str, set[str]] = {p.name: set() for p in self.declared}
         # Path -> the passed case that took it which the crossings rerun, and its config: the least by _rank, so that
@@ -115,7 +122,7 @@ class Coverage:
         self.untuned: dict[str, int] = {}
 
     def add(self, case: Case, configs: Sequence[Mapping[str, Any]], not_fitting: Sequence[str] = (),
-            restrided: Sequence[str] = ()) -> None:
+            restrided: Sequence[str] = (), rows16: bool = False) -> None:
         for why in not_fitting:
             self.not_fitting[why.split(" (")[0]] += 1
         self.values[case.values] += 1
@@ -123,6 +130,8 @@ class Coverage:
         met = case.restride if restrided else ""
         if met:
             self.restrides[met] += 1
+        self.sliced16 += met == "aligned_slice" and rows16
+        self.plain16 += not case.restride and rows16
         for config in configs:
             self.configs[key(config)] += 1
             for path in self.declared:
@@ -231,41 +240,291 @@ def find_case(strategy: Any, path: CodePath, configs: Sequence[Mapping[str, Any]
     return case, dict(next(c for c in configs if taken(path, case, c, spec)))
 
 
-def crossing_cases(strategy: Any, coverage: Coverage, wanted: Sequence[str]) -> list[tuple[str, Case, dict]]:
-    """Cases that run each declared path with each of ``wanted`` ("layout=L", "values=V", "restride=R") it has not
-    run with, labelled ``PATH:what``: the path's taker (the least passed case that took it, ``_rank``), with one
-    missing layout, one missing value class and one missing restride at once in its place; where the path's ``taken``
-    then no longer holds (a path of some layouts only), the layout is left out (the path's ``taken`` says it is not
-    taken in that layout) and the rest still runs. A path whose case has a dim of 1 (one row: no row stride read) is
-    searched for in ``strategy`` with every dim at least 2, and its restrides run there."""
-    import dataclasses
-    from itertools import zip_longest
+@dataclasses.dataclass(frozen=True)
+class Need:
+    """What the search after the draws runs: a value class, layout or restride (``field``, ``value``; restride ""
+    for as built) that no passed case met, for the whole test (``path`` None) or with a declared path (a crossing);
+    ``rows16``: an aligned slice on rows whose width is divisible by 16 (restride.rows16)."""
 
-    found = []
+    field: str
+    value: str
+    path: str | None = None
+    rows16: bool = False
+    rides: bool = False  # met only on a case another need runs: never a case of its own
+
+    def what(self) -> str:
+        return f"{self.field}={self.value or 'none'}" + (",width%16=0" if self.rows16 else "")
+
+
+@dataclasses.dataclass
+class Base:
+    """A case the planned cases may start from, with the configs they run: a passed case and the configs it ran
+    (``ran``: its kernel variants compiled already), or a case searched for, which never ran."""
+
+    case: Case
+    configs: list[dict]
+    ran: bool = True
+
+    def ident(self) -> tuple[str, tuple[str, ...]]:
+        return self.case.spec_string(), tuple(key(c) for c in self.configs)
+
+
+def unique(bases: Sequence[Base]) -> list[Base]:
+    """``bases`` without repeats (the same case and configs), in order."""
+    seen: set = set()
+    out = []
+    for b in bases:
+        if b.ident() not in seen:
+            seen.add(b.ident())
+            out.append(b)
+    return out
+
+
+def crossing_needs(strategy: Any, coverage: Coverage, wanted: Sequence[str]) -> tuple[list[Need], list[Base], set[str]]:
+    """Each declared path with each of ``wanted`` ("layout=L", "values=V", "restride=R") no passed case ran it with
+    (a path no passed case took has nothing to cross); the takers' cases searched for (below) as bases; and the
+    paths whose restrides must run on a case of every dim at least 2. A path whose taker (the least passed case
+    that took it, ``_rank``) has a dim of 1 (one row: no row stride read) is searched for in ``strategy`` with every
+    dim at least 2, and every restride of ``wanted`` runs there."""
+    needs: list[Need] = []
+    found: list[Base] = []
+    rows: set[str] = set()
     for name, missing in coverage.uncrossed(wanted).items():
         path = next(p for p in coverage.declared if p.name == name)
         base, config = coverage.taker[name]
-        if _order(base)[0]:  # a dim of 1: the path on a strided operand needs rows, searched for (every dim >= 2)
-            def rows(c: Case, path: CodePath = path, cfg: dict = config) -> bool:
+        if _order(base)[0] and strategy is not None:  # a dim of 1: a strided operand needs rows, searched for
+            def takes_rows(c: Case, path: CodePath = path, cfg: dict = config) -> bool:
                 return not _order(c)[0] and taken(path, c, cfg, coverage.spec)
 
-            hit = _smallest(strategy, rows)
+            hit = _smallest(strategy, takes_rows)
             if hit is not None:
-                base = dataclasses.replace(hit, layout=base.layout, values=base.values, restride=base.restride)
+                found.append(Base(dataclasses.replace(hit, layout=base.layout, values=base.values,
+                                                      restride=base.restride), [dict(config)], ran=False))
+                rows.add(name)
                 missing = [w for w in wanted if w.startswith("restride=") and w != "restride=none"] + missing
                 missing = list(dict.fromkeys(missing))
-        groups = {k: [w.split("=", 1)[1] for w in missing if w.startswith(f"{k}=")]
-                  for k in ("layout", "values", "restride")}
-        for layout, values, restride in zip_longest(groups["layout"], groups["values"], groups["restride"]):
-            change = {k: v for k, v in (("layout", layout), ("values", values), ("restride", restride)) if v is not None}
-            if "restride" in change:
-                change["restride"] = "" if change["restride"] == "none" else change["restride"]
-            case, cfg = dataclasses.replace(base, **change), config
-            if "layout" in change and not taken(path, case, cfg, coverage.spec):
-                del change["layout"]  # the path is not taken in that layout (its ``taken`` says so): the rest still
-                case = dataclasses.replace(base, **change)
-            if not taken(path, case, cfg, coverage.spec) or case == base:
-                continue
-            label = ",".join(f"{k}={v or 'none'}" for k, v in change.items())
-            found.append((f"{name}:{label}", case, cfg))
-    return found
+        elif not _order(base)[0]:
+            rows.add(name)
+        for w in missing:
+            field, value = w.split("=", 1)
+            needs.append(Need(field, "" if field == "restride" and value == "none" else value, name))
+    return needs, found, rows
+
+
+def plan(coverage: Coverage, needs: Sequence[Need], bases: Sequence[Base], rows: set[str] = frozenset(),
+         meets: Any = None) -> tuple[list[tuple[list[str], Case, list[dict]]], list[Need]]:
+    """The fewest cases (greedily: the one that meets the most needs first) that meet ``needs``, each a base with at
+    most one layout, value class and restride of the needs in place of its own, run with the base's configs: a
+    crossing (a need with a path) rides on a case another need runs, and on another path's, wherever that case
+    takes its path under one of those configs (a layout under which the path is not taken meets none of its
+    needs). A restride of a path in ``rows`` needs every dim at least 2; a need of the whole test's restride (and
+    ``rows16``) is met where ``meets(case, need)`` says the case has a tensor it re-lays. A need that ``rides`` is
+    met only on a case the others run (of cases meeting as many of those, one meeting it too), never by a case of
+    its own. A base that ran is never run again as it is. Returns the cases (their labels: each need of the whole
+    test, each path's needs together as PATH:what), and the needs no case meets."""
+    by_name = {p.name: p for p in coverage.declared}
+
+    def covers(need: Need, case: Case, configs: Sequence[dict]) -> bool:
+        if getattr(case, need.field) != need.value:
+            return False
+        if need.path is not None:
+            if need.field == "restride" and need.value and need.path in rows and _order(case)[0]:
+                return False
+            return any(taken(by_name[need.path], case, c, coverage.spec) for c in configs)
+        return need.field != "restride" or meets is None or bool(meets(case, need))
+
+    out: list[tuple[list[str], Case, list[dict]]] = []
+    left = list(needs)
+    while any(not n.rides for n in left):
+        best: tuple[tuple[int, int], list[Need], Case, list[dict]] | None = None
+        for base in bases:
+            configs = base.configs
+            options = [[None, *dict.fromkeys(n.value for n in left if n.field == f)] for f in FIELDS]
+            for chosen in itertools.product(*options):
+                change = {f: v for f, v in zip(FIELDS, chosen, strict=True) if v is not None}
+                case = dataclasses.replace(base.case, **change)
+                if base.ran and case == base.case:
+                    continue
+                covered = [n for n in left if covers(n, case, configs)]
+                score = (sum(not n.rides for n in covered), len(covered))
+                if score[0] and (best is None or score > best[0]):
+                    best = (score, covered, case, configs)
+        if best is None:
+            break
+        _, covered, case, configs = best
+        labels = [n.what() for n in covered if n.path is None]
+        for path in dict.fromkeys(n.path for n in covered if n.path is not None):
+            labels.append(f"{path}:" + ",".join(n.what() for n in covered if n.path == path))
+        out.append((labels, case, configs))
+        left = [n for n in left if n not in covered]
+    return out, left
+
+
+FIELDS = ("layout", "values", "restride")
+
+
+def takers(coverage: Coverage) -> list[Base]:
+    """Each declared path's taker (the least passed case that took it, and its config), in the paths' order."""
+    return [Base(c, [dict(cfg)]) for c, cfg in (coverage.taker[p.name] for p in coverage.declared
+                                                 if p.name in coverage.taker)]
+
+
+def crossing_cases(strategy: Any, coverage: Coverage, wanted: Sequence[str]) -> list[tuple[str, Case, dict]]:
+    """The crossings alone (``crossing_needs``), planned on the paths' takers: each case with its labels joined by
+    "; " and its config (a taker's: one)."""
+    needs, found, rows = crossing_needs(strategy, coverage, wanted)
+    planned, _ = plan(coverage, needs, unique(takers(coverage) + found), rows)
+    return [("; ".join(labels), case, configs[0]) for labels, case, configs in planned]
+
+
+def _rows(spec: KernelSpec, case: Case) -> bool:
+    """Whether every dim of ``case`` that is drawn (not fixed to choices: a flag, a head size) is 2 or more: its
+    tensors have rows to stride over, broadcast or permute."""
+    return all(case.shape[d.name] >= 2 for d in spec.dims if not d.choices and d.name in case.shape)
+
+
+class Steer:
+    """What each drawn case carries besides its shape and seed, chosen as the cases are drawn so that the draws
+    themselves meet what the search after them would run (the crossings, the subnormal case, the aligned slice on
+    rows of a width divisible by 16), where a drawn case can carry it with nothing of its own lost:
+
+    * its **layout**, where every declared path it takes met its drawn one already: another declared layout that a
+      path it takes (in that layout) has not met;
+    * its **value class**, likewise: one of the drawn classes a path it takes has not met; or subnormal values
+      (``subnormal``: the spec lists none and says not why), once, on a case with rows, whose drawn class the test
+      drew before and every path it takes met, drawn in the second half of the draws (``budget``), taking as
+      many paths as any case drawn before it and as large as any (where none is, the search runs one on the
+      largest passed case, as it did before the draws carried it);
+    * its **restride** (suite/checks/restride.py): as ``restride.pick`` (by the case itself, of the restrides that
+      would change something: ``restride.Meet``), but one that a path it takes has not met where the pick's has been
+      met; the first case with rows of a width divisible by 16 an aligned slice, the second one as built; and the
+      first case whose sliced tensors are all of width 1, with rows, an aligned slice (``restride.Meet`` draws no
+      other: a stride above 1 is a kernel variant of its own).
+
+    Each choice hangs on the cases drawn before (never on what they did: every part of a split test, drawing the
+    same cases, chooses alike), and a case drawn again (Hypothesis's replay of a failure) gets what it got. Off
+    (``active`` false: outside the test's own draws, once a case failed, so that shrinking meets Hypothesis's own
+    draws) a case gets ``restride.pick``'s restride alone. What the draws still miss, the search runs
+    (``plan``)."""
+
+    def __init__(self, spec: KernelSpec, dtype: str, family: str | None, classes: Sequence[str],
+                 meet: Any, primary: Any, rows16: Any, subnormal: Any,
+                 active: Any, budget: int = 0) -> None:
+        self.spec, self.classes, self.meet = spec, list(classes), meet
+        self.primary, self.rows16, self.subnormal, self.active = primary, rows16, subnormal, active
+        self.declared = [p for p in spec.paths if p.applies_to(dtype, family)]
+        self.memo: dict[str, Case] = {}
+        self.drawn_as: dict[str, Case] = {}  # a case as chosen -> as Hypothesis drew it (its configs: configs_for)
+        self.met: dict[str, set[str]] = {p.name: set() for p in self.declared}
+        self.drawn: Counter[str] = Counter()
+        self.seen: Counter[str] = Counter()  # path -> the drawn cases that took it
+        self.sliced16 = self.plain16 = self.thin_done = False
+        self.subnormal_done = subnormal is None
+        # the draws' budget; the cases drawn; the most paths one took; the largest (_size)
+        self.budget, self.count, self.most, self.biggest = budget, 0, 0, 0
+
+    def __call__(self, case: Case) -> Case:
+        from suite.checks import restride
+
+        ident = case.spec_string()
+        if ident not in self.memo:
+            try:
+                self.memo[ident] = self.choose(case) if self.active() else restride.pick(self.spec, case, self.meet)
+            except spec_code.SpecRaised:  # a path's ``taken`` raised: the case runs as picked, and says so there
+                self.memo[ident] = restride.pick(self.spec, case, self.meet)
+            self.drawn_as.setdefault(self.memo[ident].spec_string(), case)
+        return self.memo[ident]
+
+    def takes(self, case: Case, config: Mapping[str, Any]) -> list[str]:
+        return [p.name for p in self.declared if taken(p, case, config, self.spec)]
+
+    def need(self, paths: Sequence[str], field: str, value: str) -> float:
+        """How much a case taking ``paths`` with ``value`` would meet: each path that lacks it, a path the drawn cases
+        took seldom counting more (1 / (1 + the cases that took it))."""
+        return sum(1 / (1 + self.seen[p]) for p in paths if f"{field}={value}" not in self.met[p])
+
+    def choose(self, case: Case) -> Case:
+        from suite.checks import restride
+
+        if case.restride:
+            return case
+        spec, turn = self.spec, zlib.crc32(f"{case.dtype};{case.spec_string()}".encode())
+        config = self.primary(case)
+        if not _rows(spec, case):  # a dim of 1: as drawn (the crossings rerun a case of rows where they can too)
+            case = restride.pick(spec, case, self.meet)
+            if (not self.thin_done and self.meet is not None and self.meet.thin(case)
+                    and "aligned_slice" in self.meet.ranks.get(case.layout, ())
+                    and all(case.shape[d.name] >= 2 for d in spec.dims
+                            if not d.choices and d.name not in self.meet.widths.get(case.layout, ()))):
+                self.thin_done = True  # rows of width 1 sliced once: its stride is a kernel variant of its own
+                case = dataclasses.replace(case, restride="aligned_slice")
+            self.note(case, config, case.restride if case.restride == "aligned_slice" else "none")
+            return case
+        paths = self.takes(case, config)
+        if len(spec.layouts) > 1:  # a layout meets the paths taken in it
+            best = (self.need(paths, "layout", case.layout), case, paths)
+            for layout in _turned(spec.layouts, turn):
+                other = dataclasses.replace(case, layout=layout)
+                theirs = self.takes(other, config)
+                if (score := self.need(theirs, "layout", layout)) > best[0]:
+                    best = (score, other, theirs)
+            _, case, paths = best
+        own = self.need(paths, "values", case.values)
+        if (not self.subnormal_done and not own and self.drawn[case.values] and self.count >= self.budget // 2
+                and len(paths) >= self.most and _size(spec, case) >= self.biggest):  # late, the largest yet
+            self.subnormal_done = True
+            if self.subnormal(dataclasses.replace(case, values="subnormal")):
+                case = dataclasses.replace(case, values="subnormal")
+        else:
+            score, value = max((self.need(paths, "values", v), -i, v) for i, v in enumerate(_turned(self.classes,
+                                                                                                    turn)))[::2]
+            if score > own:
+                case = dataclasses.replace(case, values=value)
+        options = ("", *(self.meet.options(spec, case) if self.meet is not None else restride.drawn(spec)))
+        choice = options[turn % len(options)]
+        wide = ("aligned_slice" in options and not (self.sliced16 and self.plain16)
+                and any(v and v % 16 == 0 for v in case.shape.values()) and self.rows16(case))
+        if wide and not self.sliced16:
+            choice = "aligned_slice"
+        elif wide and not self.plain16:
+            choice = ""
+        else:
+            own = self.need(paths, "restride", choice or "none")
+            score, other = max((self.need(paths, "restride", r or "none"), -i, r)
+                               for i, r in enumerate(_turned(options, turn)))[::2]
+            choice = other if score > own else choice
+        self.sliced16 |= wide and choice == "aligned_slice"
+        self.plain16 |= wide and choice == ""
+        if choice:
+            case = dataclasses.replace(case, restride=choice)
+        self.note(case, config, choice or "none")
+        return case
+
+    def note(self, case: Case, config: Mapping[str, Any], met: str) -> None:
+        """``case`` as drawn: what each path it takes met, and its value class."""
+        paths = self.takes(case, config)
+        for p in paths:
+            self.met[p].update((f"layout={case.layout}", f"values={case.values}", f"restride={met}"))
+            self.seen[p] += 1
+        self.drawn[case.values] += 1
+        self.count += 1
+        self.most = max(self.most, len(paths))
+        self.biggest = max(self.biggest, _size(self.spec, case))
+
+
+def _size(spec: KernelSpec, case: Case) -> int:
+    """The product of the case's drawn dims (not those fixed to choices): how large it is, near enough."""
+    size = 1
+    for d in spec.dims:
+        if not d.choices and d.name in case.shape:
+            size *= max(case.shape[d.name], 1)
+    return size
+
+
+def _turned(items: Sequence[Any], turn: int) -> list[Any]:
+    """``items`` from the one ``turn`` picks on, round to the one before it."""
+    items = list(items)
+    if not items:
+        return items
+    k = turn % len(items)
+    return items[k:] + items[:k]

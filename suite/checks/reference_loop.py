@@ -27,6 +27,10 @@ from suite.workers import crash, gpu_share, parts
 NOT_THE_KERNELS = (K.SPEC, K.INTERPRETER, K.OOM, K.OOM_HELD, K.TOO_LARGE, K.FAULT)
 
 
+def _no_poison(_: Any) -> None:
+    """Outputs re-laid only to read their strides (ReferenceLoop.probe_base): nothing to poison."""
+
+
 @dataclass
 class Wrong:
     """A case that gave a wrong result: the config that was wrong, the failure's detail and whole text, its record,
@@ -61,6 +65,10 @@ class Passed:
         self.launched: dict[str, int] = {}  # each @triton.jit function the test's cases launched, with its count
         # per output, each passed case's [reduction length, elements, signed sum, away sum] (suite/checks/drift.py)
         self.drift: dict[str, list[list]] = {}
+        # Each passed case of this part: the case, the configs it ran, its output elements and whether an aligned
+        # slice would re-lay rows of a width divisible by 16 (restride.rows16): the kernel variants compiled
+        # already, which the search after the draws and the contract probe run again.
+        self.runs: list[tuple[Case, list[dict], int, bool]] = []
 
     def add(self, case: Case, result: CaseResult) -> None:
         if self.largest is None or result.elements > self.largest[1]:
@@ -69,6 +77,8 @@ class Passed:
             self.smallest = (case, result.elements)
         self.cases += 1
         self.elements += result.elements
+        self.runs.append((case, [dict(c) for c in getattr(result, "ran", ())], result.elements,
+                          bool(getattr(result, "rows16", False))))
         self.own_wrote += bool(getattr(result, "own_wrote", False))
         for name, n in result.compared.items():
             self.compared[name] = self.compared.get(name, 0) + n
@@ -122,6 +132,8 @@ class ReferenceLoop(CaseLoop):
         self.last = bool(ctx.options.repro)  # a part that adds up every part's coverage (a --repro case is its own)
         self.passed = Passed()
         self.contract_failure: str | None = None  # an undeclared layout accepted and wrong (try_contract)
+        self.drawing = False  # Hypothesis is drawing the test's cases (reach.Steer chooses what they carry)
+        self.steer: reach.Steer | None = None
         # Parts: with the same cases drawn in every part, each runs those at its positions; with random draws, each
         # part draws its own share of the budget.
         self.same_draws = self.split > 1 and (settings.default.derandomize or ctx.profile == "validation")
@@ -177,7 +189,8 @@ class ReferenceLoop(CaseLoop):
         """A drawn case's configs: its own (or --config's), a sample of the family's others, the one that failed."""
         spec, backend = self.spec, self.backend
         primary = self.forced or autotune.choose_config(spec, case.dtype, case.shape, backend)
-        configs = [primary] + ([] if self.forced else reach.extra_configs(spec, case, backend.family, primary,
+        drawn = self.steer.drawn_as.get(case.spec_string(), case) if self.steer is not None else case
+        configs = [primary] + ([] if self.forced else reach.extra_configs(spec, drawn, backend.family, primary,
                                                                            self.every_config))
         if self.shrink.config is not None and self.shrink.config not in configs:  # keep testing the config that failed
             configs.append(self.shrink.config)
@@ -247,7 +260,7 @@ class ReferenceLoop(CaseLoop):
         if result.vendor_sensitive:
             self.vendor_sensitive.append(f"{case}: {result.vendor_sensitive}\nreproduce with: {line}")
         try:
-            self.coverage.add(case, result.ran, result.skipped_configs, result.restrided)
+            self.coverage.add(case, result.ran, result.skipped_configs, result.restrided, result.rows16)
         except spec_code.SpecRaised as exc:  # a CodePath's taken raised: the spec's, in one line
             broken = f"broken spec: {exc}"
             self.last_failure = {**rec, "outcome": "failed", "failure": str(K.SPEC), "message": broken}
@@ -304,7 +317,11 @@ class ReferenceLoop(CaseLoop):
         strategy = self.strategy()
         failed, why, skipped = True, None, None
         try:
-            why = self.drive(self.hypothesis_run(strategy))
+            self.drawing = True  # the drawn cases carry what Steer chooses; the search's own finds do not
+            try:
+                why = self.drive(self.hypothesis_run(strategy))
+            finally:
+                self.drawing = False
             failed = why is not None
         except pytest.skip.Exception as exc:  # a case not checkable here: this part's other cases went unjudged
             skipped = exc
@@ -347,9 +364,55 @@ class ReferenceLoop(CaseLoop):
 
     def strategy(self):
         """The drawn cases, each with the restride it picks (suite/checks/restride.py): the draws themselves are
-        Hypothesis's as before."""
-        spec = self.spec
-        return super().strategy().map(lambda case: restride.pick(spec, case))
+        Hypothesis's as before; a restride that meets no tensor of the spec's by its rank is not picked."""
+        spec, backend = self.spec, self.backend
+        self.steer = reach.Steer(
+            spec, self.dtype, backend.family, drawn_value_classes(spec, self.dtype, backend.name),
+            self.rank_restrides(),
+            primary=lambda case: self.forced or autotune.choose_config(spec, case.dtype, case.shape, backend),
+            rows16=lambda case: self.built(case, lambda built: restride.rows16(spec, built)),
+            subnormal=(lambda case: self.built(case, lambda built: not spec_code.unbuilt_values(spec, case, built)))
+            if restride.subnormals_implied(spec, self.dtype) else None,
+            active=lambda: self.drawing and not self.wrong_before and self.last_failure is None
+            and self.sticky is None, budget=settings.default.max_examples)
+        return super().strategy().map(self.steer)
+
+    def built(self, case: Case, judge) -> bool:
+        """``judge`` of the inputs make_inputs builds for ``case`` (False where the spec's code raises: the case
+        says so when it runs)."""
+        try:
+            built = spec_code.call(self.spec, "make_inputs", self.spec.make_inputs, case, self.backend.device)
+        except Exception:  # noqa: BLE001 - the spec's code, said by the case that meets it
+            return False
+        return bool(judge(built))
+
+    def rank_restrides(self) -> restride.Meet | None:
+        """What the drawn restrides meet in the spec's cases (restride.Meet: by rank, and the dim each sliced
+        tensor's width is), read from one case of each declared layout, its dims of distinct sizes (a rank does not
+        hang on the sizes); None, every drawn restride picked, where the spec's code raised on that case (a drawn
+        case says what broke)."""
+        if getattr(self, "_rank_restrides", False) is not False:
+            return self._rank_restrides
+        from suite.checks.strategies import dim_max
+
+        spec, sizes = self.spec, iter((3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41))
+        shape = {d.name: d.choices[0] if d.choices else max(d.min, min(next(sizes), dim_max(d, self.backend.name,
+                                                                                            self.ctx.large_shapes)))
+                 for d in spec.dims}
+        out: restride.Meet | None = restride.Meet({}, {})
+        try:
+            for layout in spec.layouts:
+                case = Case(kernel=spec.name, dtype=self.dtype, shape=shape, layout=layout)
+                built = spec_code.call(spec, "make_inputs", spec.make_inputs, case, self.backend.device)
+                made = (spec_code.call(spec, "make_outputs", spec.make_outputs, built, case)
+                        if spec.strided_outputs and spec.make_outputs is not None else None)
+                out.ranks[layout] = restride.by_rank(spec, built, made)
+                out.widths[layout] = restride.width_dims(spec, built, shape)
+                del built, made
+        except Exception:  # noqa: BLE001 - the spec's code: its drawn cases say what broke, and how
+            out = None
+        self._rank_restrides = out
+        return out
 
     def hypothesis_run(self, strategy):
         run = self.given(strategy, self.check, f"{self.spec.name}-{self.dtype}")
@@ -360,13 +423,9 @@ class ReferenceLoop(CaseLoop):
         return self.seeded(self.with_examples(run), self.validation_seed())
 
     def search(self, strategy) -> None:
-        """What no drawn case reached, run: each declared path, each value class and layout, each config."""
+        """What no drawn case reached, run: each declared path, each config, each value class, layout and restride,
+        each path with each of them."""
         self.reach_missing_paths(strategy)
-        for label, case in reach.find_classes_never_drawn(
-                strategy, self.coverage, drawn_value_classes(self.spec, self.dtype, self.backend.name),
-                self.spec.layouts, self.passed.smallest[0] if self.passed.smallest else None):
-            self.coverage.searched.append(label)
-            self.check(case)
         # Every config of the family at least once: on the largest passed case, and on the largest case that met
         # the known issue where that one is larger (its other problems judged; suite/session/known_issues.py): a
         # config wrong only on the large cases a known issue also meets was run on a small passed case alone.
@@ -379,74 +438,119 @@ class ReferenceLoop(CaseLoop):
             if rest := [c for c in (never if self.passed.largest is None else reach.config_space(
                     self.spec, self.backend.family)) if c not in ran]:
                 self.check(case, rest)
-        if self.passed.largest is not None:  # the largest: a dim of 1 leaves no rows to broadcast or permute
-            self.reach_defaults(self.passed.largest[0])
-        self.cross(strategy)
+        self.fill(strategy)
         if self.passed.largest is not None:
             self.try_contract(self.passed.largest[0])
 
-    def reach_defaults(self, base: Case) -> None:
-        """What the spec did not list but users pass, met at least once: each drawn restride no case met, and
-        subnormal inputs (fp32, fp16, bf16), on ``base``; what cannot be met is recorded with why (not_met)."""
+    def fill(self, strategy) -> None:
+        """What the draws left out, each met at least once, on as few cases as meet it (reach.plan): each declared
+        value class and layout no case drew; each drawn restride no case met, and an aligned slice on rows of a
+        width divisible by 16 where a passed case has such rows; subnormal inputs (fp32, fp16, bf16) where the spec
+        lists none; every declared path with every declared layout, value class and met restride (the crossings).
+        Each runs on a case the test passed, with the configs it ran (the kernel variants compiled for it serve
+        again: a layout alone may change one), with what it lacked in place of its own; a crossing rides on a case
+        another need runs wherever that case takes the path. What cannot be met is recorded with why (not_met)."""
         import dataclasses
 
-        coverage = self.coverage
-        for name in restride.drawn(self.spec):
-            if coverage.restrides[name]:
-                continue
-            case = dataclasses.replace(base, restride=name)
-            built = spec_code.call(self.spec, "make_inputs", self.spec.make_inputs, case, self.backend.device)
-            if not restride.inputs(self.spec, case, built)[1] and not (
-                    restride.takes_outputs(self.spec, case) and any(t.dim() >= 2 for t in built.values()
-                                                                   if hasattr(t, "dim"))):
-                coverage.not_met[f"restride={name}"] = "no tensor of the test's cases it applies to"
-                continue
-            coverage.searched.append(f"restride={name}")
-            self.check(dataclasses.replace(base, restride=name))
-            if not coverage.restrides[name]:
-                coverage.not_met[f"restride={name}"] = "no tensor of the test's cases it applies to"
-        for name, why in self.spec.refused_layouts.items():
-            coverage.not_met[f"restride={name}"] = f"refused by the spec: {why}"
-        if restride.subnormals_implied(self.spec, self.dtype) and not coverage.values["subnormal"]:
-            case = dataclasses.replace(base, values="subnormal")
-            built = spec_code.call(self.spec, "make_inputs", self.spec.make_inputs, case, self.backend.device)
-            if spec_code.unbuilt_values(self.spec, case, built):
+        spec, coverage = self.spec, self.coverage
+        classes = drawn_value_classes(spec, self.dtype, self.backend.name)
+        if self.passed.largest is None:  # no passed case: a class or layout on the smallest case with it
+            for label, case in reach.find_classes_never_drawn(strategy, coverage, classes, spec.layouts):
+                coverage.searched.append(label)
+                self.check(case)
+            return
+        needs = [reach.Need("values", v) for v in classes if not coverage.values[v]]
+        needs += [reach.Need("layout", lay) for lay in spec.layouts if not coverage.layouts[lay]]
+        largest = self.passed.largest[0]
+        if restride.subnormals_implied(spec, self.dtype) and not coverage.values["subnormal"]:
+            case = dataclasses.replace(largest, values="subnormal")
+            built = spec_code.call(spec, "make_inputs", spec.make_inputs, case, self.backend.device)
+            if spec_code.unbuilt_values(spec, case, built):
                 coverage.not_met["values=subnormal"] = ("make_inputs ignores case.values (draw the inputs with "
                                                         "kernels.inputs.values), or say why not: no_subnormals")
             else:
-                coverage.searched.append("values=subnormal")
-                self.check(case)
-        elif self.spec.no_subnormals and self.dtype in restride.SUBNORMAL_DTYPES:
-            coverage.not_met["values=subnormal"] = f"no_subnormals: {self.spec.no_subnormals}"
-
-    def cross(self, strategy) -> None:
-        """Every declared path with every declared layout, value class and met restride, at least once."""
-        wanted = [f"layout={lay}" for lay in self.spec.layouts]
-        wanted += [f"values={v}" for v in drawn_value_classes(self.spec, self.dtype, self.backend.name)]
-        wanted += [f"restride={r}" for r in restride.drawn(self.spec) if self.coverage.restrides[r]]
+                needs.append(reach.Need("values", "subnormal"))
+            del built
+        elif spec.no_subnormals and self.dtype in restride.SUBNORMAL_DTYPES:
+            coverage.not_met["values=subnormal"] = f"no_subnormals: {spec.no_subnormals}"
+        meet = self.rank_restrides()
+        applies = set().union(*meet.ranks.values()) if meet is not None else set(restride.drawn(spec))
+        bases = self.bases()
+        wanted_restrides = [r for r in restride.drawn(spec) if coverage.restrides[r]]
+        for name in restride.drawn(spec):
+            if coverage.restrides[name]:
+                continue
+            need = reach.Need("restride", name)
+            if name in applies and any(self.meets(dataclasses.replace(b.case, restride=name), need) for b in bases):
+                needs.append(need)
+                wanted_restrides.append(name)
+            else:
+                coverage.not_met[f"restride={name}"] = "no tensor of the test's cases it applies to"
+        if "aligned_slice" in applies and not coverage.sliced16:  # the 16-divisible stride: where rows have it
+            needs.append(reach.Need("restride", "aligned_slice", rows16=True))
+        if "aligned_slice" in applies and not coverage.plain16:  # and such rows as built, where a case runs anyway
+            needs.append(reach.Need("restride", "", rows16=True, rides=True))
+        for name, why in spec.refused_layouts.items():
+            coverage.not_met[f"restride={name}"] = f"refused by the spec: {why}"
+        wanted = [f"layout={lay}" for lay in spec.layouts] + [f"values={v}" for v in classes]
+        wanted += [f"restride={r}" for r in restride.drawn(spec) if r in wanted_restrides]
         try:
-            found = reach.crossing_cases(strategy, self.coverage, wanted)
+            crossings, found, rows = reach.crossing_needs(strategy, coverage, wanted)
+            order = reach.unique(bases[:-1] + reach.takers(coverage) + bases[-1:] + found)
+            planned, _ = reach.plan(coverage, needs + crossings, order, rows, self.meets)
         except spec_code.SpecRaised as exc:
             fail(f"broken spec: {exc}")
-        for label, case, config in found:
-            self.coverage.searched.append(label)
-            self.check(case, [config])
+        for labels, case, configs in planned:
+            coverage.searched.extend(labels)
+            self.check(case, configs)
+        for need in needs:
+            if need.field == "restride" and not need.rows16 and not coverage.restrides[need.value]:
+                coverage.not_met[f"restride={need.value}"] = "no tensor of the test's cases it applies to"
+
+    def bases(self) -> list[reach.Base]:
+        """The passed cases the search may start from besides the paths' takers, with the configs they ran, in the
+        order it tries them (the paths' takers come before the last): the largest whose rows an aligned slice
+        re-lays at a width divisible by 16, the largest (what the draws left out runs there where nothing decides
+        otherwise: the case taking the most), the smallest."""
+        runs = self.passed.runs
+        if not runs:
+            return []
+        largest16 = max((r for r in runs if r[3]), key=lambda r: r[2], default=None)
+        picks = [largest16, max(runs, key=lambda r: r[2]), min(runs, key=lambda r: r[2])]
+        return [reach.Base(r[0], r[1]) for r in picks if r is not None]
+
+    def meets(self, case: Case, need: reach.Need) -> bool:
+        """Whether ``case``'s restride re-lays a tensor of it with rows to stride over (``need.rows16``: rows of a
+        width divisible by 16), built once per shape and layout."""
+        cache = self.__dict__.setdefault("_meets", {})
+        ident = (tuple(case.shape.items()), case.layout, case.restride, need.rows16)
+        if ident not in cache:
+            built = spec_code.call(self.spec, "make_inputs", self.spec.make_inputs, case, self.backend.device)
+            made = (spec_code.call(self.spec, "make_outputs", self.spec.make_outputs, built, case)
+                    if restride.takes_outputs(self.spec, case) and self.spec.make_outputs is not None else None)
+            cache[ident] = restride.meets(self.spec, case, built, made, need.rows16)
+            del built, made
+        return cache[ident]
 
     def try_contract(self, base: Case) -> None:
-        """Once per test, a layout the spec did not declare (restride.probes: the first that meets a tensor) on
-        ``base``: accepted, it must be right (a wrong result fails, saying how to declare or refuse it); refused (the
-        launcher raised), it is recorded. Only tensors make_inputs built contiguous are re-laid: where ``base`` has a
-        declared layout of its own (padded_rows) and no probe meets a tensor, ``base`` in the spec's first layout."""
+        """Once per test, a layout the spec did not declare (restride.probes: the first that meets a tensor with
+        rows to stride over) on a case the test passed, under the config it ran (``probe_base``: the kernel
+        variant compiled for it serves again, but for what the layout itself changes): accepted, it must be right (a
+        wrong result fails, saying how to declare or refuse it); refused (the launcher raised), it is recorded. Only
+        tensors make_inputs built contiguous are re-laid: where no passed case meets one, ``base`` (the largest),
+        and ``base`` in the spec's first layout where it has a declared layout of its own (padded_rows)."""
         import dataclasses
 
         if self.spec.no_contract_probe:  # said, so that a run that tried none shows it
             self.coverage.contract = {"tried": "none", "outcome": "not judged",
                                       "detail": f"no_contract_probe: {self.spec.no_contract_probe}"}
+        names = restride.probes(self.spec, self.dtype)
+        picked = next(([(n, found)] for n in names if (found := self.probe_base(n)) is not None), [])
         bases = [base] + ([dataclasses.replace(base, layout=self.spec.layouts[0])]
                           if base.layout != self.spec.layouts[0] else [])
-        for name, case in ((n, dataclasses.replace(b, restride=n)) for b in bases
-                           for n in restride.probes(self.spec, self.dtype)):
-            config = self.forced or autotune.choose_config(self.spec, case.dtype, case.shape, self.backend)
+        tries = picked or [(n, (dataclasses.replace(b, restride=n), None)) for b in bases for n in names]
+        for name, (case, config) in tries:
+            config = self.forced or config or autotune.choose_config(self.spec, case.dtype, case.shape, self.backend)
             result = self.run_once(case, [config])
             outcome, detail = restride.judge(result, name)
             self.coverage.contract = {"tried": name, "outcome": outcome, "tensors": ", ".join(result.restrided),
@@ -466,6 +570,46 @@ class ReferenceLoop(CaseLoop):
                 return
             self.last_failure = rec
             self.contract_failure = f"{case}\n{text}\nreproduce with: {line}"  # judged in finish, with every rule
+
+    def probe_base(self, name: str, tries: int = 8) -> tuple[Case, dict] | None:
+        """The passed case the contract probe of restride ``name`` runs on, and the config it ran first: of those
+        that take every declared path the largest passed case takes (the probe keeps its reach) and where ``name``
+        re-lays a tensor with rows to stride over (restride.meets), the one where it changes the fewest of the
+        classes Triton specializes a kernel on (restride.classes_changed: strides and pointers, against the case as
+        it ran), then the largest; ``tries`` cases built at most, the largest first, stopping at one where it
+        changes none. None where no passed case meets a tensor."""
+        import dataclasses
+
+        runs = [r for r in sorted(self.passed.runs, key=lambda r: -r[2]) if r[1]]
+
+        def paths(case: Case, config: dict) -> set[str]:
+            return {p.name for p in self.coverage.declared if reach.taken(p, case, config, self.spec)}
+
+        widest = paths(runs[0][0], runs[0][1][0]) if runs else set()
+        best, seen = None, set()
+        for case, ran, _, _ in runs:
+            if len(seen) >= tries:
+                break
+            if case.spec_string() in seen or not paths(case, ran[0]) >= widest:
+                continue
+            seen.add(case.spec_string())
+            probe = dataclasses.replace(case, restride=name)
+            built = spec_code.call(self.spec, "make_inputs", self.spec.make_inputs, case, self.backend.device)
+            made = (spec_code.call(self.spec, "make_outputs", self.spec.make_outputs, built, case)
+                    if self.spec.make_outputs is not None and (restride.takes_outputs(self.spec, probe)
+                                                               or restride.takes_outputs(self.spec, case)) else None)
+            if restride.meets(self.spec, probe, built, made):
+                changed = restride.classes_changed(restride.inputs(self.spec, case, built)[0],
+                                                   restride.inputs(self.spec, probe, built)[0])
+                if made is not None:
+                    changed += restride.classes_changed(restride.outputs(self.spec, case, dict(made), _no_poison)[0],
+                                                        restride.outputs(self.spec, probe, dict(made), _no_poison)[0])
+                if best is None or changed < best[0]:
+                    best = (changed, probe, dict(ran[0]))
+            del built, made
+            if best is not None and best[0] == 0:
+                break
+        return None if best is None else (best[1], best[2])
 
     def reach_missing_paths(self, strategy) -> None:
         """Run a case for each declared path the drawn cases missed; a path no allowed case reaches is listed (unreachable,

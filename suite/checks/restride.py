@@ -11,8 +11,10 @@ with other strides, so that the kernel sees the same values laid out as users la
 * ``broadcast``: stride 0 along dim 0 (``x[:1].expand_as(x)``: every row is row 0) for the inputs the spec says may
   be broadcast (``KernelSpec.broadcast_inputs``).
 
-The other two are never drawn; the contract probe (suite/checks/reference_loop.py) tries one of them, or a layout the
-spec refuses, once per test: ``unaligned_slice`` (row stride width + 1 element, aligned to nothing),
+A restride is not drawn where it would change nothing (a permuted 2-D tensor) or cost a kernel variant of its own
+each time (an aligned slice of rows of width 1, whose stride leaves Triton's class of 1: reach.Steer draws one per
+test): ``Meet``. The other two are never drawn; the contract probe (suite/checks/reference_loop.py) tries one of
+them, or a layout the spec refuses, once per test: ``unaligned_slice`` (row stride width + 1 element, aligned to nothing),
 ``strided_outputs`` (outputs as ``aligned_slice``, for a spec whose launcher says it takes contiguous outputs only),
 and ``broadcast`` of every input where the spec names none.
 
@@ -22,8 +24,9 @@ never a mutable input. ``apply`` says which tensors it changed: a case met a res
 
 from __future__ import annotations
 
+import dataclasses
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -46,16 +49,129 @@ def drawn(spec: KernelSpec) -> tuple[str, ...]:
     return tuple(out)
 
 
-def pick(spec: KernelSpec, case: Case) -> Case:
+@dataclasses.dataclass
+class Meet:
+    """What the drawn restrides meet in a spec's cases, read from one case built per declared layout (``by_rank``):
+    layout -> the restrides that meet a tensor by its rank (``ranks``), and, for each tensor an aligned slice
+    re-lays, the dim its width is (``widths``; None where no one dim is)."""
+
+    ranks: dict[str, tuple[str, ...]]
+    widths: dict[str, list[str | None]]
+
+    def options(self, spec: KernelSpec, case: Case) -> tuple[str, ...]:
+        """The restrides ``case`` may be drawn with: ``drawn`` less those that meet no tensor of its layout by rank
+        (a permuted 2-D tensor would be as built), and less the aligned slice where every tensor it re-lays has rows
+        of width 1 (a row stride above 1 leaves the class Triton specializes a stride of 1 on: a kernel variant of
+        its own; reach.Steer slices one such case of a test)."""
+        names = self.ranks.get(case.layout)
+        out = [r for r in drawn(spec) if names is None or r in names]
+        if "aligned_slice" in out and self.thin(case):
+            out.remove("aligned_slice")
+        return tuple(out)
+
+    def thin(self, case: Case) -> bool:
+        """Whether every tensor an aligned slice re-lays in ``case`` has rows of width 1."""
+        widths = self.widths.get(case.layout)
+        return bool(widths) and all(w is not None and case.shape.get(w) == 1 for w in widths)
+
+
+def pick(spec: KernelSpec, case: Case, meet: Meet | None = None) -> Case:
     """A drawn case with the restride it takes, chosen by the case itself (a rerun takes the same): of ``drawn``
-    and none, one each in turn; a case that already names one keeps it."""
-    options = ("", *drawn(spec))
+    (``meet.options``: those that would change something) and none, one each in turn; a case that already names
+    one keeps it."""
+    options = ("", *(meet.options(spec, case) if meet is not None else drawn(spec)))
     if case.restride or len(options) == 1:
         return case
-    import dataclasses
-
     choice = options[zlib.crc32(f"{case.dtype};{case.spec_string()}".encode()) % len(options)]
     return dataclasses.replace(case, restride=choice) if choice else case
+
+
+def _relaid(spec: KernelSpec, restride: str, built: Mapping[str, Any]) -> list[str]:
+    """The names of ``built`` (make_inputs' tensors) that ``restride`` may re-lay: tensors built contiguous, never a
+    mutable input; for a drawn broadcast, those the spec names."""
+    names = [n for n, t in built.items() if isinstance(t, torch.Tensor) and n not in spec.mutable_inputs
+             and t.is_contiguous()]
+    if restride == "broadcast" and spec.broadcast_inputs:
+        names = [n for n in names if n in spec.broadcast_inputs]
+    return names
+
+
+_RANKS = {"aligned_slice": lambda d: d >= 2, "unaligned_slice": lambda d: d >= 2, "strided_outputs": lambda d: d >= 2,
+          "permuted": lambda d: d in (3, 4), "broadcast": lambda d: d >= 1}
+
+
+def by_rank(spec: KernelSpec, built: Mapping[str, Any], made: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The restrides of ``drawn`` that meet a tensor of ``built`` (make_inputs' tensors of one layout) or of its
+    outputs ``made`` (where the launcher takes strided outputs) by its rank alone: a permuted tensor has 3 or 4
+    dims, a slice 2 or more. Its sizes are the case's (a permuted dim of 1 changes nothing in one case, not in
+    another); its rank is the spec's: a spec whose tensors are all 2-D draws no permuted case, which would be
+    as built."""
+    out = []
+    for name in drawn(spec):
+        fits = _RANKS[name]
+        if any(fits(built[n].dim()) for n in _relaid(spec, name, built)) or (
+                made and spec.strided_outputs and name != "broadcast"
+                and any(isinstance(t, torch.Tensor) and fits(t.dim()) for t in made.values())):
+            out.append(name)
+    return tuple(out)
+
+
+def width_dims(spec: KernelSpec, built: Mapping[str, Any], shape: Mapping[str, int]) -> list[str | None]:
+    """For each tensor of ``built`` (make_inputs' for a case of ``shape``, its dims of distinct sizes) an aligned
+    slice re-lays, the dim of ``shape`` its width is: the one dim of that size (None: none, or more than one)."""
+    out: list[str | None] = []
+    for name in _relaid(spec, "aligned_slice", built):
+        t = built[name]
+        if t.dim() >= 2:
+            dims = [d for d, v in shape.items() if v == t.shape[-1]]
+            out.append(dims[0] if len(dims) == 1 else None)
+    return out
+
+
+def rows16(spec: KernelSpec, built: Mapping[str, Any]) -> bool:
+    """Whether a tensor of ``built`` that an aligned slice re-lays has rows (two or more) whose width is a multiple
+    of 16 elements: there the slice's row stride is one too (``row_stride``), the class a launcher that takes a
+    16-divisible stride for dense rows gets wrong, and the class no other case of a test may have met."""
+    for name in _relaid(spec, "aligned_slice", built):
+        t = built[name]
+        if t.dim() >= 2 and t.shape[-1] and t.shape[-1] % 16 == 0 and t.numel() // t.shape[-1] >= 2:
+            return True
+    return False
+
+
+def meets(spec: KernelSpec, case: Case, built: Mapping[str, Any], made: Mapping[str, Any] | None = None,
+          rows16_only: bool = False) -> bool:
+    """Whether the case's restride re-lays a tensor of ``built`` (make_inputs' for ``case``) or of its outputs
+    ``made`` with something to stride over: a slice of two rows or more, a permuted or broadcast tensor (these
+    change nothing along a dim of 1); ``rows16_only``: an input slice whose rows are of a width divisible by 16."""
+    if rows16_only:  # an aligned slice, or the case as built, of such rows
+        return case.restride in ("aligned_slice", "") and rows16(spec, built)
+    tensors = [built[n] for n in inputs(spec, case, built)[1]]
+    if made is not None and takes_outputs(spec, case):
+        _, names = outputs(spec, case, dict(made), lambda _: None)
+        tensors += [made[n] for n in names]
+    if case.restride in ("aligned_slice", "unaligned_slice"):
+        return any(t.numel() // max(t.shape[-1], 1) >= 2 for t in tensors)
+    return bool(tensors)
+
+
+def _int_class(value: int) -> str:
+    """Triton's specialization of an int argument: 1, divisible by 16, or other (count.py's key)."""
+    return "1" if value == 1 else "D" if value % 16 == 0 else ""
+
+
+def classes_changed(before: Mapping[str, Any], after: Mapping[str, Any]) -> int:
+    """How many strides of the tensors in both ``before`` and ``after`` (the same names, re-laid) change the class
+    Triton specializes a kernel on (1, divisible by 16, other), and how many data pointers their 16-byte alignment:
+    each may make a GPU compile a kernel variant that the case as built had not."""
+    changed = 0
+    for name, new in after.items():
+        old = before.get(name)
+        if not isinstance(new, torch.Tensor) or not isinstance(old, torch.Tensor) or new is old:
+            continue
+        changed += sum(_int_class(a) != _int_class(b) for a, b in zip(old.stride(), new.stride(), strict=True))
+        changed += (old.data_ptr() % 16 == 0) != (new.data_ptr() % 16 == 0)
+    return changed
 
 
 def probes(spec: KernelSpec, dtype: str) -> list[str]:
@@ -162,10 +278,7 @@ def inputs(spec: KernelSpec, case: Case, built: dict[str, Any]) -> tuple[dict[st
     """The inputs with the case's restride applied, and the names of those it changed."""
     if not case.restride or case.restride == "strided_outputs":
         return built, []
-    names = [n for n, t in built.items() if isinstance(t, torch.Tensor) and n not in spec.mutable_inputs
-             and t.is_contiguous()]
-    if case.restride == "broadcast" and spec.broadcast_inputs:
-        names = [n for n in names if n in spec.broadcast_inputs]
+    names = _relaid(spec, case.restride, built)
     out, changed = dict(built), []
     for name in names:
         new = _one(case.restride, built[name])

@@ -74,7 +74,7 @@ def fit_table(rows: list[list], headers: list[str], width: int) -> str:
         text = table()
     broken: set[int] = set()
     while (excess := over(text)) > 0 and len(broken) < columns:  # words alone too wide (a long name, an issue id):
-        # the widest breaks after '_', '-' or ',', the first column (the kernel's name) last
+        # the widest breaks after '_', '-', ',', ':' or '=', the first column (the kernel's name) last
         i = min((j for j in range(columns) if j not in broken), key=lambda j: (j == 0, -limits[j]))
         broken.add(i)
         for r in wrapped:
@@ -86,10 +86,11 @@ def fit_table(rows: list[list], headers: list[str], width: int) -> str:
 
 
 def _wrap_at_underscores(text: str, width: int) -> list[str]:
-    """``text`` in lines of at most ``width``, broken after a space, an underscore, a hyphen or a comma (a longer
-    piece stays whole)."""
+    """``text`` in lines of at most ``width``, broken after a space, an underscore, a hyphen, a comma, a colon or an
+    equals sign (a longer piece stays whole: a searched label, 'strided_rows:restride=aligned_slice', breaks at
+    each)."""
     lines, line = [], ""
-    for piece in re.split(r"(?<=[_ ,-])", text):
+    for piece in re.split(r"(?<=[_ ,:=-])", text):
         if line and len((line + piece).rstrip()) > width:
             lines.append(line.rstrip())
             line = piece

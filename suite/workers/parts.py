@@ -146,6 +146,7 @@ def coverage_state(coverage: Any, part: int, failed: bool, tallies: dict[str, An
     return {"part": part, "configs": dict(coverage.configs), "paths": dict(coverage.paths),
             "not_fitting": dict(coverage.not_fitting), "values": dict(coverage.values),
             "layouts": dict(coverage.layouts), "restrides": dict(coverage.restrides),
+            "sliced16": coverage.sliced16, "plain16": coverage.plain16,
             "crossed": {p: sorted(c) for p, c in coverage.crossed.items()}, "taker": coverage.taker_state(),
             "failed": failed, "tallies": tallies or {}}
 
@@ -177,6 +178,8 @@ def merge_into(coverage: Any, states: list[dict[str, Any]], part: int) -> bool:
         coverage.values.update(Counter(state.get("values") or {}))
         coverage.layouts.update(Counter(state.get("layouts") or {}))
         coverage.restrides.update(Counter(state.get("restrides") or {}))
+        coverage.sliced16 += int(state.get("sliced16") or 0)
+        coverage.plain16 += int(state.get("plain16") or 0)
         for path, crossed in (state.get("crossed") or {}).items():
             coverage.crossed.setdefault(path, set()).update(crossed)
         coverage.merge_takers(state.get("taker") or {})  # each path crossed from the whole test's taker

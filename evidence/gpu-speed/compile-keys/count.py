@@ -4,6 +4,7 @@ key Triton 3.6 specializes on, and what first made each key.
     python count.py run TREE OUT.jsonl [pytest args...]   # runs the ci profile of TREE on the interpreter, recording
     python count.py show A.jsonl [B.jsonl ...]            # per kernel, distinct keys of each record, side by side
     python count.py why A.jsonl [KERNEL]                  # per kernel, what first made its keys (KERNEL: each key)
+    python count.py cases A.jsonl [B.jsonl ...]           # the cases that launched a kernel, by phase
     python count.py diff OLD.jsonl NEW.jsonl              # the keys NEW has that OLD lacks, what made them, and
                                                           # the arguments that differ from OLD's nearest key
 
@@ -20,8 +21,11 @@ layouts and value classes change: a GPU multiplies it by the configs it runs).
 "Made by" is read from the suite while it runs: the test, the case (dtype, shape, layout, value class, restride)
 and the phase: ``drawn`` (a Hypothesis case), ``property``, ``search`` (a class or config never drawn),
 ``path-search`` (a declared path no drawn case took), ``restride-search`` (a drawn restride no case met),
-``crossing`` (a path with a layout/value class/restride it had not run with) or ``probe`` (the contract probe).
-Only launches are counted: the compile matrix (which compiles without launching) is not.
+``crossing`` (a path with a layout/value class/restride it had not run with), ``probe`` (the contract probe) or,
+on trees that plan what the draws missed in one step (ReferenceLoop.fill), ``fill`` (a class, layout or restride
+no case met, subnormals, the crossings, together). Only launches are counted: the compile matrix (which compiles
+without launching) is not. Each case that launched a kernel (kernels.inputs' draw aside) is recorded too, once per
+test and phase (``cases``).
 """
 
 from __future__ import annotations
@@ -64,17 +68,26 @@ def _record(fn_obj, args, kwargs):
     arg_key = repr(tuple(s for s in spec if s[0] != "constexpr"))
     name = f"{fn_obj.fn.__module__}.{fn_obj.fn.__qualname__}"
     seen = _SEEN.setdefault(name, set())
+    context = _context()
+    case = context.get("case")
+    if (case is not None and not name.endswith("._draw_kernel")  # each case that launched a kernel (not the draw)
+            and (context["test"], case, context["phase"]) not in _CASES):
+        _CASES.add((context["test"], case, context["phase"]))
+        _OUT.write(json.dumps({"case": case, "test": context["test"], "phase": context["phase"]}) + "\n")
     if key in seen:
         return
     seen.add(key)
     row = {"kernel": name, "key": key, "arg_key": arg_key,
            "args": {n: list(s) if isinstance(s, tuple) else s for n, s in zip(names, spec)},
-           "options": {k: repr(v) for k, v in options.items()}, **_context()}
+           "options": {k: repr(v) for k, v in options.items()}, **context}
     _OUT.write(json.dumps(row, default=repr) + "\n")
     _OUT.flush()
 
 
-_PHASES = {"try_contract": "probe", "cross": "crossing", "reach_defaults": "restride-search",
+_CASES: set = set()
+
+
+_PHASES = {"try_contract": "probe", "cross": "crossing", "reach_defaults": "restride-search", "fill": "fill",
            "reach_missing_paths": "path-search", "search": "search"}
 
 
@@ -99,7 +112,8 @@ def _context():
     ctx = {"test": os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0], "phase": phase or "drawn"}
     if case is not None:
         ctx.update(dtype=case.dtype, shape=dict(case.shape), layout=case.layout, values=case.values,
-                   restride=getattr(case, "restride", "") or "")
+                   restride=getattr(case, "restride", "") or "", case=f"{case.kernel}[{case.dtype}] "
+                   f"{case.spec_string() if hasattr(case, 'spec_string') else case}")
     return ctx
 
 
@@ -162,6 +176,19 @@ def show(paths):
     print(f"{'total':40} " + " ".join(f"{sum(t[0].values()):>11} /{sum(t[1].values()):>5}" for t in tables))
 
 
+def cases(paths):
+    """Per record, the cases that launched a kernel (kernels.inputs' draw of the inputs aside), by what ran them (a
+    case run in two phases counts in each; the contract probe's too, which the run file leaves out)."""
+    for p in paths:
+        rows = []
+        base = os.path.dirname(p) or "."
+        for f in sorted(os.listdir(base)):
+            if f.startswith(os.path.basename(p) + "."):
+                rows += [json.loads(line) for line in open(os.path.join(base, f))]
+        by = collections.Counter(r["phase"] for r in rows if "case" in r and "key" not in r)
+        print(f"{os.path.basename(p)}: {sum(by.values())} cases: " + ", ".join(f"{k} {v}" for k, v in by.most_common()))
+
+
 def why(path, kernel=None):
     rows, _ = _load(path)
     by = collections.defaultdict(list)
@@ -219,6 +246,8 @@ def main(argv):
         return subprocess.call(cmd, cwd=tree, env=env)
     if argv[:1] == ["show"]:
         return show(argv[1:])
+    if argv[:1] == ["cases"]:
+        return cases(argv[1:])
     if argv[:1] == ["diff"]:
         return diff(argv[1], argv[2])
     if argv[:1] == ["why"]:

@@ -170,9 +170,7 @@ class Received:
         if seen is None:
             return
         self.hooked = True
-        for ident, t, flags in pending:
-            if t.device.type != "cpu":
-                continue  # the interpreter loaded from a host copy: its addresses are not this memory's
+        for ident, t, flags in pending:  # host tensors only (note): the addresses the interpreter loaded from
             hit = torch.from_numpy(seen.touched("load", element_addresses(t)))
             storage = int(t.untyped_storage().data_ptr())
             if flags is None:

@@ -116,3 +116,25 @@ def test_the_reduce_checks_cases_tell_the_model_from_the_plain_interpreter(vendo
     cases += [{"what": "tl.fma", "dtype": d} for d in script.DTYPES]
     told = [c for c in cases if _reduce_replay(script, c, vendor)[1]]
     assert len(told) >= len(cases) - 3, [c for c in cases if c not in told]
+
+
+APPROX_RECORD = EVIDENCE / "h200" / "approx_ulps.json"  # evidence/numerics/approx_ulps.py, run on an H200
+_MEASURED_AS = {"exp2": "create_exp2", "exp": "create_exp", "sqrt": "create_sqrt", "rsqrt": "create_rsqrt",
+                "div": "create_fdiv"}
+
+
+def test_nvidia_envelopes_hold_every_error_measured_on_a_gpu():
+    """The NVIDIA envelopes of --numerics are at least as wide as the worst error an H200 gave (exhaustive over the
+    unary operations' fp32 inputs, 805 million division pairs): an envelope narrowed below it, or an operation that
+    compiles to another instruction than the table names, fails here."""
+    record = json.loads(APPROX_RECORD.read_text())
+    assert record["triton"] == "3.6.0" and "H200" in record["device"]
+    for op, name in _MEASURED_AS.items():
+        measured, approx = record["ops"][op], numerics_table.APPROX["nvidia"][name]
+        assert measured["compared"] > 5e8, (op, measured["compared"])
+        assert sum(measured["histogram_0_1_2_3_4_more"]) == measured["compared"], op
+        assert measured["max_ulps"] == max(i for i, n in enumerate(measured["histogram_0_1_2_3_4_more"]) if n), op
+        assert approx.ulps >= measured["max_ulps"], (op, approx.ulps, measured["max_ulps"])
+        assert record["instructions"][op] == [approx.instruction.split()[0]], (op, record["instructions"][op])
+    # the centre of tl.exp's envelope is 2^fl(x * log2 e): within ex2.approx's 2 ulp of it over every input
+    assert record["ops"]["exp"]["max_ulps"] <= numerics_table.APPROX["nvidia"]["create_exp2"].ulps

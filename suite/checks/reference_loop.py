@@ -118,6 +118,8 @@ class Passed:
 class ReferenceLoop(CaseLoop):
     """test_matches_reference's cases: see the module's docstring."""
 
+    look_failed = ""  # why the last look at a case's inputs was not made (looked)
+
     def __init__(self, kernel_dtype: Any, request: Any, ctx: Any) -> None:
         super().__init__(kernel_dtype, request, ctx)
         self.part = getattr(kernel_dtype, "part", 0)  # suite/workers/parts.py
@@ -464,8 +466,11 @@ class ReferenceLoop(CaseLoop):
         largest = self.passed.largest[0]
         if restride.subnormals_implied(spec, self.dtype) and not coverage.values["subnormal"]:
             case = dataclasses.replace(largest, values="subnormal")
-            built = spec_code.call(spec, "make_inputs", spec.make_inputs, case, self.backend.device)
-            if spec_code.unbuilt_values(spec, case, built):
+            built = self.looked(case, lambda: spec_code.call(spec, "make_inputs", spec.make_inputs, case,
+                                                             self.backend.device))
+            if built is None:
+                coverage.not_met["values=subnormal"] = f"not looked for: {self.look_failed}"
+            elif spec_code.unbuilt_values(spec, case, built):
                 coverage.not_met["values=subnormal"] = ("make_inputs ignores case.values (draw the inputs with "
                                                         "kernels.inputs.values), or say why not: no_subnormals")
             else:
@@ -519,17 +524,30 @@ class ReferenceLoop(CaseLoop):
         picks = [largest16, max(runs, key=lambda r: r[2]), min(runs, key=lambda r: r[2])]
         return [reach.Base(r[0], r[1]) for r in picks if r is not None]
 
+    def looked(self, case: Case, build):
+        """``build()``, the inputs (and outputs) of ``case`` built to look at them, no kernel run, through the one
+        out-of-memory path (gpu_share.alone_on_oom): out of memory beside other workers, again alone; out of memory
+        alone too, None, and ``look_failed`` says why (the case is listed as not run). A nightly's shared H200 failed
+        two right specs as "broken spec ... raised OutOfMemoryError" in such a look."""
+        try:
+            return gpu_share.alone_on_oom(build, self.backend.device, case, "building the case's inputs to look at "
+                                          "them: ")
+        except gpu_share.NotRun as verdict:
+            self.look_failed = verdict.text
+            return None
+
     def meets(self, case: Case, need: reach.Need) -> bool:
         """Whether ``case``'s restride re-lays a tensor of it with rows to stride over (``need.rows16``: rows of a
         width divisible by 16), built once per shape and layout."""
         cache = self.__dict__.setdefault("_meets", {})
         ident = (tuple(case.shape.items()), case.layout, case.restride, need.rows16)
         if ident not in cache:
-            built = spec_code.call(self.spec, "make_inputs", self.spec.make_inputs, case, self.backend.device)
-            made = (spec_code.call(self.spec, "make_outputs", self.spec.make_outputs, built, case)
-                    if restride.takes_outputs(self.spec, case) and self.spec.make_outputs is not None else None)
-            cache[ident] = restride.meets(self.spec, case, built, made, need.rows16)
-            del built, made
+            def build():
+                built = spec_code.call(self.spec, "make_inputs", self.spec.make_inputs, case, self.backend.device)
+                made = (spec_code.call(self.spec, "make_outputs", self.spec.make_outputs, built, case)
+                        if restride.takes_outputs(self.spec, case) and self.spec.make_outputs is not None else None)
+                return restride.meets(self.spec, case, built, made, need.rows16)
+            cache[ident] = bool(self.looked(case, build))  # out of memory: not met here (another case may)
         return cache[ident]
 
     def try_contract(self, base: Case) -> None:

@@ -169,6 +169,26 @@ def unchecked_entries(data: dict) -> list[str]:
     return out
 
 
+def vendor_sensitive_entries(data: dict) -> list[str]:
+    """Under --numerics, the cases whose verdict flips inside the modelled GPU's approximate instructions' error
+    bounds (suite/checks/numerics_envelope.py), by kernel x dtype: never a failure by themselves, but what a person
+    reading the verdict must know, since on that GPU the outcome is the instruction's. A run that said it only in a
+    warning, far above the verdict, read as a plain pass."""
+    by_pair: dict[str, int] = defaultdict(int)
+    for case in data.get("cases") or []:
+        if isinstance(case, dict) and case.get("vendor_sensitive"):
+            by_pair[f"{case.get('kernel', '?')}[{case.get('dtype', '?')}]"] += 1
+    if not by_pair:
+        return []
+    numerics = (data.get("environment") or {}).get("numerics")
+    profile = numerics.get("profile") if isinstance(numerics, dict) else None
+    n = sum(by_pair.values())
+    pairs = ", ".join(f"{pair} {count}" for pair, count in sorted(by_pair.items()))
+    return [f"{n} case{'s' if n > 1 else ''} whose verdict flips within {profile or 'the modelled GPU'}'s approximate "
+            f"instructions' error bounds: {pairs}; on that GPU the outcome is the instruction's as much as the "
+            f"kernel's (each case in the result file; docs/checks.md)"]
+
+
 # The outcomes that fail a run (pytest's exit code 1), as the reports read them too: a strict known issue's test that
 # passed (XPASS(strict)) too. A known issue's test that passed without --strict-known-issues (``xpassed``) is an issue
 # this run did not meet.
@@ -461,4 +481,6 @@ def verdict_lines(data: dict, path: Path | str, width: int = MIN_WIDTH, unwritte
         parts.append(("not run", unrun + _skipped_entries(s.skipped, kernels)))
     if unchecked := unchecked_entries(data):
         parts.append(("unchecked", unchecked))
+    if sensitive := vendor_sensitive_entries(data):
+        parts.append(("sensitive", sensitive))
     return head + _body(parts, compact, width, MAX_TOTAL - len(head) - len(tail)) + tail

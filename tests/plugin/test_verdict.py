@@ -195,3 +195,24 @@ def test_what_ran_unchecked_is_its_own_part_of_the_verdict_never_passed():
     data["memcheck"] = {"mode": "interpreter", "kernels": {"k0": {}}, "unchecked": {}}
     data["coverage"] = []
     assert not any("unchecked" in line for line in glance.verdict_lines(data, "r.json", 80))
+
+
+def test_vendor_sensitive_cases_are_a_part_of_the_verdict():
+    """Under --numerics, a run with 20 cases whose verdict flipped inside h100_sxm's approximate instructions' bounds
+    ended "VERDICT: PASSED ..." with nothing more: the cases were named in a warning far above and in the run file
+    alone. The verdict names them by kernel x dtype with the profile; a run with none says nothing of it."""
+    tests = [_test(f"suite/test_kernels.py::test_matches_reference[k{i}-fp32]", "passed") for i in range(2)]
+    cases = ([{"kernel": "k0", "dtype": "fp32", "vendor_sensitive": "vendor-sensitive: tl.exp ..."}] * 3
+             + [{"kernel": "k1", "dtype": "fp32", "vendor_sensitive": "vendor-sensitive: `/` ..."}]
+             + [{"kernel": "k1", "dtype": "fp32"}])
+    data = {"tests": tests, "status": "complete", "cases": cases,
+            "environment": {"numerics": {"profile": "h100_sxm"}}}
+    lines = glance.verdict_lines(data, "r.json", 80)
+    text = "\n".join(lines)
+    assert lines[0] == "VERDICT: PASSED: modelled as h100_sxm; 2 of 2 tests passed", text
+    body = " ".join(" ".join(lines).split())
+    assert "sensitive 4 cases whose verdict flips within h100_sxm's approximate instructions' error bounds: " \
+           "k0[fp32] 3, k1[fp32] 1" in body, text
+    assert all(len(line) <= 80 for line in lines[:-1]), text
+    data["cases"] = [{"kernel": "k1", "dtype": "fp32"}]
+    assert not any("sensitive" in line for line in glance.verdict_lines(data, "r.json", 80))

@@ -533,6 +533,8 @@ class ReferenceLoop(CaseLoop):
             return gpu_share.alone_on_oom(build, self.backend.device, case, "building the case's inputs to look at "
                                           "them: ")
         except gpu_share.NotRun as verdict:
+            if verdict.failure in (K.TOO_LARGE, K.OOM_HELD):  # listed in gpu_share: the line that reruns the case
+                gpu_share.share().note_repro(case, self.repro_line(case))
             self.look_failed = verdict.text
             return None
 
@@ -570,6 +572,8 @@ class ReferenceLoop(CaseLoop):
         for name, (case, config) in tries:
             config = self.forced or config or autotune.choose_config(self.spec, case.dtype, case.shape, self.backend)
             result = self.run_once(case, [config])
+            if result.failure in (K.TOO_LARGE, K.OOM_HELD):  # listed in gpu_share: the line that reruns it
+                gpu_share.share().note_repro(case, self.config_line(case, result.config))
             outcome, detail = restride.judge(result, name)
             self.coverage.contract = {"tried": name, "outcome": outcome, "tensors": ", ".join(result.restrided),
                                       **({"detail": detail} if detail else {})}

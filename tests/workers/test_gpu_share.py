@@ -798,9 +798,12 @@ def test_a_look_at_a_cases_inputs_out_of_memory_is_no_broken_spec(run_suite) -> 
     run = run_suite("suite/test_kernels.py", HUNGRY, "--kernels=zz_oom_look", *GPU_80GIB)
     assert run.returncode == 0, run.output[-3000:]
     assert "broken spec" not in run.output, run.output[-3000:]
-    coverage = next(c for c in run.run_data()["coverage"] if c["kernel"] == "zz_oom_look")
+    data = run.run_data()
+    coverage = next(c for c in data["coverage"] if c["kernel"] == "zz_oom_look")
     not_met = coverage["not_met"]
     assert "out of memory" in not_met["values=subnormal"], not_met
+    held = data["gpu_share"]["held_cases"]  # the look's case is listed as not run, with the line that reruns it
+    assert held and all("--repro=N=" in c["repro"] for c in held), held
 
 
 def test_the_contract_probes_look_at_passed_cases_out_of_memory_is_no_broken_spec(run_suite) -> None:
@@ -812,3 +815,6 @@ def test_the_contract_probes_look_at_passed_cases_out_of_memory_is_no_broken_spe
     assert run.returncode == 0, run.output[-3000:]
     assert "broken spec" not in run.output, run.output[-3000:]
     assert "cases not run" in run.output, run.output[-3000:]
+    # each listed with the line that reruns it, as the verdict says: the looks' cases and the contract probe's too
+    held = run.run_data()["gpu_share"]["held_cases"]
+    assert held and all("--repro=N=" in c["repro"] for c in held), [c for c in held if not c["repro"]]

@@ -13,7 +13,7 @@ import pytest
 
 from suite.session import stash
 from suite.workers import bytecode
-from tests.conftest import ROOT
+from tests.conftest import ROOT, _pycache_dirs
 
 
 def test_the_cache_directory_only_where_bytecode_is_off(tmp_path) -> None:
@@ -52,7 +52,9 @@ def test_an_xdist_runs_workers_write_their_bytecode_to_the_cache(tmp_path) -> No
     cache = tmp_path / "bytecode"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPYCACHEPREFIX", "TRITON_INTERPRET")}
     env.update(PYTHONDONTWRITEBYTECODE="1", **{bytecode.DIR_ENV: str(cache)})
-    before = set(ROOT.rglob("__pycache__"))
+    # The checkout's own, outside virtual environments: .ci/run installs without bytecode (pip --no-compile), and
+    # a module another test imports first meanwhile writes its bytecode into .venv.
+    before = _pycache_dirs()
     out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--backend=interpret", "-n", "1",
                           "--kernels=vector_add", "--no-results", "-q", "-k", "test_portability_lints"],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
@@ -60,5 +62,5 @@ def test_an_xdist_runs_workers_write_their_bytecode_to_the_cache(tmp_path) -> No
     mirrored = cache / Path(*ROOT.parts[1:])
     assert list((mirrored / "suite" / "checks").glob("harness.*.pyc")), sorted(cache.rglob("*.pyc"))[:5]
     assert list((mirrored / "suite").glob("test_compile_matrix.*-pytest-*.pyc"))  # pytest's rewritten test module
-    assert set(ROOT.rglob("__pycache__")) == before
+    assert _pycache_dirs() == before
 

@@ -533,8 +533,7 @@ class ReferenceLoop(CaseLoop):
             return gpu_share.alone_on_oom(build, self.backend.device, case, "building the case's inputs to look at "
                                           "them: ")
         except gpu_share.NotRun as verdict:
-            if verdict.failure in (K.TOO_LARGE, K.OOM_HELD):  # listed in gpu_share: the line that reruns the case
-                gpu_share.share().note_repro(case, self.repro_line(case))
+            gpu_share.share().note_repro(case, self.repro_line(case))  # where listed not run: the line that reruns it
             self.look_failed = verdict.text
             return None
 
@@ -572,8 +571,7 @@ class ReferenceLoop(CaseLoop):
         for name, (case, config) in tries:
             config = self.forced or config or autotune.choose_config(self.spec, case.dtype, case.shape, self.backend)
             result = self.run_once(case, [config])
-            if result.failure in (K.TOO_LARGE, K.OOM_HELD):  # listed in gpu_share: the line that reruns it
-                gpu_share.share().note_repro(case, self.config_line(case, result.config))
+            gpu_share.share().note_repro(case, self.config_line(case, result.config))  # where listed not run
             outcome, detail = restride.judge(result, name)
             self.coverage.contract = {"tried": name, "outcome": outcome, "tensors": ", ".join(result.restrided),
                                       **({"detail": detail} if detail else {})}
@@ -633,8 +631,8 @@ class ReferenceLoop(CaseLoop):
                 return changed
 
             # out of memory looking (alone too): not a base (looked); a nightly's shared H200 failed a right spec here
-            changed = self.looked(case, lambda f=classes_changed: (f(),))
-            changed = changed[0] if changed is not None else None
+            found = self.looked(case, lambda f=classes_changed: (f(),))  # a tuple: None inside is "meets nothing"
+            changed = found[0] if found is not None else None
             if changed is not None and (best is None or changed < best[0]):
                 best = (changed, probe, dict(ran[0]))
             if best is not None and best[0] == 0:

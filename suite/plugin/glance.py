@@ -169,6 +169,12 @@ def unchecked_entries(data: dict) -> list[str]:
     return out
 
 
+def _numerics(data: dict) -> dict | None:
+    """What a --numerics run modelled (the run file's environment.numerics: its profile, ...); None for any other run."""
+    numerics = (data.get("environment") or {}).get("numerics")
+    return numerics if isinstance(numerics, dict) else None
+
+
 def vendor_sensitive_entries(data: dict) -> list[str]:
     """Under --numerics, the cases whose verdict flips inside the modelled GPU's approximate instructions' error
     bounds (suite/checks/numerics_envelope.py), by kernel x dtype: never a failure by themselves, but what a person
@@ -180,8 +186,7 @@ def vendor_sensitive_entries(data: dict) -> list[str]:
             by_pair[f"{case.get('kernel', '?')}[{case.get('dtype', '?')}]"] += 1
     if not by_pair:
         return []
-    numerics = (data.get("environment") or {}).get("numerics")
-    profile = numerics.get("profile") if isinstance(numerics, dict) else None
+    profile = (_numerics(data) or {}).get("profile")
     n = sum(by_pair.values())
     pairs = ", ".join(f"{pair} {count}" for pair, count in sorted(by_pair.items()))
     return [f"{n} case{'s' if n > 1 else ''} whose verdict flips within {profile or 'the modelled GPU'}'s approximate "
@@ -360,8 +365,8 @@ def _head(data: dict, state: str, s: _Sorted, unfinished: list[dict], not_starte
         counts.append(f"{n} case{'s' if n > 1 else ''} not run")
     if data.get("status") not in (None, "complete") and state != "INTERRUPTED":
         counts.append(f"the run did not finish ({data.get('status')})")
-    numerics = (data.get("environment") or {}).get("numerics")
-    modelled = f"modelled as {numerics.get('profile')}; " if isinstance(numerics, dict) else ""
+    numerics = _numerics(data)
+    modelled = f"modelled as {numerics.get('profile')}; " if numerics is not None else ""
     return textwrap.wrap(f"VERDICT: {state}: {_shard(data)}{modelled}" + "; ".join(counts), width,
                          subsequent_indent="  ")
 

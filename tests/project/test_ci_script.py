@@ -104,7 +104,7 @@ def ci(tmp_path):
                               env={**os.environ, "PATH": path, "CI_LOG": str(log), "CI_MARKS": str(marks), **env})
         return proc, log.read_text().splitlines() if log.exists() else []
 
-    run.marks = marks
+    run.marks, run.repo = marks, repo
     return run
 
 
@@ -125,9 +125,10 @@ def test_the_newest_stack_installs_and_runs_its_suite_tests_while_the_cpu_bound_
     assert steps.index(NEWEST[-1]) > last_main, steps
     assert "the newest stack's suite tests: 1 passed" in proc.stdout, proc.stdout
     assert proc.stdout.rstrip().splitlines()[-1].startswith("ci: done in ")
-    # Its bytecode outside the checkout (tests/workers/test_bytecode.py compares the checkout's __pycache__ directories).
+    # Its bytecode under a prefix (tests/workers/test_bytecode.py compares the checkout's __pycache__ directories),
+    # inside its environment, which goes with the clone.
     prefix, dont_write = (ci.marks / "newest-bytecode").read_text().split()
-    assert Path(prefix).is_absolute() and dont_write == "unset", (prefix, dont_write)
+    assert Path(prefix) == ci.repo / ".venv-newest" / "bytecode" and dont_write == "unset", (prefix, dont_write)
 
 
 def test_failed_newest_suite_tests_fail_ci_with_their_output(ci):

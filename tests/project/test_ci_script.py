@@ -55,6 +55,14 @@ touch "$CI_MARKS/apt-started"
 sleep 1
 echo "apt: done" >>"$CI_LOG"
 """
+# df -Pk PATH: the free space the test gives (DF_FREE_KB; DF_TMP_FREE_KB and DF_TMP_MOUNT for TMPDIR where it is set),
+# plenty where it gives none.
+DF = """#!/bin/bash
+free=${DF_FREE_KB:-104857600} mount=/
+if [[ $2 == "${TMPDIR:-/tmp}" && -n "${DF_TMP_MOUNT:-}" ]]; then free=${DF_TMP_FREE_KB:-104857600} mount=$DF_TMP_MOUNT; fi
+echo "Filesystem 1024-blocks Used Available Capacity Mounted on"
+echo "/dev/standin 262144000 1 $free 1% $mount"
+"""
 PYTHON3 = f"""#!/bin/bash
 if [[ "$1 $2" == "-m venv" ]]; then
   mkdir -p "$3/bin"
@@ -88,6 +96,7 @@ def ci(tmp_path):
     shutil.copy2(ROOT / ".ci" / "run", repo / ".ci" / "run")
     _stub(tools / "python3", PYTHON3)
     _stub(tools / "python3.12", PYTHON312)
+    _stub(tools / "df", DF)
     log = tmp_path / "steps.log"
 
     def run(apt: bool = False, **env: str) -> tuple[subprocess.CompletedProcess, list[str]]:
@@ -165,3 +174,22 @@ def test_what_readmes_commands_leave_out_runs_in_ci_after_them(ci):
     main = [s.removeprefix("main: ") for s in steps if s.startswith("main: -m pytest") or "SUITE_COMPILE" in s]
     assert main[:4] == ["-m pytest -n auto", "SUITE_COMPILE_MATRIX=ci -m pytest -n auto suite/test_compile_matrix.py",
                         "-m pytest tests -n auto", "-m pytest tests -n auto -m slow"], main
+
+
+@pytest.mark.parametrize("where", ["checkout", "tmpdir"])
+def test_too_little_disk_fails_ci_at_once_naming_what_is_free_and_needed(ci, where):
+    """A machine whose disk is nearly full (the checkout's, or TMPDIR's where it is another) stops before any install,
+    saying how much is free where and how much CI needs, not minutes later in pip's "No space left on device"."""
+    env = {"DF_FREE_KB": str(9 * 2**20)} if where == "checkout" else \
+        {"DF_TMP_MOUNT": "/scratch", "DF_TMP_FREE_KB": str(3 * 2**20), "TMPDIR": "/scratch/t"}
+    proc, steps = ci(**env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    said = proc.stderr.strip().splitlines()[-1]
+    if where == "checkout":
+        assert said.startswith("ci: FAILED: 9 GB free on the disk of ") and "CI needs about 10 GB there" in said, said
+    else:
+        assert said.startswith("ci: FAILED: 3 GB free in TMPDIR (/scratch/t); pip's downloads need about 4 GB"), said
+    assert steps == [] and "ci: at" not in proc.stdout, (steps, proc.stdout)
+    # 10 GB free runs on (and TMPDIR on the checkout's own disk is judged with it, however little it has alone).
+    proc, steps = ci(DF_FREE_KB=str(10 * 2**20), DF_TMP_FREE_KB=str(2**20))
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -25,6 +25,7 @@ Three rules, each written from what Triton 3.6 emits for gfx90a, gfx942 and gfx9
 
 from __future__ import annotations
 
+import functools
 import linecache
 import re
 import struct
@@ -170,6 +171,25 @@ def _scaled(code: list[dict[str, Any]], at: int) -> bool:
     return False
 
 
+_CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+@functools.cache
+def here(file: str | None) -> str | None:
+    """A compiled kernel's source file as it is on this machine. Triton's on-disk cache is keyed by the source, not its
+    path: a kernel first compiled from another checkout (an earlier clone, since removed) carries that checkout's path
+    in its debug lines. Where that file no longer exists, the longest tail of its path that names a file of this
+    checkout is read instead; otherwise the path is kept (a file that exists is never replaced)."""
+    if not file or Path(file).is_file():
+        return file
+    parts = Path(file).parts
+    for i in range(1, len(parts)):
+        candidate = _CHECKOUT.joinpath(*parts[i:])
+        if candidate.is_file():
+            return str(candidate)
+    return file
+
+
 def bare_transcendentals(asm: str) -> list[dict[str, Any]]:
     """Each bare (unscaled) v_exp/v_log/v_sqrt/v_rsq/v_rcp_f32 of ``asm``, one entry per instruction and source place:
     instruction, count, file, line, source (the line's text where the file is readable)."""
@@ -182,6 +202,7 @@ def bare_transcendentals(asm: str) -> list[dict[str, Any]]:
         if not m or _scaled(code, i) or _from_integers(code, i):
             continue
         file, line = ins["place"] or (None, None)
+        file = here(file)
         key = (m[1], file, line)
         if key not in found:
             text = linecache.getline(file, line).strip() if file and line else ""
@@ -236,7 +257,8 @@ def long_scans(ttir: str, lanes: int) -> list[dict[str, Any]]:
         end = ttir.find("\n", tail.end())
         ref = _LOC_REF.search(ttir[tail.start():end if end >= 0 else None])
         file, line = (_place(ttir, ref[1]) if ref else None) or (None, None)
-        found.append({"axis": axis, "length": shape[axis], "shape": shape, "lanes": lanes, "file": file, "line": line})
+        found.append({"axis": axis, "length": shape[axis], "shape": shape, "lanes": lanes, "file": here(file),
+                      "line": line})
     return found
 
 

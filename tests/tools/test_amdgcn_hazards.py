@@ -89,6 +89,17 @@ def test_a_bare_instruction_is_placed_by_its_debug_line_and_a_line_0_one_is_unpl
     assert sorted(found, key=str) == [9, None] and found[9]["file"] == "/nowhere/k.py"
 
 
+def test_a_place_in_a_removed_checkout_is_read_from_this_one() -> None:
+    """Triton's cache is keyed by the source, not its path: a kernel compiled first from a checkout since removed names
+    that checkout's file. The place is read from this checkout's file of the same tail; a file that exists is kept."""
+    line = _line_of("tl.math.sqrt_rn(y)")
+    gone = '\t.file\t1 "/nowhere/clone/tests/fixtures" "amd_hazards.py"\n'
+    found = hz.bare_transcendentals(f"{gone}\t.loc\t1 {line} 5\n\tv_sqrt_f32_e32 v4, v7\n")
+    assert found[0]["file"] == str(Path(fx.__file__).resolve()), found
+    assert "tl.math.sqrt_rn(y)" in found[0]["source"], found
+    assert hz.here(__file__) == __file__ and hz.here("/nowhere/no-such-file.py") == "/nowhere/no-such-file.py"
+
+
 def _findings(spec, target) -> list[dict]:
     records = cm.compile_kernel(spec, target, "defaults")
     assert all(r["status"] == "ok" for r in records), [r["error"] for r in records]

@@ -211,7 +211,8 @@ PATCHES: tuple[Patch, ...] = (
           "instruction, and the interpreter's dot options (default fp32 input precision, allowed precisions, fp8 "
           "max_num_imprecise_acc) the target's; tl.fma fused as the target's instruction; tl.sum of floats in the "
           "target's reduction order (the launch's num_warps read for its layout); the approximate fp32 instructions' "
-          "results counted, and moved to their error envelope's ends where a case is judged close to its bound",
+          "results counted, and moved to their error envelope's ends where a case is judged close to its bound; "
+          "float -> OCP fp8 conversions as the target's compiled code converts, fp8 -> float exactly",
           (Target(INTERP, f"{BUILDER}.create_dot", ("self", "a", "b", "d", "input_precision", "max_num_imprecise_acc")),
            Target(INTERP, "interpreter_builder"), Target(INTERP, "InterpreterOptions"),
            Target("triton.language.semantic", "TritonSemantic.dot"),
@@ -219,7 +220,9 @@ PATCHES: tuple[Patch, ...] = (
            Target(INTERP, "ReduceOps.sum", ("self", "input")), Target(INTERP, "InterpretedFunction.run", ("self",)),
            *(Target(INTERP, f"{BUILDER}.{name}", ("self", "arg")) for name in
              ("create_exp", "create_exp2", "create_sqrt", "create_rsqrt", "create_log", "create_log2")),
-           Target(INTERP, f"{BUILDER}.create_fdiv", ("self", "lhs", "rhs"))),
+           Target(INTERP, f"{BUILDER}.create_fdiv", ("self", "lhs", "rhs")),
+           Target(INTERP, f"{BUILDER}.create_fp_to_fp", ("self", "src", "dst_type", "rounding_mode")),
+           Target(INTERP, "_ir.ROUNDING_MODE.RTZ"), Target(INTERP, "TensorHandle", ("data", "dtype"))),
           backends=("interpret",)),
     Patch("interpreter-fp8-notes", "suite/checks/interpreter.py",
           "notes the float -> fp8 conversions a case ran, where the interpreter's own conversion is wrong",

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from suite.checks import interpreter_bf16, numerics_envelope, numerics_fast, numerics_reduce
+from suite.checks import interpreter_bf16, numerics_envelope, numerics_fast, numerics_fp8, numerics_reduce
 from suite.session import stash
 from suite.session.numerics_table import FMA, PARTS, Model
 
@@ -147,6 +147,23 @@ class Numerics:
         if out is not None:
             stash.session().numerics_ran[f"tl.sum {dtype} in {self.model.arch}'s order ({self.model.warp_size} lanes "
                                          f"a warp, {self.num_warps} warp{'s' if self.num_warps != 1 else ''})"] += 1
+        return out
+
+    def to_fp8(self, values: np.ndarray, src: str, dst: str, rtz: bool) -> np.ndarray:
+        """Float values converted to an fp8 type as the target's compiled code converts them (uint8 bits)."""
+        m = self.model
+        if rtz:
+            raise NotModelled(f"{src} -> {dst} rounded toward zero on {m.arch} is not modelled (to nearest even is)")
+        out = numerics_fp8.convert(values, src, dst, m.arch, m.vendor)
+        if isinstance(out, str):
+            raise NotModelled(out)
+        session = stash.session()
+        session.numerics_ran[f"{src} -> {dst} as {m.arch} converts ({numerics_fp8.HOW[(m.arch, dst)]})"] += 1
+        if m.vendor == "amd" and src == "fp16" and dst == "fp8e4nv":
+            nan = int(numerics_fp8.amd_fp16_e4m3_nan(torch.from_numpy(np.asarray(values, dtype=np.float32))).sum())
+            if nan:
+                session.numerics_flushes[f"fp16 values between 464 and 480 converted to fp8e4nv as NaN by "
+                                         f"{m.arch}'s conversion (Triton 3.6.0's integer code; 448 on sm_90)"] += nan
         return out
 
     @functools.cached_property
@@ -260,11 +277,17 @@ def flush_note(seen: dict[str, int], ran: dict[str, int] | None = None) -> str:
     if active is None:
         return ""
     note = ""
-    if seen:
-        what = "; ".join(f"{why} ({n} operand element{'s' if n != 1 else ''})" for why, n in seen.items())
+    flushed = {why: n for why, n in seen.items() if why in active.model.flushes.values()}
+    if flushed:
+        what = "; ".join(f"{why} ({n} operand element{'s' if n != 1 else ''})" for why, n in flushed.items())
         note += (f"\nnote: modelled as {active.profile} ({active.model.arch}): {what}. This is the modelled GPU's "
                  f"arithmetic (--numerics), not the kernel's bug alone: the kernel's result depends on subnormal "
                  f"tl.dot operands that GPU flushes to zero (docs/hazards.md)")
+    if converted := {why: n for why, n in seen.items() if why not in flushed}:
+        what = "; ".join(f"{why} ({n} element{'s' if n != 1 else ''})" for why, n in converted.items())
+        note += (f"\nnote: modelled as {active.profile} ({active.model.arch}): {what}. This is the modelled GPU's "
+                 f"compiled conversion (--numerics), not the kernel's bug alone: the kernel's result depends on "
+                 f"values that GPU converts otherwise (docs/hazards.md, hazard 14)")
     if ran:
         what = "; ".join(f"{why} x{n}" for why, n in ran.items())
         note += (f"\nnote: modelled as {active.profile} ({active.model.arch}), the case ran {what}: its result is "
@@ -304,6 +327,7 @@ def install(active: Numerics, setter: Any = setattr) -> None:
 
     setter(interpreter.InterpreterBuilder, "create_dot", modelled_dot)
     _install_elementwise(active, setter)
+    _install_fp8(active, setter)
     numerics_envelope.install(model.vendor, setter)
 
 
@@ -339,3 +363,30 @@ def _install_elementwise(active: Numerics, setter: Any) -> None:
     setter(interpreter.InterpreterBuilder, "create_fma", modelled_fma)
     setter(interpreter.ReduceOps, "sum", modelled_sum)
     setter(interpreter.InterpretedFunction, "run", launched)
+
+
+def _install_fp8(active: Numerics, setter: Any) -> None:
+    """Route float <-> OCP fp8 conversions through ``active``: to fp8 as the target's compiled code converts
+    (suite/checks/numerics_fp8.py), from fp8 exactly (every target decodes exactly: an H200 for every code, the shipped
+    fp8_codes kernel; gfx90a and gfx942 their LLVM IR, evidence/numerics/amd_fp8_ir.py)."""
+    from triton.runtime import interpreter
+
+    fp_to_fp = interpreter.InterpreterBuilder.create_fp_to_fp
+    rtz = interpreter._ir.ROUNDING_MODE.RTZ
+
+    @functools.wraps(fp_to_fp)
+    def modelled_fp_to_fp(self, src, dst_type, rounding_mode=None, *rest, **kwargs):
+        source, dest = src.dtype.scalar.name, dst_type.scalar.name
+        if dest in numerics_fp8.OCP_MAX and not source.startswith("fp8"):
+            bits = active.to_fp8(src.data, source, dest, rounding_mode == rtz)
+            return interpreter.TensorHandle(bits.astype(np.uint8), dst_type.scalar)
+        if source in numerics_fp8.OCP_MAX and not dest.startswith("fp8") and dest in ("fp32", "fp16", "bf16"):
+            if why := numerics_fp8.unsupported(active.model.arch, source):
+                raise NotModelled(why)
+            wide = numerics_fp8.decode(src.data, source)
+            data = interpreter_bf16.narrow(wide) if dest == "bf16" else wide.astype(np.float16 if dest == "fp16"
+                                                                                    else np.float32)
+            return interpreter.TensorHandle(data, dst_type.scalar)
+        return fp_to_fp(self, src, dst_type, rounding_mode, *rest, **kwargs)
+
+    setter(interpreter.InterpreterBuilder, "create_fp_to_fp", modelled_fp_to_fp)

@@ -324,19 +324,24 @@ def _numerics(backend: Any, profile: str | None) -> str | None:
     if not compat.applied("interpreter-numerics-dot"):
         numerics.install(active)
         compat.mark_applied("interpreter-numerics-dot")
-    # fp8 stays as the interpreter has it (not run): its casts are numpy's, not the target's (OCP e4m3fn's 448 and
-    # NaN, FNUZ's 240 and 0x80), and Triton 3.6's interpreter has no IR type for the FNUZ ones; a run of them would
-    # fail on the interpreter's conversions, not on the kernel or the modelled dot.
-    dtypes = tuple(d for d in target.dtypes if not d.startswith("fp8") or d in backend.profile.dtypes)
+    # OCP fp8 runs where the model converts to it as the target does (suite/checks/numerics_fp8.py: sm_90's cvt,
+    # gfx90a's and gfx942's integer code, sm_80's fp8e5 routines); the FNUZ types do not (Triton 3.6's interpreter
+    # has no IR type for them), nor fp8 on a target the model has no conversion for.
+    from suite.checks import numerics_fp8
+
+    dtypes = tuple(d for d in target.dtypes if not d.startswith("fp8") or d in backend.profile.dtypes
+                   or (target.arch, d) in numerics_fp8.HOW)
     unrun = [d for d in target.dtypes if d not in dtypes]
     backend.profile = dataclasses.replace(
         backend.profile, dtypes=dtypes, fp8_flavour=target.fp8_flavour, fp32_dot_precision=target.fp32_dot_precision,
         notes=f"{backend.profile.notes} Modelled as {profile} ({target.arch}): its dtypes and fp32 dot precision"
-              + (f"; not {', '.join(unrun)}: the interpreter's fp8 casts are not the target's" if unrun else "") + ".")
+              + (f"; not {', '.join(unrun)}: the interpreter has no such type, or the model no conversion to it"
+                 if unrun else "") + ".")
     return (f"numerics: modelled as {profile} ({target.arch}), not run on it: tl.dot through mmasim 2.1.1's "
             f"{model.mmasim_arch} model ({model.family}), fp32 dots {model.default_fp32} by default "
-            f"(suite/session/numerics_table.py)"
-            + (f"; {', '.join(unrun)} not run: the interpreter's fp8 casts are not the target's" if unrun else ""))
+            f"(suite/session/numerics_table.py); float -> fp8 as its compiled code converts"
+            + (f"; {', '.join(unrun)} not run: the interpreter has no such type, or the model no conversion to it"
+               if unrun else ""))
 
 
 def _memcheck(config: pytest.Config, opts: options.Options, backend: Any, controller: bool) -> str:

@@ -535,6 +535,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             marks = [pytest.mark.kernel_dtype]
             if not b.supports(dtype):
                 marks.append(pytest.mark.skip(reason=f"{dtype} is not supported on {b.arch} ({b.profile.key} profile)"))
+            elif ctx.options.numerics and dtype.startswith("fp8") and (why := _modelled_fp8_not_run(spec.name)):
+                marks.append(pytest.mark.skip(reason=f"{spec.name} {why}"))
             from suite.session import known_issues as known_mod
 
             issue = known_mod.find(ctx.known, b.name, b.arch, triton.__version__, spec.name, dtype,
@@ -713,3 +715,10 @@ class VerdictPrinter:
         elif unwritten:
             terminalreporter.write_line(terminal.visible(unwritten), red=True)
         return result
+
+
+def _modelled_fp8_not_run(kernel: str) -> str | None:
+    """Why a shipped fp8 kernel is not run under --numerics (suite/checks/numerics_fp8.py's NOT_RUN), or None."""
+    from suite.checks import numerics_fp8
+
+    return numerics_fp8.NOT_RUN.get(kernel)

@@ -82,7 +82,8 @@ FMA: dict[str, dict[str, str]] = {  # tl.fma per dtype as Triton 3.6.0 compiles 
     "amd": {"fp32": "v_fmac_f32, one rounding", "fp16": "v_fma_f16, one rounding",
             "bf16": "v_fmac_f32 on widened operands, rounded to fp32 then to bf16"},
 }
-PARTS = ("dot", "fma", "reduce order", "envelopes")  # what --numerics models, as the run file's environment.numerics.parts says
+# What --numerics models, as the run file's environment.numerics.parts says.
+PARTS = ("dot", "fma", "reduce order", "envelopes", "fp8 conversion")
 
 _CDNA2_FLUSH = "fp16 subnormal operands flushed by CDNA2's matrix cores (gfx90a)"
 _CDNA2_FLUSH_BF16 = "bf16 subnormal operands flushed by CDNA2's matrix cores (gfx90a)"
@@ -152,13 +153,18 @@ APPROX: dict[str, dict[str, Approx]] = {
                               "inputs' (read in a stored copy of the ISA)"),
     },
     "amd": {
-        "create_exp2": Approx("v_exp_f32", 2, "recalled as 1 ulp (AMD CDNA3 ISA), not read here: 2 ulp"),
+        "create_exp2": Approx("v_exp_f32", 2, "1 ulp for llvm.exp2's float instruction (LLVM's AMDGPUUsage.rst, read "
+                              "in reviews.llvm.org D153024: 'Hardware provides 1ULP accuracy for float'); not "
+                              "measured here (no AMD GPU): 2 ulp"),
         "create_exp": Approx("v_exp_f32 of x * log2(e), scaled by v_ldexp_f32", 2,
-                             "v_exp_f32's recalled 1 ulp, not read here: 2 ulp, around both 2^fl(x * log2 e) and "
-                             "exp(x) correctly rounded"),
-        "create_sqrt": Approx("v_sqrt_f32", 2, "recalled as 1 ulp, not read here: 2 ulp"),
+                             "v_exp_f32's 1 ulp (LLVM's AMDGPUUsage.rst, D153024), the product's rounding not read: "
+                             "2 ulp, around both 2^fl(x * log2 e) and exp(x) correctly rounded"),
+        "create_sqrt": Approx("v_sqrt_f32", 2, "'Instruction is 1ulp but ignores denormals' (LLVM's "
+                              "SIISelLowering.cpp, lowerFSQRTF32, read in llvm-project PR 114173); not measured "
+                              "here: 2 ulp"),
         "create_rsqrt": Approx("v_rsq_f32", 2, "recalled as 1 ulp, not read here: 2 ulp"),
-        "create_log2": Approx("v_log_f32", 2, "recalled as 1 ulp, not read here (nor what Triton emits for it): 2 ulp "
+        "create_log2": Approx("v_log_f32", 2, "1 ulp for llvm.log2's float instruction (LLVM's AMDGPUUsage.rst, read "
+                              "in reviews.llvm.org D153022), not measured here, nor what Triton emits for it: 2 ulp "
                               "of the result (near x = 1 the instruction's error may be absolute: not modelled)"),
         "create_log": Approx("v_log_f32 times ln 2", 2, "as v_log_f32, and the product's rounding, not read here: "
                              "2 ulp around log(x) correctly rounded"),

@@ -56,7 +56,7 @@ def test_the_planted_kernels_fail_where_the_model_says(tmp_path_factory, profile
     if profile is None:
         assert numerics_record is None
         return
-    assert numerics_record["parts"] == ["dot", "fma", "reduce order", "envelopes"]
+    assert numerics_record["parts"] == ["dot", "fma", "reduce order", "envelopes", "fp8 conversion"]
     assert any(m.startswith("tl.fma fp32: ") for m in numerics_record["modelled"])
     vendor_fma = "fma.rn.f32" if profile == "h100_sxm" else "v_fmac_f32"
     assert f"the case ran tl.fma fp32 fused ({vendor_fma}, one rounding)" in _message(run, "fma_cancel")

@@ -1,0 +1,20 @@
+  %9 = tail call i16 @llvm.amdgcn.raw.ptr.buffer.load.i16(ptr addrspace(8) %7, i32 %8, i32 0, i32 0)
+  %10 = and i16 %9, -32768
+  %11 = and i16 %9, 1023
+  %12 = and i16 %9, 32767
+  %13 = lshr i16 %9, 8
+  %14 = and i16 %13, 1
+  %15 = add nuw i16 %12, 127
+  %16 = add nuw i16 %15, %14
+  %17 = icmp samesign ugt i16 %12, 31615
+  %18 = select i1 %17, i16 31615, i16 %16
+  %19 = and i16 %9, 31744
+  %20 = icmp eq i16 %19, 31744
+  %21 = icmp ne i16 %11, 0
+  %22 = and i1 %20, %21
+  %23 = select i1 %22, i16 32256, i16 %18
+  %24 = or i16 %23, %10
+  %25 = lshr i16 %24, 8
+  %26 = trunc nuw i16 %25 to i8
+  %27 = tail call ptr addrspace(8) @llvm.amdgcn.make.buffer.rsrc.p8.p1(ptr addrspace(1) %1, i16 0, i64 2147483646, i32 159744)
+  tail call void @llvm.amdgcn.raw.ptr.buffer.store.i8(i8 %26, ptr addrspace(8) %27, i32 %6, i32 0, i32 0)

@@ -43,8 +43,12 @@ def try_kernel(x_ptr, y_ptr, n, MODE: tl.constexpr, BLOCK: tl.constexpr):
         y = x.to(tl.uint8).to(tl.float8e5, bitcast=True).to(tl.float32)
     elif MODE == 8:  # e4m3 codes decoded
         y = x.to(tl.uint8).to(tl.float8e4nv, bitcast=True).to(tl.float32)
-    else:  # MODE 9: FNUZ e4m3 (gfx942's own), which Triton 3.6's interpreter has no type for
+    elif MODE == 9:  # FNUZ e4m3 (gfx942's own), which Triton 3.6's interpreter has no type for
         y = x.to(tl.float8e4b8).to(tl.float32)
+    elif MODE == 10:  # fp8e4b15 (NVIDIA's older type; AMD's Triton refuses it), through the interpreter's conversion
+        y = x.to(tl.float8e4b15).to(tl.float32)
+    else:  # MODE 11: e4m3 to e5m2, fp8 to fp8
+        y = x.to(tl.float8e4nv).to(tl.float8e5).to(tl.float32)
     tl.store(y_ptr + offs, y, mask=m)
 
 
@@ -150,8 +154,9 @@ _spec("a63_sat_fp32", "fp32 near and past e4m3's max: saturating on every target
       _ref_roundtrip(torch.float8_e4m3fn))
 _spec("a63_sat_bf16", "bf16 near and past e4m3's max: saturating on every target", 0, "near_max_fp32",
       torch.bfloat16, _ref_roundtrip(torch.float8_e4m3fn))
-_spec("a63_rtz", "fp32 to e4m3 rounded toward zero: not modelled, must not be computed otherwise", 2, "e4_ties",
-      torch.float32, lambda inp, case: {"y": inp["x"].double()})
+_spec("a63_rtz", "fp32 to e4m3 rounded toward zero: not modelled, must not be computed otherwise (the reference is the "
+      "nearest-even round trip, which a silent nearest-even conversion would pass)", 2, "e4_ties", torch.float32,
+      _ref_roundtrip(torch.float8_e4m3fn))
 _spec("a63_int_to_e4", "int32 to e4m3 and back", 3, "ints", torch.int32, _ref_roundtrip(torch.float8_e4m3fn))
 _spec("a63_fp64_to_e4", "fp64 to e4m3: not modelled", 0, "e4_ties", torch.float64, _ref_roundtrip(torch.float8_e4m3fn))
 _spec("a63_e5_overflow_flag", "overflow flagged through inf: sm_90 saturates, so it never flags", 4, "e5_overflow",
@@ -186,3 +191,33 @@ register(KernelSpec(
 
 _spec("a63_fnuz", "fp32 to gfx942's FNUZ e4m3 and back", 9, "e4_ties", torch.float32,
       _ref_roundtrip(torch.float8_e4m3fnuz))
+
+# e4b15 reference: the nearest-even value of its grid (fp8e4b15: bias 15, 3 mantissa bits, no inf/NaN): a silent
+# interpreter rounding (it drops the carry) would fail some ties, pass others; the model must refuse it instead.
+_spec("a63_e4b15", "fp32 to fp8e4b15 and back: not modelled, refused (AMD's Triton refuses the type)", 10, "e4_ties",
+      torch.float32, _ref_roundtrip(torch.float8_e4m3fn))
+_spec("a63_fp8_to_fp8", "e4m3 to e5m2 (fp8 to fp8): not modelled, refused", 11, "e4_ties", torch.float32,
+      lambda inp, case: {"y": inp["x"].float().to(torch.float8_e4m3fn).to(torch.float8_e5m2).double()})
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=m), mask=m)
+
+
+def _copy_run(inp, out, cfg):
+    x, y = inp["x"], out["y"]
+    copy_kernel[(triton.cdiv(x.numel(), BLOCK),)](x.view(torch.float8_e4m3fn), y.view(torch.float8_e4m3fn), x.numel(),
+                                                  BLOCK=BLOCK)
+
+
+register(KernelSpec(
+    name="a63_e4_tensor_copy", description="bytes copied as an fp8e4nv tensor, no conversion (sm_80's Triton refuses "
+    "the type)", dims=(Dim("N", interpret_max=256, gpu_max=4096, blocks=(BLOCK,)),), dtypes=("uint8",),
+    make_inputs=lambda case, device: {"x": inputs.place(torch.randint(0, 256, (case.shape["N"],), generator=inputs.generator(
+        case)).to(torch.uint8), case, device)},
+    outputs=("y",), make_outputs=lambda inp, case: {"y": torch.empty_like(inp["x"])}, run=_copy_run,
+    reference=lambda inp, case: {"y": inp["x"].double()}, tolerance=Tolerance(safety=0.0),
+    default_config={"interpret": {}}, value_classes=("normal",), no_contract_probe=NO_PROBE))

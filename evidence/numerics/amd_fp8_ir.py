@@ -61,8 +61,7 @@ def conversion_ir(arch: str, src: str, dst: str) -> str:
 def _value(token: str, env: dict[str, np.ndarray]) -> np.ndarray | int:
     token = token.strip()
     if token.startswith("%"):
-        # A name defined before the input's load (a lane id, an address) cannot depend on the input: 0.
-        return env.get(token, 0)
+        return env[token]
     if token in ("true", "false"):
         return int(token == "true")
     if token.startswith(("0xH", "0xR")):
@@ -88,26 +87,47 @@ def _is_nan(bits: np.ndarray, ty: str) -> np.ndarray:
 
 
 def run(ir: str, source_bits: np.ndarray) -> np.ndarray:
-    """The conversion's IR executed on the inputs' bit patterns (int64 array): the stored bytes (uint8)."""
-    env: dict[str, np.ndarray] = {}
-    out = None
+    """The conversion's IR executed on the inputs' bit patterns (int64 array): the stored values (uint8 bytes, or
+    fp32 for a decode). Only what the stored value depends on is executed (addresses and descriptors are not); a
+    name it depends on that the IR does not define, other than the loaded input, is an error."""
+    defs: dict[str, str] = {}
+    out = load = None
     for line in ir.splitlines():
         if "buffer.store" in line:
-            out = env[re.search(r"\((?:i8|float) (%[\w.]+),", line).group(1)]
+            out = re.search(r"\((?:i8|float) (%[\w.]+),", line).group(1)
             break
         m = _ASSIGN.match(line)
         if not m:
             raise ValueError(f"not understood: {line}")
-        name, expr = m.groups()
+        defs[m.group(1)] = m.group(2)
+        if "buffer.load" in m.group(2):
+            load = m.group(1)
+    if out is None or load is None:
+        raise ValueError("no input load and i8 or float store in the IR")
+    needed: set[str] = set()
+    todo = [out]
+    while todo:
+        name = todo.pop()
+        if name in needed:
+            continue
+        needed.add(name)
+        if name == load:
+            continue
+        if name not in defs:
+            raise ValueError(f"{name}, which the stored value depends on, is not defined in the conversion's IR")
+        todo += re.findall(r"%[\w.]+", defs[name])
+    env: dict[str, np.ndarray] = {}
+    for name, expr in defs.items():
+        if name not in needed:
+            continue
         try:
             env[name] = _eval(expr, env, source_bits)
         except (AttributeError, KeyError, ValueError) as exc:
-            raise ValueError(f"not understood: {line.strip()} ({exc!r})") from exc
-    if out is None:
-        raise ValueError("no i8 or float store in the IR")
+            raise ValueError(f"not understood: {name} = {expr} ({exc!r})") from exc
+    value = env[out]
     if "buffer.store.f32" in ir:
-        return (np.asarray(out, dtype=np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
-    return (np.asarray(out, dtype=np.int64) & 0xFF).astype(np.uint8)
+        return (np.asarray(value, dtype=np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
+    return (np.asarray(value, dtype=np.int64) & 0xFF).astype(np.uint8)
 
 
 def _eval(expr: str, env: dict[str, np.ndarray], source_bits: np.ndarray) -> np.ndarray:
@@ -115,8 +135,6 @@ def _eval(expr: str, env: dict[str, np.ndarray], source_bits: np.ndarray) -> np.
     op = words[0]
     if "buffer.load" in expr:
         return np.asarray(source_bits, dtype=np.int64)
-    if "make.buffer.rsrc" in expr:  # the output's buffer descriptor: an address, not a value
-        return np.zeros(1, dtype=np.int64)
     if op == "extractelement" and not expr.endswith("i64 0"):
         raise ValueError(f"only element 0 is read here: {expr}")
     if op in ("bitcast", "extractelement"):

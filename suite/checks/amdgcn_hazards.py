@@ -178,12 +178,13 @@ _CHECKOUT = Path(__file__).resolve().parents[2]
 def here(file: str | None) -> str | None:
     """A compiled kernel's source file as it is on this machine. Triton's on-disk cache is keyed by the source, not its
     path: a kernel first compiled from another checkout (an earlier clone, since removed) carries that checkout's path
-    in its debug lines. Where that file no longer exists, the longest tail of its path that names a file of this
-    checkout is read instead; otherwise the path is kept (a file that exists is never replaced)."""
+    in its debug lines. Where that file no longer exists, the longest tail of its path, of a directory and a file at
+    least, that names a file of this checkout is read instead; otherwise the path is kept (a file that exists is never
+    replaced, a bare file name never matched)."""
     if not file or Path(file).is_file():
         return file
     parts = Path(file).parts
-    for i in range(1, len(parts)):
+    for i in range(0 if not Path(file).is_absolute() else 1, len(parts) - 1):
         candidate = _CHECKOUT.joinpath(*parts[i:])
         if candidate.is_file():
             return str(candidate)

@@ -44,6 +44,7 @@ TORCH_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.flo
                 "fp8e4nv": torch.float8_e4m3fn, "fp8e5": torch.float8_e5m2, "fp8e4b8": torch.float8_e4m3fnuz,
                 "fp8e5b16": torch.float8_e5m2fnuz}
 SUBNORMAL_BELOW = {"fp16": 2.0**-14, "bf16": 2.0**-126}
+FP8_NAMES = {t: name for name, t in TORCH_DTYPES.items() if name.startswith("fp8")}
 
 
 class NotModelled(Exception):  # noqa: N818 - it names what the model lacks
@@ -291,8 +292,8 @@ def flush_note(seen: dict[str, int], ran: dict[str, int] | None = None) -> str:
     if ran:
         what = "; ".join(f"{why} x{n}" for why, n in ran.items())
         note += (f"\nnote: modelled as {active.profile} ({active.model.arch}), the case ran {what}: its result is "
-                 f"that GPU's rounding and order (--numerics), which the plain interpreter's (two roundings, numpy's "
-                 f"pairwise sum) need not match (docs/hazards.md)")
+                 f"that GPU's rounding and order (--numerics), which the plain interpreter's arithmetic (an fma's "
+                 f"two roundings, numpy's pairwise sum, its own fp8 rounding) need not match (docs/hazards.md)")
     return note
 
 
@@ -354,6 +355,10 @@ def _install_elementwise(active: Numerics, setter: Any) -> None:
 
     @functools.wraps(run)
     def launched(self, *args, **kwargs):
+        for arg in (*args, *kwargs.values()):  # an fp8 tensor of a type the target's Triton refuses
+            name = FP8_NAMES.get(getattr(arg, "dtype", None))
+            if name and (why := numerics_fp8.unsupported(active.model.arch, name)):
+                raise NotModelled(why)
         before, active.num_warps = active.num_warps, int(kwargs.get("num_warps") or 4)
         try:
             return run(self, *args, **kwargs)
@@ -367,7 +372,7 @@ def _install_elementwise(active: Numerics, setter: Any) -> None:
 
 def _install_fp8(active: Numerics, setter: Any) -> None:
     """Route float <-> OCP fp8 conversions through ``active``: to fp8 as the target's compiled code converts
-    (suite/checks/numerics_fp8.py), from fp8 exactly (every target decodes exactly: an H200 for every code, the shipped
+    (suite/checks/numerics_fp8.py), from fp8 exactly (sm_90 decodes exactly: an H200 for every code, the shipped
     fp8_codes kernel; gfx90a and gfx942 their LLVM IR, evidence/numerics/amd_fp8_ir.py)."""
     from triton.runtime import interpreter
 
@@ -377,16 +382,22 @@ def _install_fp8(active: Numerics, setter: Any) -> None:
     @functools.wraps(fp_to_fp)
     def modelled_fp_to_fp(self, src, dst_type, rounding_mode=None, *rest, **kwargs):
         source, dest = src.dtype.scalar.name, dst_type.scalar.name
+        if not (source.startswith("fp8") or dest.startswith("fp8")):
+            return fp_to_fp(self, src, dst_type, rounding_mode, *rest, **kwargs)
+        arch = active.model.arch
+        for fp8 in (source, dest):
+            if why := numerics_fp8.unsupported(arch, fp8):
+                raise NotModelled(why)
         if dest in numerics_fp8.OCP_MAX and not source.startswith("fp8"):
             bits = active.to_fp8(src.data, source, dest, rounding_mode == rtz)
             return interpreter.TensorHandle(bits.astype(np.uint8), dst_type.scalar)
-        if source in numerics_fp8.OCP_MAX and not dest.startswith("fp8") and dest in ("fp32", "fp16", "bf16"):
-            if why := numerics_fp8.unsupported(active.model.arch, source):
-                raise NotModelled(why)
+        if source in numerics_fp8.OCP_MAX and dest in ("fp32", "fp16", "bf16"):
             wide = numerics_fp8.decode(src.data, source)
             data = interpreter_bf16.narrow(wide) if dest == "bf16" else wide.astype(np.float16 if dest == "fp16"
                                                                                     else np.float32)
             return interpreter.TensorHandle(data, dst_type.scalar)
-        return fp_to_fp(self, src, dst_type, rounding_mode, *rest, **kwargs)
+        # Never the interpreter's own fp8 rounding (it drops the carry into the exponent, hazard 14).
+        raise NotModelled(f"{source} -> {dest} on {arch} is not modelled (to and from fp8e4nv and fp8e5, with fp32, "
+                          f"fp16 and bf16, are)")
 
     setter(interpreter.InterpreterBuilder, "create_fp_to_fp", modelled_fp_to_fp)

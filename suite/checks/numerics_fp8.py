@@ -1,7 +1,8 @@
 """``--numerics=PROFILE``: float -> fp8 conversions computed as the profile's compiled code computes them.
 
 Triton 3.6.0's own output for each modelled target (a 64-element ``x.to(tl.float8e4nv)``/``x.to(tl.float8e5)`` per
-source type, compiled on the CPU; the instructions and the source of each figure are in docs/hazards.md, hazard 14):
+source type, compiled on the CPU; the instructions and the source of each figure are in docs/hazards.md, "fp8
+conversions, per target"):
 
 - **sm_90**: ``cvt.rn.satfinite.e4m3x2.f32``/``.e5m2x2.f32`` (fp16 sources ``.f16x2``; bf16 widened to fp32 first):
   one rounding to nearest even, a finite result beyond the format's largest (and an infinity) saturated to it, every
@@ -15,18 +16,21 @@ source type, compiled on the CPU; the instructions and the source of each figure
   on fp32 inputs of every sign and exponent, with the mantissas at and around every rounding boundary.
 - **sm_80**: no fp8e4nv (Triton refuses the type there). To fp8e5 there is no ``cvt``: fp32 goes to fp16 rounded
   toward zero (``cvt.rz.f16.f32``), and fp16's bits are rounded half away from zero by an integer add (``and``
-  ``0xfffefffe``, ``add 0x00800080``, the high byte kept): two roundings, no saturation (past 57344 is inf). bf16 goes
+  ``0xfffefffe``, ``add 0x00800080``, the high byte kept): two roundings, no saturation (from 61440 up is inf). bf16 goes
   through another integer routine, which clamps its bits to ``[0x3800, 0x57e0]`` before the same half-away rounding:
   values from 2**-15 down are flushed to zero, and it keeps one exponent bit too many, so that from 2**17 up the
   exponent overflows into the sign bit (131072 becomes -0.0). The routines' own instruction text was run on an H200
   beside these translations (the same evidence script).
 
 The interpreter holds fp8 values as their uint8 bits, bf16 as uint16 bits; these functions take and give the same.
-A source type or target not listed raises :class:`numerics.NotModelled` (through the caller), never some other
-rounding.
+A conversion not listed (another fp8 type, fp8 to fp8, an fp64 source or destination, round-toward-zero) and an fp8
+type the target's Triton refuses fail the case through :class:`numerics.NotModelled`, never some other rounding
+(docs/hazards.md, "fp8 conversions, per target").
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 import torch
@@ -103,11 +107,25 @@ def sm80_e5_from_bf16_bits(b: torch.Tensor) -> torch.Tensor:
     return ((((mag + 0x10 - 0x3800) << 3) >> 8) & 0xFF | sign).to(torch.uint8)
 
 
+@functools.cache
+def triton_fp8_types(arch: str) -> tuple[str, ...]:
+    """The fp8 types the installed Triton compiles for ``arch`` (its backend's ``supported_fp8_dtypes``)."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import make_backend
+
+    target = GPUTarget("cuda", int(arch.removeprefix("sm_")), 32) if arch.startswith("sm_") else GPUTarget("hip", arch, 64)
+    return tuple(make_backend(target).parse_options({}).supported_fp8_dtypes)
+
+
 def unsupported(arch: str, dtype: str) -> str | None:
-    """Why ``arch``'s Triton refuses an fp8 type a kernel uses (a conversion, a bitcast, a decode), or None."""
-    if arch == "sm_80" and dtype == "fp8e4nv":
-        return "Triton 3.6.0 refuses fp8e4nv on sm_80 ('type fp8e4nv not supported in this architecture')"
-    return None
+    """Why ``arch``'s Triton refuses an fp8 type a kernel uses (a conversion, a bitcast, a decode, a tensor argument),
+    or None: the type is not among the backend's supported fp8 types (sm_80: fp8e4b15 and fp8e5 only)."""
+    import triton
+
+    if not dtype.startswith("fp8") or dtype in (known := triton_fp8_types(arch)):
+        return None
+    return (f"Triton {triton.__version__} refuses {dtype} on {arch} ('type {dtype} not supported in this "
+            f"architecture'; it takes {', '.join(known)})")
 
 
 def decode(bits: np.ndarray, src: str) -> np.ndarray:

@@ -110,7 +110,7 @@ def test_sm80s_bf16_routine_overflows_into_the_sign():
 
 
 FIXTURE = ("suite/test_kernels.py", "--kernel-module=tests/fixtures/numerics_fp8.py",
-           "--kernels=e4m3_fake_quant,e5m2_fake_quant,e4m3_decode", "-n", "0")
+           "--kernels=e4m3_fake_quant,e5m2_fake_quant,e4m3_decode,e4m3_tensor_copy", "-n", "0")
 
 
 def _run(tmp_path: Path, profile: str) -> SuiteRun:
@@ -125,7 +125,8 @@ def _outcomes(run: SuiteRun) -> dict[str, str]:
 def test_fake_quantizers_pass_modelled_as_sm_90(tmp_path):
     run = _run(tmp_path, "h100_sxm")
     assert run.returncode == 0, run.output[-3000:]
-    assert _outcomes(run) == {"e4m3_fake_quant": "passed", "e5m2_fake_quant": "passed", "e4m3_decode": "passed"}
+    assert _outcomes(run) == {"e4m3_fake_quant": "passed", "e5m2_fake_quant": "passed", "e4m3_decode": "passed",
+                              "e4m3_tensor_copy": "passed"}
     assert "fp8 conversion" in run.run_data()["environment"]["numerics"]["parts"]
 
 
@@ -142,9 +143,23 @@ def test_a_fake_quantizer_fails_where_the_target_converts_otherwise_naming_how(t
     assert outcomes[failing] == "failed", outcomes
     if profile == "mi300x":
         assert outcomes["e5m2_fake_quant"] == "passed" and outcomes["e4m3_decode"] == "passed", outcomes
-    else:  # sm_80: fp8e4nv refused, a decode of it too (Triton 3.6.0 refuses the type there)
-        decode = [c for c in run.run_data()["cases"] if c["kernel"] == "e4m3_decode" and c["outcome"] == "failed"]
-        assert decode and "refuses fp8e4nv on sm_80" in decode[0]["message"], outcomes
+    else:  # sm_80: fp8e4nv refused, a decode of it and a tensor of it too (Triton 3.6.0 refuses the type there)
+        for kernel in ("e4m3_decode", "e4m3_tensor_copy"):
+            cases = [c for c in run.run_data()["cases"] if c["kernel"] == kernel and c["outcome"] == "failed"]
+            assert cases and "refuses fp8e4nv on sm_80" in cases[0]["message"], (kernel, outcomes)
     failed = [c for c in run.run_data()["cases"] if c["kernel"] == failing and c["outcome"] == "failed"]
     assert failed and cause in failed[0]["message"], failed[0]["message"] if failed else run.output[-3000:]
     assert f"modelled as {profile} ({arch})" in failed[0]["message"]
+
+
+def test_a_conversion_the_model_has_none_for_fails_naming_it(tmp_path):
+    """fp8e4b15 and fp8 -> fp8 under sm_90's model: refused by name, never the interpreter's own fp8 rounding (which
+    drops the carry into the exponent) passed off as the GPU's."""
+    run = start_suite_run("suite/test_kernels.py", "--kernel-module=tests/fixtures/numerics_fp8.py",
+                          "--kernels=e4b15_round_trip,e4m3_to_e5m2", "-n", "0", "--numerics=h100_sxm",
+                          results_dir=tmp_path / "runs", env={"SUITE_SHRINK_SECONDS": "3"})
+    assert run.returncode == 1, run.output[-3000:]
+    assert _outcomes(run) == {"e4b15_round_trip": "failed", "e4m3_to_e5m2": "failed"}
+    messages = {c["kernel"]: c["message"] for c in run.run_data()["cases"] if c["outcome"] == "failed"}
+    assert "fp32 -> fp8e4b15 on sm_90 is not modelled" in messages["e4b15_round_trip"], messages
+    assert "fp8e4nv -> fp8e5 on sm_90 is not modelled" in messages["e4m3_to_e5m2"], messages

@@ -180,16 +180,26 @@ def test_what_readmes_commands_leave_out_runs_in_ci_after_them(ci):
 def test_too_little_disk_fails_ci_at_once_naming_what_is_free_and_needed(ci, where):
     """A machine whose disk is nearly full (the checkout's, or TMPDIR's where it is another) stops before any install,
     saying how much is free where and how much CI needs, not minutes later in pip's "No space left on device"."""
+    scratch = ci.repo.parent / "scratch"  # a TMPDIR that exists, on another disk as the stand-in df says
+    scratch.mkdir(exist_ok=True)
     env = {"DF_FREE_KB": str(9 * 2**20)} if where == "checkout" else \
-        {"DF_TMP_MOUNT": "/scratch", "DF_TMP_FREE_KB": str(3 * 2**20), "TMPDIR": "/scratch/t"}
+        {"DF_TMP_MOUNT": "/scratch", "DF_TMP_FREE_KB": str(3 * 2**20), "TMPDIR": str(scratch)}
     proc, steps = ci(**env)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     said = proc.stderr.strip().splitlines()[-1]
     if where == "checkout":
-        assert said.startswith("ci: FAILED: 9 GB free on the disk of ") and "CI needs about 10 GB there" in said, said
+        assert said.startswith("ci: FAILED: 9.0 GB free on the disk of ") and "CI needs about 10 GB there" in said, said
     else:
-        assert said.startswith("ci: FAILED: 3 GB free in TMPDIR (/scratch/t); pip's downloads need about 4 GB"), said
+        assert said.startswith(f"ci: FAILED: 3.0 GB free in TMPDIR ({scratch}); pip's downloads need about 4 GB"), said
     assert steps == [] and "ci: at" not in proc.stdout, (steps, proc.stdout)
-    # 10 GB free runs on (and TMPDIR on the checkout's own disk is judged with it, however little it has alone).
+    # 10 GB free runs on (and TMPDIR on the checkout's own disk is judged with it, however little it has alone);
+    # 1 KB less does not.
     proc, steps = ci(DF_FREE_KB=str(10 * 2**20), DF_TMP_FREE_KB=str(2**20))
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc, steps = ci(DF_FREE_KB=str(10 * 2**20 - 1))
+    assert proc.returncode == 1 and "9.9 GB free" in proc.stderr, proc.stderr
+
+
+def test_a_tmpdir_that_does_not_exist_fails_ci_at_once(ci, tmp_path):
+    proc, steps = ci(TMPDIR=str(tmp_path / "no-such-dir"))
+    assert proc.returncode == 1 and "is not a directory" in proc.stderr and steps == [], proc.stderr

@@ -131,7 +131,7 @@ def unsupported(arch: str, dtype: str) -> str | None:
 def decode(bits: np.ndarray, src: str) -> np.ndarray:
     """OCP fp8 bits (uint8) as the fp32 values they encode, exactly (a NaN as NaN, e5m2's infinities as inf)."""
     arr = np.ascontiguousarray(np.asarray(bits, dtype=np.uint8))
-    return torch.from_numpy(arr).view(OCP_TORCH[src]).to(torch.float32).numpy()
+    return torch.from_numpy(arr).view(OCP_TORCH[src]).to(torch.float32).numpy().reshape(np.shape(bits))
 
 
 def convert(values: np.ndarray, src: str, dst: str, arch: str, vendor: str) -> np.ndarray | str:
@@ -158,4 +158,4 @@ def convert(values: np.ndarray, src: str, dst: str, arch: str, vendor: str) -> n
         if vendor == "amd" and src == "fp16" and dst == "fp8e4nv":
             sign = ((wide.view(torch.int32) >> 24) & 0x80).to(torch.uint8)
             out = torch.where(amd_fp16_e4m3_nan(wide), sign | 0x7F, out)
-    return out.numpy().reshape(arr.shape)
+    return out.numpy().reshape(np.shape(values))  # a 0-d array stays 0-d (ascontiguousarray made it 1-d)

@@ -163,3 +163,12 @@ def test_a_conversion_the_model_has_none_for_fails_naming_it(tmp_path):
     messages = {c["kernel"]: c["message"] for c in run.run_data()["cases"] if c["outcome"] == "failed"}
     assert "fp32 -> fp8e4b15 on sm_90 is not modelled" in messages["e4b15_round_trip"], messages
     assert "fp8e4nv -> fp8e5 on sm_90 is not modelled" in messages["e4m3_to_e5m2"], messages
+
+
+def test_a_conversion_keeps_its_operands_shape():
+    """The interpreter's values of any shape, a 0-d scalar included, come back in that shape (126.5 rounds up into the
+    next power of two, 128, which the interpreter's own conversion gets wrong)."""
+    assert numerics_fp8.convert(np.float32(126.5), "fp32", "fp8e4nv", "sm_90", "nvidia").shape == ()
+    assert numerics_fp8.decode(numerics_fp8.convert(np.float32(126.5), "fp32", "fp8e4nv", "sm_90", "nvidia"),
+                               "fp8e4nv") == np.float32(128.0)
+    assert numerics_fp8.convert(np.ones((2, 3), np.float16), "fp16", "fp8e5", "gfx942", "amd").shape == (2, 3)

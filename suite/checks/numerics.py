@@ -288,7 +288,7 @@ def flush_note(seen: dict[str, int], ran: dict[str, int] | None = None) -> str:
         what = "; ".join(f"{why} ({n} element{'s' if n != 1 else ''})" for why, n in converted.items())
         note += (f"\nnote: modelled as {active.profile} ({active.model.arch}): {what}. This is the modelled GPU's "
                  f"compiled conversion (--numerics), not the kernel's bug alone: the kernel's result depends on "
-                 f"values that GPU converts otherwise (docs/hazards.md, hazard 14)")
+                 f"values that GPU converts otherwise (docs/hazards.md, fp8 conversions, per target)")
     if ran:
         what = "; ".join(f"{why} x{n}" for why, n in ran.items())
         note += (f"\nnote: modelled as {active.profile} ({active.model.arch}), the case ran {what}: its result is "

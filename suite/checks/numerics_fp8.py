@@ -35,6 +35,8 @@ import functools
 import numpy as np
 import torch
 
+from suite.checks import interpreter_bf16
+
 OCP_MAX = {"fp8e4nv": 448.0, "fp8e5": 57344.0}
 OCP_TORCH = {"fp8e4nv": torch.float8_e4m3fn, "fp8e5": torch.float8_e5m2}
 # The NaN each target's conversion stores: sm_90's cvt 0x7F for every NaN, its sign dropped (an H200, on every input);
@@ -71,9 +73,7 @@ def amd_fp16_e4m3_nan(x: torch.Tensor) -> torch.Tensor:
 
 def source_as_fp32(values: np.ndarray, src: str) -> np.ndarray:
     """The interpreter's source values as fp32 (exact for fp32, fp16 and bf16 bits)."""
-    if src == "bf16":
-        return (np.asarray(values, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
-    return np.asarray(values).astype(np.float32)
+    return interpreter_bf16.widen(values) if src == "bf16" else np.asarray(values).astype(np.float32)
 
 
 def rne_satfinite(x: torch.Tensor, dst: str, vendor: str) -> torch.Tensor:

@@ -738,6 +738,8 @@ def repro_prefix(ctx: Any, nodeid: str, launcher: list[str] | None = None) -> li
         parts.append(f"--known-issues={opts.known_issues}")
     if opts.no_memcheck:  # the memory checker changes how an out-of-bounds store is reported
         parts.append("--no-memcheck")
+    if opts.numerics:  # the modelled GPU's arithmetic: without it the case computes as the plain interpreter does
+        parts.append(f"--numerics={opts.numerics}")
     return parts
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ import torch
 import triton
 
 from suite.checks import numerics_fp8
-from tests.conftest import ROOT, SuiteRun, start_suite_run
+from tests.conftest import ROOT, SuiteRun, run_python, start_suite_run
 
 EVIDENCE = ROOT / "evidence" / "numerics"
 sys.path.insert(0, str(EVIDENCE))
@@ -150,6 +151,14 @@ def test_a_fake_quantizer_fails_where_the_target_converts_otherwise_naming_how(t
     failed = [c for c in run.run_data()["cases"] if c["kernel"] == failing and c["outcome"] == "failed"]
     assert failed and cause in failed[0]["message"], failed[0]["message"] if failed else run.output[-3000:]
     assert f"modelled as {profile} ({arch})" in failed[0]["message"]
+    # Its reproduction line reruns it modelled as the same GPU (without --numerics it would be the plain interpreter's
+    # arithmetic), and fails again for the same cause.
+    line = shlex.split(failed[0]["repro"])
+    assert f"--numerics={profile}" in line, line
+    args = line[line.index(next(a for a in line if a.startswith("suite/test_kernels.py"))):]
+    again = run_python("pytest", "-p", "no:cacheprovider", "--no-results", *args,
+                       env={k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "SUITE_LAUNCHER")})
+    assert again.returncode == 1 and cause in again.stdout, again.stdout[-3000:] + again.stderr[-2000:]
 
 
 def test_a_conversion_the_model_has_none_for_fails_naming_it(tmp_path):

@@ -124,3 +124,60 @@ def test_a_one_character_change_to_a_jit_body_makes_its_entries_stale(monkeypatc
     assert "matmul" in stale and all("kernel source changed since tuning" in why for why in stale["matmul"]), stale
     assert not {"attention", "softmax", "vector_add"} & set(stale)  # kernels outside the file are untouched
     assert "--retune=" in retune_advice(path, stale) and "matmul" in retune_advice(path, stale)
+
+
+@pytest.mark.parametrize(("old", "new", "stale"), [
+    # inside _make_inputs: what the suite draws, not the code a config was timed on
+    (b"ignored[0] = False", b"ignored[0] = True ", False),
+    # inside _reference and _magnitude: how the suite judges
+    (b"loss = lse - x.gather(1, target[:, None])[:, 0]", b"loss = lse - x.gather(1, target[:, None])[:, 1]", False),
+    (b"spread = 1.0 + lse.abs()", b"spread = 2.0 + lse.abs()", False),
+    # the launch and the kernel: a config timed on the old code is stale
+    (b"options.setdefault(\"num_warps\", min(max(block // 256, 1), 8))",
+     b"options.setdefault(\"num_warps\", min(max(block // 128, 1), 8))", True),
+    (b"valid = target != ignore_index", b"valid = target >= ignore_index", True),
+    # a line outside every function (an import, a constant) counts too
+    (b"IGNORE_INDEX = -100", b"IGNORE_INDEX = -101", True),
+])
+def test_an_edit_to_a_specs_draws_or_judging_keeps_its_entries_and_any_other_does_not(monkeypatch, old, new, stale):
+    """The source hash leaves out the spec's own make_inputs, reference, magnitude and torch_baseline (a cross_entropy
+    case of one row whose row the draw ignored was a broken spec: its fix needed no retune); any other edit of the
+    file, in the launcher, the kernel or at module level, makes the entries stale."""
+    from pathlib import Path
+
+    source_file = ROOT / "kernels" / "cross_entropy.py"
+    source = source_file.read_bytes()
+    assert source.count(old) == 1, old
+    planted = source.replace(old, new)
+
+    class PlantedPath(type(Path())):
+        def read_bytes(self):
+            return planted if self.resolve() == source_file.resolve() else super().read_bytes()
+
+    path = next(p for p in CACHES if p.name == "sm_90.json")
+    assert stale_entries(path) == {}
+    monkeypatch.setattr(autotune, "Path", PlantedPath)
+    assert ("cross_entropy" in stale_entries(path)) is stale
+
+
+def test_a_judging_function_the_launcher_calls_stays_in_the_hash():
+    """A launcher that calls its spec's reference (a torch path inside the launch) times that code: an edit there is
+    an edit of the launch."""
+    from kernels.spec import KernelSpec
+
+    def _reference(inputs, case):
+        return {}
+
+    def _make_inputs(case, device):
+        return {}
+
+    def run(inputs, outputs, case, config):
+        return _reference(inputs, case)
+
+    spec = KernelSpec.__new__(KernelSpec)
+    for name, value in {"run": run, "make_inputs": _make_inputs, "reference": _reference, "torch_baseline": None,
+                        "tolerance": None}.items():
+        object.__setattr__(spec, name, value)
+    lines = autotune._judging_lines(spec, __file__)
+    make_start = _make_inputs.__code__.co_firstlineno
+    assert make_start in lines and _reference.__code__.co_firstlineno not in lines

@@ -73,43 +73,9 @@ def device_profile(backend: Any) -> str | None:
     return None if representative is None or profile.key == representative else profile.key
 
 
-def _names_in(code: Any) -> set[str]:
-    """Every global, attribute and enclosing-scope name a code object and the code nested in it name."""
-    if code is None:
-        return set()
-    names = set(code.co_names) | set(code.co_freevars)
-    for const in code.co_consts:
-        if inspect.iscode(const):
-            names |= _names_in(const)
-    return names
-
-
-def _judging_lines(spec: KernelSpec, path: str) -> set[int]:
-    """The line numbers (1-based) in ``path`` of the spec's own drawing and judging functions: ``make_inputs``,
-    ``reference``, the tolerance's ``magnitude`` and ``torch_baseline``, where each is a named function of that file.
-    None of them is the kernel or its launch: an edit there changes what the suite draws and how it judges, never the
-    code a config was timed on. A lambda is never left out (its lines hold the spec's other fields too), nor a
-    function the launcher names."""
-    lines: set[int] = set()
-    tolerance = getattr(spec, "tolerance", None)
-    named = _names_in(getattr(spec.run, "__code__", None))  # a function the launcher calls is the launch's
-    for fn in (spec.make_inputs, spec.reference, getattr(tolerance, "magnitude", None), spec.torch_baseline):
-        if not inspect.isfunction(fn) or fn.__name__ == "<lambda>" or fn.__name__ in named:
-            continue
-        try:
-            if inspect.getsourcefile(fn) != path:
-                continue
-            source, start = inspect.getsourcelines(fn)
-        except (OSError, TypeError):
-            continue
-        lines.update(range(start, start + len(source)))
-    return lines
-
-
 def source_hash(spec: KernelSpec) -> str:
     """Hash of the source file that defines the kernel's launch (and, for the built-in kernels, its
-    @triton.jit function), less the spec's own drawing and judging functions in it (``_judging_lines``): any other
-    edit there makes the kernel's entries stale."""
+    @triton.jit function): any edit there makes the kernel's entries stale."""
     files = []
     from kernels.spec import unwrap_jit
 
@@ -122,10 +88,7 @@ def source_hash(spec: KernelSpec) -> str:
             files.append(path)
     digest = hashlib.sha256()
     for path in files:
-        skip = _judging_lines(spec, path)
-        kept = [line for number, line in enumerate(Path(path).read_bytes().splitlines(keepends=True), 1)
-                if number not in skip]
-        digest.update(b"".join(kept))
+        digest.update(Path(path).read_bytes())
     return digest.hexdigest()[:16]
 
 

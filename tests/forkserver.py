@@ -74,10 +74,16 @@ if child:
     os.chdir(req["cwd"])
     os.environ.clear()
     os.environ.update(req["env"])
-    sys.path[0] = req["cwd"]  # what `python -m` puts first
-    sys.argv = [sys.argv[0], *req["args"]]
-    sys.orig_argv = [sys.executable, "-m", req["module"], *req["args"]]
-    runpy.run_module(req["module"], run_name="__main__", alter_sys=True)
+    if "script" in req:  # `python SCRIPT ARGS`: the script's directory first on the path, as Python puts it
+        sys.path[0] = os.path.dirname(os.path.abspath(req["script"]))
+        sys.argv = [req["script"], *req["args"]]
+        sys.orig_argv = [sys.executable, req["script"], *req["args"]]
+        runpy.run_path(req["script"], run_name="__main__")
+    else:
+        sys.path[0] = req["cwd"]  # what `python -m` puts first
+        sys.argv = [sys.argv[0], *req["args"]]
+        sys.orig_argv = [sys.executable, "-m", req["module"], *req["args"]]
+        runpy.run_module(req["module"], run_name="__main__", alter_sys=True)
 """
 
 
@@ -139,16 +145,18 @@ class ForkServer:
         return json.loads(line)
 
     def run(self, module: str, args: list[str], cwd: Path, env: dict[str, str],
-            timeout: float | None) -> subprocess.CompletedProcess:
-        """``python -m module *args`` in ``cwd`` with ``env``, forked; as ``subprocess.run(..., capture_output=True,
-        text=True, timeout=timeout)`` would return (or raise ``TimeoutExpired``, the run killed)."""
-        cmd = [sys.executable, "-m", module, *args]
+            timeout: float | None, script: str | None = None) -> subprocess.CompletedProcess:
+        """``python -m module *args`` (or ``python script *args`` where ``script`` is given) in ``cwd`` with ``env``,
+        forked; as ``subprocess.run(..., capture_output=True, text=True, timeout=timeout)`` would return (or raise
+        ``TimeoutExpired``, the run killed)."""
+        cmd = [sys.executable, *((script,) if script else ("-m", module)), *args]
         with self.lock, tempfile.TemporaryDirectory(prefix="harness-run-") as tmp:
             out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
             out.touch()
             err.touch()
             proc = self._start(cwd)
-            proc.stdin.write(json.dumps({"module": module, "args": args, "cwd": str(cwd), "env": env,
+            what = {"script": script} if script else {"module": module}
+            proc.stdin.write(json.dumps({**what, "args": args, "cwd": str(cwd), "env": env,
                                          "stdout": str(out), "stderr": str(err)}) + "\n")
             proc.stdin.flush()
             pid = self._reply(proc, None)["pid"]
@@ -176,3 +184,13 @@ def run_python_module(module: str, args: list[str], cwd: Path, env: dict[str, st
         return SERVER.run(module, args, cwd, env, timeout)
     return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, env=env)
+
+
+def run_python_script(script: str, args: list[str], cwd: Path, env: dict[str, str],
+                      timeout: float | None = None) -> subprocess.CompletedProcess:
+    """``python script *args`` in ``cwd`` (``script`` relative to it or absolute): forked from the server where it
+    fits, else a fresh process; what ``subprocess.run`` with ``capture_output=True, text=True`` returns."""
+    if SERVER.fits(env):
+        return SERVER.run("", args, cwd, env, timeout, script=str(Path(cwd, script)))
+    return subprocess.run([sys.executable, script, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env=env)

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import forkserver
+
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "export_planted.py"
 STORE = "tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=mask)"
 PLANTS = {
@@ -30,8 +32,7 @@ def rerun(folder: Path, *args: str) -> subprocess.CompletedProcess:
     """repro.py as someone without the suite runs it: from its folder, no PYTHONPATH, the suite's root not on the path;
     on the interpreter, as the case was exported, also on a GPU machine (tests/tools/test_export_repro.py runs one there)."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRITON_INTERPRET")}
-    return subprocess.run([sys.executable, "repro.py", "--interpret", *args], cwd=folder, env=env, capture_output=True,
-                          text=True, timeout=300)
+    return forkserver.run_python_script("repro.py", ["--interpret", *args], folder, env, timeout=300)
 
 
 @pytest.mark.parametrize("plant", sorted(PLANTS))

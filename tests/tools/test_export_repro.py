@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forkserver
 from tests.conftest import SuiteRun, start_suite_run
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
@@ -38,8 +39,11 @@ def rerun(folder: Path, *args: str, python: tuple[str, ...] = (sys.executable,),
     """repro.py as someone without the suite runs it: from its folder, no PYTHONPATH, no TRITON_INTERPRET; on the
     interpreter (as the exports are made) unless ``gpu``, on a GPU machine too."""
     base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRITON_INTERPRET")}
-    return subprocess.run([*python, "repro.py", *args, *(() if gpu else ("--interpret",))], cwd=folder,
-                          env={**base, **(env or {})}, capture_output=True, text=True, timeout=timeout)
+    argv = [*args, *(() if gpu else ("--interpret",))]
+    if python == (sys.executable,):  # forked from a process that imported torch already, where the environment fits
+        return forkserver.run_python_script("repro.py", argv, folder, {**base, **(env or {})}, timeout)
+    return subprocess.run([*python, "repro.py", *argv], cwd=folder, env={**base, **(env or {})}, capture_output=True,
+                          text=True, timeout=timeout)
 
 
 def said(res: subprocess.CompletedProcess) -> str:

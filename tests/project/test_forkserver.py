@@ -49,6 +49,20 @@ def test_a_forked_run_is_what_a_fresh_process_gives(probe_dir):
     assert forked.args == [sys.executable, "-m", "fs_probe", "a", "b c"]
 
 
+
+def test_a_forked_script_is_what_python_script_gives(probe_dir):
+    """``python fs_probe.py ARGS`` (repro.py's reruns): the script's folder first on the path, the same exit status,
+    streams, working directory and argv as a fresh process; sys.argv[0] names the script."""
+    env = _env(SUITE_PROBE="script")
+    forked = forkserver.run_python_script("fs_probe.py", ["a", "b c"], probe_dir, env, timeout=60)
+    fresh = subprocess.run([sys.executable, "fs_probe.py", "a", "b c"], cwd=probe_dir, env=env, capture_output=True,
+                           text=True, timeout=60)
+    assert forked.returncode == fresh.returncode == 3
+    assert forked.stderr == fresh.stderr == "to stderr\n"
+    assert forked.stdout.replace('"torch_before": true', '"torch_before": false') == fresh.stdout, (forked, fresh)
+    assert '"torch_before": true' in forked.stdout and f'"path0": "{probe_dir}"' in forked.stdout
+    assert forked.args == [sys.executable, str(probe_dir / "fs_probe.py"), "a", "b c"]
+
 def test_a_run_past_its_timeout_is_killed_and_the_server_serves_the_next(probe_dir):
     env = _env()
     with pytest.raises(subprocess.TimeoutExpired):

@@ -169,6 +169,16 @@ checked_without_jsonschema = False  # set once a file was checked by the built-i
 
 def _check_schema(path: Path, data: dict[str, Any], schema: dict[str, Any], what: str) -> None:
     global checked_without_jsonschema
+    try:
+        schema_check.check_supported(schema)
+        supported = True
+    except schema_check.UnsupportedSchema:
+        supported = False
+    if jsonschema is not None and supported and schema_check.valid(data, schema):
+        # The built-in checker implements every keyword the schema uses (check_supported) and is held to jsonschema
+        # (tests/reports/test_schema_check.py); it finds a valid file valid about 5x faster (a nightly's run file
+        # 0.4 s against 2.2 s): jsonschema is asked only where a file is not, for its messages.
+        return
     if jsonschema is not None:
         validator = jsonschema.Draft202012Validator(schema)
         errors = sorted(validator.iter_errors(data), key=lambda e: (len(list(e.absolute_path)), str(e.absolute_path)))

@@ -73,8 +73,59 @@ def check_supported(schema: dict) -> None:
                                 "install jsonschema")
 
 
-def problems(instance: Any, schema: dict, root: dict | None = None, path: tuple = ()) -> Iterator[Problem]:
+def valid(instance: Any, schema: dict, root: dict | None = None) -> bool:
+    """Whether ``problems`` would find nothing, without building a message: each keyword as ``problems`` checks it,
+    stopping at the first that fails (a run file of the nightly's is about 430,000 checks: 0.8 s with the generators
+    of ``problems``, which ``problems`` now skips where this says the instance is valid)."""
     root = schema if root is None else root
+    if "$ref" in schema:
+        ref = schema["$ref"]
+        if not ref.startswith("#/$defs/"):
+            raise UnsupportedSchema(f"$ref {ref!r}: only #/$defs/... references are implemented")
+        if not valid(instance, root["$defs"][ref.split("/")[-1]], root):
+            return False
+    if "type" in schema:
+        names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        if not any(_is(instance, n) for n in names):
+            return False
+    if "const" in schema and not _equal(instance, schema["const"]):
+        return False
+    if "enum" in schema and not any(_equal(instance, e) for e in schema["enum"]):
+        return False
+    if "minimum" in schema and _is(instance, "number") and instance < schema["minimum"]:
+        return False
+    if "oneOf" in schema and sum(1 for s in schema["oneOf"] if valid(instance, s, root)) != 1:
+        return False
+    if isinstance(instance, dict):
+        if any(name not in instance for name in schema.get("required", ())):
+            return False
+        props = schema.get("properties", {})
+        extra = schema.get("additionalProperties", True)
+        for name, value in instance.items():
+            if name in props:
+                if not valid(value, props[name], root):
+                    return False
+            elif extra is False:
+                return False
+            elif isinstance(extra, dict) and not valid(value, extra, root):
+                return False
+    if "pattern" in schema and isinstance(instance, str) and not re.search(schema["pattern"], instance):
+        return False
+    if schema.get("uniqueItems") and isinstance(instance, list) and any(
+            _equal(a, b) for i, a in enumerate(instance) for b in instance[i + 1:]):
+        return False
+    if isinstance(instance, list) and isinstance(schema.get("items"), dict):
+        items = schema["items"]
+        if not all(valid(value, items, root) for value in instance):
+            return False
+    return True
+
+
+def problems(instance: Any, schema: dict, root: dict | None = None, path: tuple = ()) -> Iterator[Problem]:
+    """Every place where ``instance`` breaks ``schema``; none, at once, where ``valid`` says it holds."""
+    root = schema if root is None else root
+    if valid(instance, schema, root):
+        return
     if "$ref" in schema:
         ref = schema["$ref"]
         if not ref.startswith("#/$defs/"):
@@ -93,7 +144,7 @@ def problems(instance: Any, schema: dict, root: dict | None = None, path: tuple 
     if "minimum" in schema and _is(instance, "number") and instance < schema["minimum"]:
         yield Problem(path, f"{_repr(instance)} is less than the minimum of {schema['minimum']}")
     if "oneOf" in schema:
-        passing = [s for s in schema["oneOf"] if not any(True for _ in problems(instance, s, root, path))]
+        passing = [s for s in schema["oneOf"] if valid(instance, s, root)]
         if len(passing) != 1:
             what = "is not valid under any of the given schemas" if not passing else "is valid under each of " + \
                 ", ".join(json.dumps(s, sort_keys=True) for s in passing)

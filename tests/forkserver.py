@@ -5,8 +5,9 @@ pytest before it does anything, and the harness's tests start over a hundred of 
 about a fifth of the harness's time. So each harness process keeps one server (started on first use) that imports
 those three and then waits; each run is a child forked from it, set up as ``python -m pytest`` would be (its
 working directory, environment, ``sys.argv``, ``sys.path[0]``, stdin from /dev/null, stdout and stderr to files),
-that runs pytest's ``__main__`` and exits the way Python exits (atexit handlers, flushed files, the exit status of
-``SystemExit``). The suite itself, Triton and Hypothesis are imported in the child, as in a fresh process.
+that runs pytest's ``__main__`` (or a script, as ``python SCRIPT`` does: repro.py's reruns, the script's folder
+first on the path) and exits the way Python exits (atexit handlers, flushed files, the exit status of ``SystemExit``).
+The suite itself, Triton and Hypothesis are imported in the child, as in a fresh process.
 
 The server freezes what it imported (``gc.freeze()``): the objects of torch, numpy and pytest, which never become
 garbage, are left out of the child's collections. Without it each run's full collections walked them all again

@@ -12,8 +12,6 @@ import json
 import os
 import re
 import shlex
-import subprocess
-import sys
 
 import pytest
 
@@ -86,8 +84,7 @@ def test_a_new_intermittent_failure_is_a_regression_named_so(intermittent, tmp_p
                  env={"ZZ_WRONG_EVERY": "0"})
     assert base.returncode == 0, base.output[-3000:]
     (base_file,), (cand_file,) = base.run_files(), intermittent.run_files()
-    proc = subprocess.run([sys.executable, "-m", "reports", "compare", str(base_file), str(cand_file), "--json"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = run_python("reports", "compare", str(base_file), str(cand_file), "--json", cwd=ROOT, timeout=120)
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     result = json.loads(proc.stdout)
     rows = {r["kind"]: r for r in result["correctness_regressions"]}
@@ -130,8 +127,7 @@ def test_a_deterministic_wrong_kernel_is_reported_as_before(tmp_path) -> None:
 
 def test_the_report_names_an_intermittent_case_with_its_rate(intermittent, tmp_path) -> None:
     (cand_file,) = intermittent.run_files()
-    proc = subprocess.run([sys.executable, "-m", "reports", "build", str(cand_file), "--out", str(tmp_path / "r")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = run_python("reports", "build", str(cand_file), "--out", str(tmp_path / "r"), cwd=ROOT, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = (tmp_path / "r" / "report.md").read_text()
     wrong, runs = map(int, RATE.search(intermittent.output).groups())

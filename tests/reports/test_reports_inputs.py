@@ -13,6 +13,7 @@ import pytest
 
 from reports import loading
 from reports.render import md_paragraph, md_text
+from tests.conftest import run_python
 from tests.report_helpers import cli, make_run, write
 
 GOOD = "20261121T000000Z-cuda-sm_90-aaaaaa"
@@ -89,8 +90,6 @@ def test_a_named_pipe_is_refused_not_waited_on(tmp_path, read_as):
     """Issue 61, item 21: `reports build` on a named pipe waited for a writer for ever, and so did `compare
     --noise-floor`. Refused, as every file that is not a regular file, with the good files still reported."""
     import os
-    import subprocess
-    import sys
 
     good = write(tmp_path / "good.json", make_run(run_id=GOOD))
     fifo = tmp_path / "run-pipe.json"
@@ -101,8 +100,7 @@ def test_a_named_pipe_is_refused_not_waited_on(tmp_path, read_as):
         other = write(tmp_path / "other.json", make_run(run_id="20261121T010000Z-cuda-sm_90-bbbbbb",
                                                           started="2026-11-21T01:00:00+00:00"))
         args = ["compare", str(good), str(other), "--noise-floor", str(fifo)]
-    run = subprocess.run([sys.executable, "-m", "reports", *args], cwd=Path(__file__).resolve().parents[2],
-                         capture_output=True, text=True, timeout=120)
+    run = run_python("reports", *args, cwd=Path(__file__).resolve().parents[2], timeout=120)
     assert run.returncode == 2, run.stderr[-2000:]
     assert f"error: {fifo}: not a {read_as}: it is a FIFO (a {read_as} is a regular file)" in run.stderr, run.stderr
     assert read_as != "run file" or (tmp_path / "r" / "report.md").exists()

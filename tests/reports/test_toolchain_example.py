@@ -9,14 +9,13 @@ import gzip
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
 import pytest
 
 from suite.session.results import SCHEMA_PATH
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run_python
 
 EVIDENCE = ROOT / "evidence" / "toolchain"
 FOLDERS = {"base": "triton-3.6.0", "cand": "triton-3.9.0", "again": "triton-3.6.0-again"}
@@ -41,8 +40,7 @@ def runs(tmp_path_factory) -> dict[str, Path]:
 
 
 def compare(*args: object) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "reports", "compare", *map(str, args)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    return run_python("reports", "compare", *map(str, args), cwd=ROOT, timeout=300)
 
 
 def verdict_block(markdown: str) -> str:

@@ -6,14 +6,12 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
-import sys
 
 import pytest
 
 from suite.session import results
 from suite.workers import schedule
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run_python
 
 # Planted in the child run: every write of the run file after its first test fails as on a full disk.
 FULL_DISK = (
@@ -68,8 +66,8 @@ def test_write_atomic_writes_only_regular_files(tmp_path, kind):
 
 
 def _costs_cli(run_path, costs_path, tmp_path):
-    return subprocess.run([sys.executable, "-m", "suite.workers.schedule", str(run_path)], capture_output=True, text=True,
-                          cwd=ROOT, env={**os.environ, "SUITE_TEST_COSTS": str(costs_path)}, timeout=120)
+    return run_python("suite.workers.schedule", str(run_path), cwd=ROOT,
+                      env={**os.environ, "SUITE_TEST_COSTS": str(costs_path)}, timeout=120)
 
 
 def test_the_costs_command_never_writes_over_its_input(tmp_path):

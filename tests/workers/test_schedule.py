@@ -48,8 +48,7 @@ def test_costs_from_a_run_file(tmp_path) -> None:
     assert schedule.costs_from_run(run) == {"t1": 3.14}
     path = tmp_path / "run.json"
     path.write_text(json.dumps(run))
-    proc = subprocess.run([sys.executable, "-m", "suite.workers.schedule", str(tmp_path / "nope.json")],
-                          capture_output=True, text=True)
+    proc = run_python("suite.workers.schedule", str(tmp_path / "nope.json"))
     assert proc.returncode == 2 and "nope.json" in proc.stderr
 
 
@@ -253,22 +252,19 @@ def test_nightly_durations_come_from_several_run_files_and_lower_bounds(tmp_path
                           unfinished={f"{ref}[d-fp32]": 250.0})
     out = tmp_path / "costs.json"
     env = {**os.environ, "SUITE_TEST_COSTS": str(out)}
-    proc = subprocess.run([sys.executable, "-m", "suite.workers.schedule", "--at-least", f"{ref}[c-fp16]=300",
-                           str(first), str(second)], capture_output=True, text=True, env=env, timeout=60,
-                          cwd=schedule.DEFAULT_COSTS_PATH.parent.parent)
+    proc = run_python("suite.workers.schedule", "--at-least", f"{ref}[c-fp16]=300", str(first), str(second), env=env,
+                      timeout=60, cwd=schedule.DEFAULT_COSTS_PATH.parent.parent)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(out.read_text())
     assert schedule.NIGHTLY_TARGET_PART_S == 60.0  # the parts below: a 70 s, b 210 s, c 300 s, d 250 s
     assert data["parts"] == {f"{ref}[a-fp32]": 2, f"{ref}[b-fp32]": 4, f"{ref}[c-fp16]": 5, f"{ref}[d-fp32]": 5}
     assert data["tests"][f"{ref}[a-fp32-part2of2]"] == 35.0 and data["tests"][f"{ref}[c-fp16-part1of5]"] == 60.0
-    mixed = subprocess.run([sys.executable, "-m", "suite.workers.schedule", str(first),
-                            str(_nightly_run(tmp_path, "ci.json.gz", {f"{ref}[a-fp32]": 1.0}, "ci"))],
-                           capture_output=True, text=True, env=env, timeout=60,
-                           cwd=schedule.DEFAULT_COSTS_PATH.parent.parent)
+    mixed = run_python("suite.workers.schedule", str(first),
+                       str(_nightly_run(tmp_path, "ci.json.gz", {f"{ref}[a-fp32]": 1.0}, "ci")), env=env, timeout=60,
+                       cwd=schedule.DEFAULT_COSTS_PATH.parent.parent)
     assert mixed.returncode == 2 and "different Hypothesis profiles" in mixed.stderr
-    bad = subprocess.run([sys.executable, "-m", "suite.workers.schedule", "--at-least", "x=soon", str(first)],
-                         capture_output=True, text=True, env=env, timeout=60,
-                         cwd=schedule.DEFAULT_COSTS_PATH.parent.parent)
+    bad = run_python("suite.workers.schedule", "--at-least", "x=soon", str(first), env=env, timeout=60,
+                     cwd=schedule.DEFAULT_COSTS_PATH.parent.parent)
     assert bad.returncode == 2 and "expected NODEID=SECONDS" in bad.stderr
 
 

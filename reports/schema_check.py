@@ -38,9 +38,18 @@ def _is(value: Any, name: str) -> bool:
 
 
 def _equal(a: Any, b: Any) -> bool:
-    """JSON equality: true is not 1."""
+    """JSON equality, as jsonschema's: true is not 1, also inside lists and objects; the same object (json's one NaN)
+    equals itself."""
+    if a is b:
+        return True
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, list) or isinstance(b, list):
+        return (isinstance(a, list) and isinstance(b, list) and len(a) == len(b)
+                and all(_equal(x, y) for x, y in zip(a, b, strict=True)))
+    if isinstance(a, dict) or isinstance(b, dict):
+        return (isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys()
+                and all(_equal(a[k], b[k]) for k in a))
     return a == b
 
 
@@ -49,20 +58,31 @@ def _repr(value: Any) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def keywords(schema: Any) -> set[str]:
-    """Every keyword used anywhere in a schema (for the refusal of unknown ones)."""
+def keywords(schema: Any, root: Any = None) -> set[str]:
+    """Every keyword used anywhere in a schema (for the refusal of unknown ones); a subschema that is not an object
+    (true, false), a $ref other than #/$defs/NAME of a NAME the root defines, and an $id below the root count as
+    keywords this checker lacks (jsonschema would read them otherwise than this checker)."""
+    if not isinstance(schema, dict):
+        return {f"the subschema {json.dumps(schema)}"}
+    top = root is None
+    root = schema if top else root
     found: set[str] = set()
-    if isinstance(schema, dict):
-        for key, sub in schema.items():
-            found.add(key)
-            if key in ("properties", "$defs"):
-                for s in sub.values():
-                    found |= keywords(s)
-            elif key in ("items", "additionalProperties"):
-                found |= keywords(sub)
-            elif key == "oneOf":
-                for s in sub:
-                    found |= keywords(s)
+    ref = schema.get("$ref")
+    if ref is not None and not (isinstance(ref, str) and re.fullmatch(r"#/\$defs/[A-Za-z0-9_]+", ref)
+                                and ref.split("/")[-1] in (root.get("$defs") or {})):
+        found.add(f"$ref {ref!r}")
+    if "$id" in schema and not top:
+        found.add("$id below the root")
+    for key, sub in schema.items():
+        found.add(key)
+        if key in ("properties", "$defs"):
+            for s in sub.values():
+                found |= keywords(s, root)
+        elif key == "items" or (key == "additionalProperties" and not isinstance(sub, bool)):
+            found |= keywords(sub, root)
+        elif key == "oneOf":
+            for s in sub:
+                found |= keywords(s, root)
     return found
 
 

@@ -189,3 +189,30 @@ def test_a_valid_file_is_not_handed_to_jsonschema_and_a_broken_one_gets_its_mess
     with pytest.raises(loading.RunFileError, match=r"at tests\[0\]\.outcome: 'exploded' is not one of"):
         loading.load_run(write(tmp_path / "bad.json", broken))
     assert asked
+
+
+@pytest.mark.parametrize(("schema", "instance"), [
+    ({"const": {"a": 1}}, {"a": True}),   # true is not 1 inside an object either
+    ({"enum": [[0]]}, [False]),
+    ({"uniqueItems": True}, [float("nan")] * 1),
+])
+def test_json_equality_holds_inside_lists_and_objects(schema, instance):
+    """The built-in checker's equality is jsonschema's (evidence/adv-schema-valid/: Python's == took {"a": true} for
+    {"a": 1} and [false] for [0])."""
+    expected = not list(jsonschema.Draft202012Validator(schema).iter_errors(instance))
+    assert schema_check.valid(instance, schema) is expected
+    assert schema_check.valid([instance, instance], {"uniqueItems": True}) is False  # the same object twice
+
+
+@pytest.mark.parametrize("schema", [
+    {"items": False},
+    {"properties": {"a": True}},
+    {"$defs": {"a": {}}, "$ref": "#/$defs/a/properties/b"},
+    {"$defs": {"a": {}}, "$ref": "#/$defs/b"},
+    {"properties": {"a": {"$id": "https://example.com/x", "type": "string"}}},
+])
+def test_schema_constructs_the_builtin_checker_reads_otherwise_are_refused(schema):
+    """Boolean subschemas, a $ref past #/$defs/NAME or to an undefined NAME, an $id below the root: jsonschema reads
+    them otherwise than the built-in checker, whose word loading now takes for a valid file."""
+    with pytest.raises(schema_check.UnsupportedSchema):
+        schema_check.check_supported(schema)

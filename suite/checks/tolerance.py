@@ -355,7 +355,7 @@ def over_bound(err: float, at: tuple[int, ...], ratio: float, bound: float, got:
 CHUNK_ELEMENTS = 1 << 24
 # Elements over the bound kept per output beside the worst, each a problem a known issue must describe: all of them
 # up to this many, else this many spread evenly over their ranks by error ratio (the mildest and the worst kept).
-OVER_SAMPLE = 256
+OVER_SAMPLE = 4096
 
 
 def _chunks(n: int) -> list[tuple[int, int]]:

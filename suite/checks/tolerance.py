@@ -233,6 +233,21 @@ def loose_at_zero(ref: torch.Tensor, mag: torch.Tensor | None, out_dtype: torch.
             f"{LOOSEST_FRACTION:g}x the output's scale at most of those elements, in every case")
 
 
+def with_reference_where(unwritten: torch.Tensor, out: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
+    """``out`` with the reference, in the output's dtype, where ``unwritten``: the written elements judged alone."""
+    return torch.where(unwritten.to(out.device), ref.detach().to(out.device, out.dtype), out.detach())
+
+
+def beside_unwritten(never: OutputCheck, written: OutputCheck) -> OutputCheck:
+    """The failure of an output with elements never written (``never``), with what its written elements' own check
+    (``written``) found wrong, if anything: its message after the unwritten one, its problems after theirs."""
+    if written.passed:
+        return never
+    rest = written.detail.split(": ", 1)[1] if written.detail.startswith(f"{written.output}: ") else written.detail
+    return OutputCheck(never.output, False, math.inf, math.inf, f"{never.detail}; and where written: {rest}",
+                       (*(never.problems or (never.detail,)), *(written.problems or (written.detail,))))
+
+
 def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Tensor | None, *, reduction_length: int,
                  safety: float, operand_u: float = 0.0, accumulator: str = "fp32",
                  unwritten: torch.Tensor | None = None, judged_as: torch.dtype | None = None,
@@ -252,9 +267,16 @@ def check_output(name: str, out: torch.Tensor, ref: torch.Tensor, mag: torch.Ten
     if unwritten is not None and bool(unwritten.any()):
         head = f"{int(unwritten.sum())} of {out.numel()} elements never written (they still hold the poison; "
         message = f"{name}: {head}first at {_first(unwritten)}. {_UNWRITTEN_HINT})"
-        return OutputCheck(name, False, math.inf, math.inf, message,
-                           (message, *(f"{name}: {head}at {_unravel(i, out.shape)})"
-                                       for i in _each(unwritten.reshape(-1))[1:])))
+        never = OutputCheck(name, False, math.inf, math.inf, message,
+                            (message, *(f"{name}: {head}at {_unravel(i, out.shape)})"
+                                        for i in _each(unwritten.reshape(-1))[1:])))
+        # The written elements are judged too, each problem of theirs one a known issue must describe as well: a
+        # known issue of unwritten elements excused twice the answer beside them (evidence/adv-over-sample/).
+        written = check_output(name, with_reference_where(unwritten, out, ref), ref, mag,
+                               reduction_length=reduction_length, safety=safety, operand_u=operand_u,
+                               accumulator=accumulator, judged_as=judged_as, judged_why=judged_why,
+                               keep_subnormals=keep_subnormals, flush_note=flush_note, held_in=held_in)
+        return beside_unwritten(never, written)
     # Compared where the output lives: a benchmark's outputs have hundreds of millions of elements.
     device = out.device
     if not out.dtype.is_floating_point and not ref.dtype.is_floating_point and not ref.dtype.is_complex:

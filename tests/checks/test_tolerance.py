@@ -228,3 +228,26 @@ def test_the_loose_tolerance_rule_reads_the_reference_in_chunks_as_it_did_whole(
     chunked = [loose_bound(r, m, torch.bfloat16, 16, safety=s, device=torch.device("cpu")) for r, m, s in cases]
     assert chunked == whole
     assert whole[1] and "9 at (3, 4)" in whole[1] and whole[3] and whole[5] == "", whole
+
+
+def test_an_output_with_unwritten_elements_is_judged_where_written_too():
+    """A known issue of unwritten elements excused any other problem of the output: its written elements were never
+    compared (evidence/adv-over-sample/). Both kinds of output say both problems, each a problem of its own."""
+    from kernels._types import IndexOutput
+    from suite.checks.ties import check_indices
+
+    ref = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    out = torch.tensor([2.0, 2.0, 3.0, float("nan")])  # element 0 wrong, element 3 never written
+    unwritten = torch.tensor([False, False, False, True])
+    check = check_output("out", out, ref, None, reduction_length=1, safety=4.0, unwritten=unwritten)
+    assert not check.passed and "never written" in check.detail and "and where written: error" in check.detail
+    assert any("never written" in p for p in check.problems) and any("elements over" in p for p in check.problems)
+    right = check_output("out", torch.tensor([1.0, 2.0, 3.0, 0.0]), ref, None, reduction_length=1,
+                                   safety=4.0, unwritten=unwritten)
+    assert "where written" not in right.detail and not right.passed  # unwritten alone: as before
+
+    source = {"x": torch.tensor([[5.0, 1.0, 7.0, 3.0]])}
+    want = torch.tensor([[2, 0]])
+    got = torch.tensor([[3, -1]])  # index 3 names 3.0, not 7.0; the second never written
+    idx = check_indices("idx", IndexOutput("x", -1, True), source, got, want, torch.tensor([[False, True]]))
+    assert not idx.passed and "never written" in idx.detail and "where written" in idx.detail, idx.detail

@@ -344,3 +344,15 @@ def test_a_second_bug_whose_ratio_ties_the_known_ones_is_found_among_thousands(r
     assert test["outcome"] == "failed", test
     assert "does not describe every problem here" in test["message"], test["message"]
     assert run.returncode == 1, run.output[-3000:]
+
+
+def test_a_known_issue_of_unwritten_elements_excuses_no_wrong_written_one(run_suite):
+    """The last element never written (the known issue) and twice the answer at element 0: an output with unwritten
+    elements was judged by them alone, so the second bug passed as known. The written elements are judged too."""
+    run = run_suite("suite/test_kernels.py", KERNELS, "--kernels=known_unwritten_and_2x_add", "-n", "0",
+                    "-k", "test_matches_reference", env=FAST_SHRINK)
+    [test] = run.run_data()["tests"]
+    assert test["outcome"] == "failed", test
+    assert "and where written: error" in test["message"], test["message"]
+    assert "does not describe every problem here" in test["message"], test["message"]
+    assert run.returncode == 1, run.output[-3000:]

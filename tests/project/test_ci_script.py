@@ -29,7 +29,14 @@ wait_for() {{
   for _ in $(seq {WAIT * 10}); do [[ -e "$CI_MARKS/$1" ]] && return 0; sleep 0.1; done
   echo "$2" >&2; exit 1
 }}
-if [[ "$*" == "-m pytest -n auto" ]]; then
+if [[ "$*" == *"--kernel-module=examples/liger_kernel.py"* ]]; then
+  echo "${{PYTHONPYCACHEPREFIX:-none}} ${{PYTHONDONTWRITEBYTECODE:-unset}}" >"$CI_MARKS/examples-bytecode"
+  touch "$CI_MARKS/examples-started"
+  if [[ -n "${{EXAMPLES_FAIL:-}}" ]]; then echo "FAILED suite/test_kernels.py::test_matches_reference[liger_x-fp32]"; exit 1; fi
+  echo "the examples: 1 passed"
+elif [[ "$*" == "-m pytest tests -n auto" ]]; then
+  wait_for examples-started "the examples' run had not started while the harness's tests ran"
+elif [[ "$*" == "-m pytest -n auto" ]]; then
   wait_for newest-started "the newest stack's install had not started while the main command ran"
 elif [[ "$*" == "-m pytest tests -n auto -m slow" && -z "${{NEWEST_FAILS:-}}" ]]; then
   wait_for newest-tests-started "the newest stack's suite tests had not started while the slow tests ran"
@@ -171,9 +178,25 @@ def test_what_readmes_commands_leave_out_runs_in_ci_after_them(ci):
     """The compile matrix's other configs (off the first command) and the harness's slow tests (off the second)."""
     proc, steps = ci()
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    main = [s.removeprefix("main: ") for s in steps if s.startswith("main: -m pytest") or "SUITE_COMPILE" in s]
+    main = [s.removeprefix("main: ") for s in steps if (s.startswith("main: -m pytest") or "SUITE_COMPILE" in s)
+            and "--kernel-module" not in s]
     assert main[:4] == ["-m pytest -n auto", "SUITE_COMPILE_MATRIX=ci -m pytest -n auto suite/test_compile_matrix.py",
                         "-m pytest tests -n auto", "-m pytest tests -n auto -m slow"], main
+
+
+def test_the_examples_run_in_the_background_beside_the_harness_and_their_failure_fails_ci(ci):
+    """Liger-Kernel's, FlagGems' and the guide's kernels run beside the harness's tests (whose stand-in waits for them
+    to have started), with bytecode off for Python and no prefix (the suite's own cache, never __pycache__ in the
+    checkout); a failure there fails CI with their output printed."""
+    proc, steps = ci()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (ci.marks / "examples-bytecode").read_text().split() == ["none", "1"]
+    assert "the examples: 1 passed" in proc.stdout, proc.stdout
+    proc, steps = ci(EXAMPLES_FAIL="1")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "FAILED suite/test_kernels.py::test_matches_reference[liger_x-fp32]" in proc.stdout, proc.stdout
+    assert "ci: FAILED: Liger-Kernel's, FlagGems' and the guide's kernels (exit 1)" in proc.stderr, proc.stderr
+    assert "ci: done" not in proc.stdout
 
 
 @pytest.mark.parametrize("where", ["checkout", "tmpdir"])

@@ -171,11 +171,11 @@ def _check_schema(path: Path, data: dict[str, Any], schema: dict[str, Any], what
     global checked_without_jsonschema
     try:
         schema_check.check_supported(schema)
-        supported = True
-    except schema_check.UnsupportedSchema:
-        supported = False
+        unsupported = None
+    except schema_check.UnsupportedSchema as exc:
+        unsupported = exc
     try:
-        fast = supported and schema_check.valid(data, schema)
+        fast = unsupported is None and schema_check.valid(data, schema)
     except (TypeError, ValueError, RecursionError, schema_check.UnsupportedSchema):
         fast = False  # jsonschema, or the built-in checker's problems(), says what is wrong below
     if jsonschema is not None and fast:
@@ -189,10 +189,8 @@ def _check_schema(path: Path, data: dict[str, Any], schema: dict[str, Any], what
         first = jsonschema.exceptions.best_match(errors) if errors else None
         where, message = (_where(first.absolute_path), first.message) if first else ("", "")
     else:
-        try:
-            schema_check.check_supported(schema)
-        except schema_check.UnsupportedSchema as exc:
-            raise RunFileError(f"{SCHEMA_PATH}: {exc}") from None
+        if unsupported is not None:
+            raise RunFileError(f"{SCHEMA_PATH}: {unsupported}") from None
         checked_without_jsonschema = True
         errors = list(schema_check.problems(data, schema))
         first = min(errors, key=lambda p: (len(p.path), p.depth, str(p.path))) if errors else None

@@ -124,4 +124,3 @@ def test_a_one_character_change_to_a_jit_body_makes_its_entries_stale(monkeypatc
     assert "matmul" in stale and all("kernel source changed since tuning" in why for why in stale["matmul"]), stale
     assert not {"attention", "softmax", "vector_add"} & set(stale)  # kernels outside the file are untouched
     assert "--retune=" in retune_advice(path, stale) and "matmul" in retune_advice(path, stale)
-
